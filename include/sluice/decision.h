@@ -1,0 +1,48 @@
+// The request side and the answer side of the engine: limits to check, and one decision.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+#include <boost/container/small_vector.hpp>
+
+#include "sluice/limit_spec.h"
+#include "sluice/outcome.h"
+#include "sluice/time.h"
+
+namespace sluice {
+
+// One limit to check for a request. The key names the counter: two checks with the same key,
+// algorithm and period share state, so give distinct limits distinct keys (e.g. "login:" + ip).
+struct LimitCheck {
+  std::string_view key;
+  const LimitSpec* spec = nullptr;  // never null; must outlive the call
+  std::uint64_t cost = 1;           // 0 peeks without consuming
+};
+
+// The engine's answer for a list of checks: allowed only if every limit allows, and then every
+// limit is consumed; when any limit denies, none is.
+struct Decision {
+  static constexpr std::size_t kNoLimit = std::numeric_limits<std::size_t>::max();
+
+  bool allowed = true;
+  // True when some limit was decided without its store (see the limit's on_error policy).
+  bool degraded = false;
+  // Index into `statuses` of the limit that decided: when denied, the denying limit with the
+  // longest retry_after; when allowed, the limit with the fewest units remaining.
+  // kNoLimit when no limit was checked.
+  std::size_t binding = kNoLimit;
+  Micros retry_after_us = 0;  // the binding limit's, 0 when allowed
+  Micros delay_us = 0;        // the longest shaper delay among the limits, 0 if none
+  // One entry per check, in request order. When the decision is a denial, the limits that
+  // would have allowed show their state as it is (nothing was consumed).
+  boost::container::small_vector<Outcome, 4> statuses;
+
+  [[nodiscard]] const Outcome* bindingStatus() const noexcept {
+    return binding == kNoLimit ? nullptr : &statuses[binding];
+  }
+};
+
+}  // namespace sluice

@@ -1,0 +1,10 @@
+// Everything an embedder needs.
+#pragma once
+
+#include "sluice/decision.h"
+#include "sluice/limit_spec.h"
+#include "sluice/limiter.h"
+#include "sluice/outcome.h"
+#include "sluice/rate.h"
+#include "sluice/result.h"
+#include "sluice/time.h"

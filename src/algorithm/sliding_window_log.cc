@@ -1,0 +1,95 @@
+#include "algorithm/sliding_window_log.h"
+
+#include <algorithm>
+
+namespace sluice::algorithm {
+
+void SlidingWindowLog::forgetBefore(Micros cutoff_us) noexcept {
+  while (size_ > 0 && ring_[head_].at_us <= cutoff_us) {
+    units_ -= ring_[head_].units;
+    head_ = (head_ + 1) % capacity_;
+    --size_;
+  }
+}
+
+Outcome SlidingWindowLog::evaluate(Micros now_us, const LimitSpec& spec, std::uint64_t cost,
+                                   std::uint64_t pending) noexcept {
+  const std::uint64_t limit = spec.rate().count;
+  const Micros window_us = spec.rate().period_us;
+  if (size_ > 0) now_us = std::max(now_us, at(size_ - 1).at_us);
+  forgetBefore(now_us - window_us);  // an entry at t counts while t > now − window
+  const std::uint64_t used = units_ + pending;
+
+  Outcome outcome;
+  outcome.limit = limit;
+  outcome.remaining = used >= limit ? 0 : limit - used;
+  const Micros newest_us = size_ > 0 ? at(size_ - 1).at_us : now_us;
+  outcome.reset_after_us = (size_ > 0 || pending > 0) ? newest_us + window_us - now_us : 0;
+  if (cost > limit) {
+    outcome.reason = DenyReason::kCostExceedsLimit;
+    outcome.retry_after_us = kNever;
+    return outcome;
+  }
+  if (used + cost > limit) {
+    outcome.reason = DenyReason::kOverLimit;
+    // Wait until enough of the oldest units slide out for this cost to fit.
+    const std::uint64_t must_expire = used + cost - limit;
+    std::uint64_t expired = 0;
+    Micros fits_at_us = now_us + window_us;  // pending units expire a window after now
+    for (std::uint32_t i = 0; i < size_; ++i) {
+      expired += at(i).units;
+      if (expired >= must_expire) {
+        fits_at_us = at(i).at_us + window_us;
+        break;
+      }
+    }
+    outcome.retry_after_us = fits_at_us - now_us;
+    return outcome;
+  }
+  outcome.allowed = true;
+  outcome.remaining = limit - used - cost;
+  if (cost > 0) outcome.reset_after_us = window_us;
+  return outcome;
+}
+
+void SlidingWindowLog::record(Micros now_us, const LimitSpec& spec, std::uint64_t cost) {
+  if (cost == 0) return;
+  if (size_ > 0) {
+    Entry& newest = ring_[(head_ + size_ - 1) % capacity_];
+    now_us = std::max(now_us, newest.at_us);
+    if (newest.at_us == now_us) {  // same instant: one entry, so memory stays bounded
+      newest.units += cost;
+      units_ += cost;
+      return;
+    }
+  }
+  if (size_ == capacity_) grow(spec.rate().count);
+  ring_[(head_ + size_) % capacity_] = {now_us, cost};
+  ++size_;
+  units_ += cost;
+}
+
+Outcome SlidingWindowLog::consume(Micros now_us, const LimitSpec& spec, std::uint64_t cost) {
+  Outcome outcome = evaluate(now_us, spec, cost);
+  if (outcome.allowed) record(now_us, spec, cost);
+  return outcome;
+}
+
+// Entries never outnumber the limit (each holds a unit or more), so neither does the ring.
+void SlidingWindowLog::grow(std::uint64_t max_entries) {
+  const std::uint64_t doubled = capacity_ == 0 ? 4 : std::uint64_t{capacity_} * 2;
+  // A limit lowered by a reload can be below what the log already holds.
+  const auto new_capacity = static_cast<std::uint32_t>(
+      std::max<std::uint64_t>(std::min(doubled, max_entries), std::uint64_t{size_} + 1));
+  auto bigger = std::make_unique<Entry[]>(new_capacity);
+  for (std::uint32_t i = 0; i < size_; ++i) bigger[i] = at(i);
+  ring_ = std::move(bigger);
+  capacity_ = new_capacity;
+  head_ = 0;
+}
+
+Micros SlidingWindowLog::fullAt(const LimitSpec& spec) const noexcept {
+  return size_ == 0 ? 0 : at(size_ - 1).at_us + spec.rate().period_us;
+}
+
+}  // namespace sluice::algorithm

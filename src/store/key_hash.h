@@ -1,0 +1,29 @@
+// The 64-bit identity of a counter. MemoryStore keeps only this hash, not the key text, which is
+// what keeps a key at a few dozen bytes. The hash is keyed with per-process random seeds so a
+// client cannot craft a key that lands on someone else's counter.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "sluice/limit_spec.h"
+
+namespace sluice {
+
+class KeyHasher {
+ public:
+  // Seeds from the system's random source.
+  KeyHasher() noexcept;
+  // Fixed seeds, for reproducible tests.
+  KeyHasher(std::uint64_t seed0, std::uint64_t seed1) noexcept : seed0_(seed0), seed1_(seed1) {}
+
+  // Thread-safe. The counter of (key, algorithm, period): the same key under another algorithm
+  // or period is another counter, so a reload that changes only a limit's count keeps its state.
+  [[nodiscard]] std::uint64_t operator()(std::string_view key, const LimitSpec& spec) const noexcept;
+
+ private:
+  std::uint64_t seed0_;
+  std::uint64_t seed1_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,63 @@
+// The embedded default store: state in this process's memory, sharded by key hash, each shard
+// behind its own mutex. A key costs one 28-byte slot in an open-addressing table (the key is kept
+// only as its 64-bit seeded hash); sliding-log keys hold their log on the heap.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "store/key_hash.h"
+#include "store/store.h"
+
+namespace sluice {
+
+struct MemoryStoreOptions {
+  // Upper bound on keys held. When a shard is full, keys whose state is back to full (which
+  // equal unused keys) go first, then the keys closest to being full.
+  std::size_t max_keys = 1'000'000;
+  // More shards, less lock contention between threads. Must be at least 1.
+  std::size_t shards = 64;
+};
+
+class MemoryStore final : public Store {
+ public:
+  explicit MemoryStore(MemoryStoreOptions options = {});
+  MemoryStore(MemoryStoreOptions options, KeyHasher hasher);
+  ~MemoryStore() override;
+  MemoryStore(const MemoryStore&) = delete;
+  MemoryStore& operator=(const MemoryStore&) = delete;
+
+  // Store
+  [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, Micros now_us,
+                                  std::span<Outcome> outcomes) noexcept override;
+
+  // Thread-safe. Keys currently held, including ones back to full and not yet swept.
+  [[nodiscard]] std::size_t keyCount() const noexcept;
+  // Thread-safe. Drops every key whose state is back to full at `now_us`; returns how many.
+  std::size_t sweepExpired(Micros now_us) noexcept;
+  // Thread-safe. Keys dropped while their state was not yet full, to honor max_keys.
+  [[nodiscard]] std::uint64_t evictedLive() const noexcept {
+    return evicted_live_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct Shard;
+  struct Staged;
+
+  [[nodiscard]] Shard& shardFor(std::uint64_t hash) const noexcept;
+  // Under the shard's lock, before inserting a key.
+  void makeRoom(Shard& shard, Micros now_us) noexcept;
+  StoreStatus applyOne(const LimitCheck& check, Micros now_us, Outcome& outcome) noexcept;
+  StoreStatus applyMany(std::span<const LimitCheck> checks, Micros now_us,
+                        std::span<Outcome> outcomes) noexcept;
+
+  std::size_t keys_per_shard_;
+  std::size_t shard_count_;
+  std::unique_ptr<Shard[]> shards_;
+  KeyHasher hasher_;
+  std::atomic<std::uint64_t> evicted_live_{0};
+};
+
+}  // namespace sluice
