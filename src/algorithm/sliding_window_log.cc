@@ -4,6 +4,13 @@
 
 namespace sluice::algorithm {
 
+SlidingWindowLog::SlidingWindowLog(const SlidingWindowLog& other)
+    : capacity_(other.size_), size_(other.size_), units_(other.units_) {
+  if (size_ == 0) return;
+  ring_ = std::make_unique<Entry[]>(capacity_);
+  for (std::uint32_t i = 0; i < size_; ++i) ring_[i] = other.at(i);
+}
+
 void SlidingWindowLog::forgetBefore(Micros cutoff_us) noexcept {
   while (size_ > 0 && ring_[head_].at_us <= cutoff_us) {
     units_ -= ring_[head_].units;

@@ -14,6 +14,11 @@ namespace sluice::algorithm {
 class SlidingWindowLog {
  public:
   SlidingWindowLog() = default;
+  SlidingWindowLog(SlidingWindowLog&&) noexcept = default;
+  SlidingWindowLog& operator=(SlidingWindowLog&&) noexcept = default;
+  // A deep copy, for what-if evaluation.
+  SlidingWindowLog(const SlidingWindowLog& other);
+  SlidingWindowLog& operator=(const SlidingWindowLog&) = delete;
 
   // Not thread-safe. Decides without recording: `pending` units (admitted earlier in the same
   // all-or-nothing request, not yet recorded) count as if recorded at `now_us`. Forgets entries

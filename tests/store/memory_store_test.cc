@@ -1,0 +1,151 @@
+#include "store/memory_store.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/specs.h"
+
+namespace sluice {
+namespace {
+
+using testing::kJan2026;
+using testing::spec;
+
+class MemoryStoreTest : public ::testing::Test {
+ protected:
+  Outcome apply(MemoryStore& store, std::string_view key, const LimitSpec& limit,
+                std::uint64_t cost, Micros now_us) {
+    const LimitCheck check{key, &limit, cost};
+    Outcome outcome;
+    EXPECT_EQ(store.apply(std::span(&check, 1), now_us, std::span(&outcome, 1)), StoreStatus::kOk);
+    return outcome;
+  }
+  std::vector<Outcome> applyAll(MemoryStore& store, const std::vector<LimitCheck>& checks,
+                                Micros now_us) {
+    std::vector<Outcome> outcomes(checks.size());
+    EXPECT_EQ(store.apply(checks, now_us, outcomes), StoreStatus::kOk);
+    return outcomes;
+  }
+
+  MemoryStore store_{MemoryStoreOptions{1000, 4}, KeyHasher(1, 2)};
+  const LimitSpec per_second_ = spec(Algorithm::kFixedWindow, "2/s");
+  const LimitSpec bucket_ = spec(Algorithm::kTokenBucket, "1/min", 3);
+  const LimitSpec log_ = spec(Algorithm::kSlidingWindowLog, "2/s");
+  const Micros t0_ = kJan2026;
+};
+
+// Keys are independent counters; state persists between calls.
+TEST_F(MemoryStoreTest, KeysAreIndependent) {
+  EXPECT_TRUE(apply(store_, "a", per_second_, 2, t0_).allowed);
+  EXPECT_FALSE(apply(store_, "a", per_second_, 1, t0_).allowed);
+  EXPECT_TRUE(apply(store_, "b", per_second_, 2, t0_).allowed);
+  EXPECT_TRUE(apply(store_, "a", log_, 2, t0_).allowed);  // another algorithm: another counter
+  EXPECT_FALSE(apply(store_, "a", log_, 1, t0_).allowed);
+  EXPECT_EQ(store_.keyCount(), 3u);
+}
+
+// Peeks and denials never create keys.
+TEST_F(MemoryStoreTest, PeeksAndDenialsCreateNothing) {
+  EXPECT_TRUE(apply(store_, "peek", bucket_, 0, t0_).allowed);
+  EXPECT_FALSE(apply(store_, "huge", bucket_, 4, t0_).allowed);
+  EXPECT_TRUE(apply(store_, "peek", log_, 0, t0_).allowed);
+  EXPECT_EQ(store_.keyCount(), 0u);
+}
+
+// A key whose state is back to full is dropped by a sweep and behaves as new afterwards.
+TEST_F(MemoryStoreTest, IdleKeysExpireOnceFull) {
+  EXPECT_TRUE(apply(store_, "a", bucket_, 3, t0_).allowed);
+  EXPECT_TRUE(apply(store_, "b", log_, 1, t0_).allowed);
+  // A minute later "b" has slid out of its window; "a" still misses 2 tokens.
+  EXPECT_EQ(store_.sweepExpired(t0_ + kMicrosPerMinute), 1u);
+  EXPECT_EQ(store_.keyCount(), 1u);
+  EXPECT_EQ(store_.sweepExpired(t0_ + 3 * kMicrosPerMinute), 1u);
+  EXPECT_EQ(store_.keyCount(), 0u);
+  EXPECT_EQ(apply(store_, "a", bucket_, 0, t0_ + 3 * kMicrosPerMinute).remaining, 3u);
+}
+
+// Without explicit sweeps, a shard sweeps itself as it grows: keys that came and went leave
+// nothing behind.
+TEST_F(MemoryStoreTest, GrowthTriggersSweeps) {
+  MemoryStore store(MemoryStoreOptions{1'000'000, 1}, KeyHasher(3, 4));
+  Micros now = t0_;
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < 1000; ++i) {
+      EXPECT_TRUE(apply(store, "r" + std::to_string(round) + ":" + std::to_string(i), per_second_, 1,
+                        now)
+                      .allowed);
+    }
+    now += 2 * kMicrosPerSecond;  // every key of this round is full again
+  }
+  EXPECT_LE(store.keyCount(), 2 * 1024u + 1000u);
+  EXPECT_EQ(store.evictedLive(), 0u);
+}
+
+// A flood of new keys cannot grow memory past max_keys; keys back to full go first.
+TEST_F(MemoryStoreTest, MaxKeysBoundEvictsExpiredFirst) {
+  MemoryStore store(MemoryStoreOptions{100, 1}, KeyHasher(5, 6));
+  const LimitSpec daily = spec(Algorithm::kFixedWindow, "5/day");
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_TRUE(apply(store, "keep:" + std::to_string(i), daily, 1, t0_).allowed);
+  }
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_TRUE(apply(store, "short:" + std::to_string(i), per_second_, 1, t0_).allowed);
+  }
+  EXPECT_EQ(store.keyCount(), 100u);
+  const Micros later = t0_ + 5 * kMicrosPerSecond;  // the short keys are full again
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_TRUE(apply(store, "new:" + std::to_string(i), per_second_, 1, later).allowed);
+  }
+  EXPECT_LE(store.keyCount(), 100u);
+  EXPECT_EQ(store.evictedLive(), 0u);
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(apply(store, "keep:" + std::to_string(i), daily, 0, later).remaining, 4u) << i;
+  }
+  // Past the bound with only live keys, the ones closest to full are evicted in batches.
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_TRUE(apply(store, "flood:" + std::to_string(i), daily, 1, later).allowed);
+  }
+  EXPECT_LE(store.keyCount(), 100u);
+  EXPECT_GT(store.evictedLive(), 0u);
+}
+
+// All-or-nothing: when one limit denies, none is consumed, and the others report as they are.
+TEST_F(MemoryStoreTest, AllOrNothingAcrossKeysAndAlgorithms) {
+  EXPECT_TRUE(apply(store_, "tight", per_second_, 2, t0_).allowed);
+  const std::vector<LimitCheck> checks{
+      {"loose", &bucket_, 1}, {"log", &log_, 1}, {"tight", &per_second_, 1}};
+  const std::vector<Outcome> denied = applyAll(store_, checks, t0_);
+  EXPECT_TRUE(denied[0].allowed);
+  EXPECT_EQ(denied[0].remaining, 3u);  // as it is: nothing was taken
+  EXPECT_TRUE(denied[1].allowed);
+  EXPECT_EQ(denied[1].remaining, 2u);
+  EXPECT_FALSE(denied[2].allowed);
+  EXPECT_EQ(apply(store_, "loose", bucket_, 0, t0_).remaining, 3u);
+  EXPECT_EQ(apply(store_, "log", log_, 0, t0_).remaining, 2u);
+
+  const std::vector<Outcome> allowed = applyAll(store_, checks, t0_ + kMicrosPerSecond);
+  for (const Outcome& outcome : allowed) EXPECT_TRUE(outcome.allowed);
+  EXPECT_EQ(apply(store_, "loose", bucket_, 0, t0_ + kMicrosPerSecond).remaining, 2u);
+  EXPECT_EQ(apply(store_, "log", log_, 0, t0_ + kMicrosPerSecond).remaining, 1u);
+  EXPECT_EQ(apply(store_, "tight", per_second_, 0, t0_ + kMicrosPerSecond).remaining, 1u);
+}
+
+// The same counter twice in one request counts both costs, for new and existing keys alike.
+TEST_F(MemoryStoreTest, RepeatedKeyInOneRequestAddsUp) {
+  for (const LimitSpec* limit : {&bucket_, &log_}) {
+    const std::vector<LimitCheck> twice{{"same", limit, 1}, {"same", limit, 1}};
+    const std::vector<Outcome> first = applyAll(store_, twice, t0_);
+    EXPECT_TRUE(first[0].allowed && first[1].allowed);
+    EXPECT_EQ(first[1].remaining, limit->limit() - 2);
+    EXPECT_EQ(apply(store_, "same", *limit, 0, t0_).remaining, limit->limit() - 2);
+    const std::vector<LimitCheck> again{{"same", limit, 1}, {"same", limit, 1}};
+    const std::vector<Outcome> second = applyAll(store_, again, t0_);
+    EXPECT_FALSE(second[0].allowed && second[1].allowed) << limit->toString();
+    EXPECT_EQ(apply(store_, "same", *limit, 0, t0_).remaining, limit->limit() - 2);
+  }
+}
+
+}  // namespace
+}  // namespace sluice
