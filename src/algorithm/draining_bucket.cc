@@ -18,27 +18,26 @@ Outcome consumeDrainingBucket(DrainingBucketState& state, Micros now_us, const L
 
   Outcome outcome;
   outcome.limit = spec.burst();
-  outcome.remaining = static_cast<std::uint64_t>((capacity - level) / unit);
-  outcome.reset_after_us = saturate(ceilDiv(level, drain_per_us));
+  Int128 level_after = level;
   if (cost > spec.burst()) {
     outcome.reason = DenyReason::kCostExceedsLimit;
     outcome.retry_after_us = kNever;
-    return outcome;
-  }
-  if (level + weight > capacity) {
+  } else if (level + weight > capacity) {
     outcome.reason = DenyReason::kOverLimit;
     outcome.retry_after_us = saturate(ceilDiv(level + weight - capacity, drain_per_us));
-    return outcome;
+  } else {
+    outcome.allowed = true;
+    if (spec.algorithm() == Algorithm::kLeakyBucketShaper) {
+      // The water ahead of this request leaks out first.
+      outcome.delay_us = saturate(ceilDiv(level, drain_per_us));
+    }
+    if (cost > 0) {
+      level_after = level + weight;
+      state = {now_us, static_cast<std::int64_t>(level_after)};
+    }
   }
-  outcome.allowed = true;
-  if (spec.algorithm() == Algorithm::kLeakyBucketShaper) {
-    outcome.delay_us = outcome.reset_after_us;  // the water ahead of this request leaks first
-  }
-  if (cost == 0) return outcome;
-  const Int128 new_level = level + weight;
-  outcome.remaining = static_cast<std::uint64_t>((capacity - new_level) / unit);
-  outcome.reset_after_us = saturate(ceilDiv(new_level, drain_per_us));
-  state = {now_us, static_cast<std::int64_t>(new_level)};
+  outcome.remaining = static_cast<std::uint64_t>(divide(capacity - level_after, unit));
+  outcome.reset_after_us = saturate(ceilDiv(level_after, drain_per_us));
   return outcome;
 }
 

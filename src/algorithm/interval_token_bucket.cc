@@ -23,7 +23,7 @@ Outcome consumeIntervalTokenBucket(IntervalTokenBucketState& state, Micros now_u
   std::int64_t deficit = 0;
   if (state.deficit > 0) {
     const Micros elapsed_us = now_us - state.refilled_at_us;
-    const Int128 intervals = elapsed_us / interval_us;
+    const Micros intervals = elapsed_us / interval_us;
     const Int128 refilled = intervals * spec.rate().count;
     deficit = static_cast<std::int64_t>(std::max<Int128>(0, state.deficit - refilled));
     refilled_at_us = deficit > 0 ? state.refilled_at_us + static_cast<Micros>(intervals) *

@@ -8,7 +8,7 @@ namespace {
 // The earliest offset into a window (0..window_us) at which
 // `previous` × (window_us − offset) <= `room` × window_us; requires room >= 0, previous > 0.
 Micros offsetWhereWeightFits(std::uint64_t previous, Int128 room, Micros window_us) {
-  const Int128 unelapsed_allowed = (room * window_us) / previous;
+  const Int128 unelapsed_allowed = divide(room * window_us, previous);
   return unelapsed_allowed >= window_us ? 0 : window_us - static_cast<Micros>(unelapsed_allowed);
 }
 

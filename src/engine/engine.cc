@@ -8,7 +8,7 @@ Decision Engine::check(std::span<const LimitCheck> checks) noexcept {
   Decision decision;
   if (checks.empty()) return decision;
   decision.statuses.resize(checks.size());
-  const StoreStatus status = store_.apply(checks, clock_.now(), decision.statuses);
+  const StoreStatus status = store_.apply(checks, clock_, decision.statuses);
   if (status != StoreStatus::kOk) {
     // Until stores that can fail arrive, an unavailable store denies: fail closed.
     decision.degraded = true;

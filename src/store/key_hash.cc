@@ -24,11 +24,26 @@ std::uint64_t load64(const char* bytes) noexcept {
   return word;
 }
 
-// Up to 8 trailing bytes, zero-padded (the length is mixed in separately).
-std::uint64_t loadTail(const char* bytes, std::size_t count) noexcept {
-  std::uint64_t word = 0;
-  std::memcpy(&word, bytes, count);
+std::uint64_t load32(const char* bytes) noexcept {
+  std::uint32_t word;
+  std::memcpy(&word, bytes, sizeof word);
   return word;
+}
+
+// The last 1..15 bytes as two words, read with overlapping loads rather than a byte loop: a
+// byte-wise copy followed by a word load stalls on store forwarding. Together with the length,
+// which the caller mixes in, the words determine the bytes.
+void loadTail(const char* bytes, std::size_t count, std::uint64_t& low,
+              std::uint64_t& high) noexcept {
+  if (count >= 8) {
+    low = load64(bytes);
+    high = load64(bytes + count - 8);
+  } else if (count >= 4) {
+    low = load32(bytes) | (load32(bytes + count - 4) << 32);
+  } else if (count > 0) {
+    const auto byte = [&](std::size_t i) { return std::uint64_t{static_cast<unsigned char>(bytes[i])}; };
+    low = byte(0) | (byte(count / 2) << 8) | (byte(count - 1) << 16);
+  }
 }
 
 }  // namespace
@@ -52,12 +67,7 @@ std::uint64_t KeyHasher::operator()(std::string_view key, const LimitSpec& spec)
   }
   std::uint64_t low = 0;
   std::uint64_t high = 0;
-  if (left > 8) {
-    low = load64(bytes);
-    high = loadTail(bytes + 8, left - 8);
-  } else {
-    low = loadTail(bytes, left);
-  }
+  loadTail(bytes, left, low, high);
   state = foldedMultiply(low ^ seed1_ ^ kOdd1, high ^ state ^ kOdd2);
   return foldedMultiply(state ^ seed0_, kOdd0);
 }

@@ -1,6 +1,7 @@
 #include "store/memory_store.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <mutex>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "algorithm/compact_state.h"
 #include "algorithm/sliding_window_log.h"
+#include "store/compact_table.h"
 
 namespace sluice {
 namespace {
@@ -18,25 +20,9 @@ namespace {
 using algorithm::CompactState;
 using algorithm::SlidingWindowLog;
 
-// Packed to 4-byte alignment so a table slot (hash + state + expiry) is 28 bytes, not 32: at a
-// million keys that is the difference between fitting 64 bytes per key or not.
-#pragma pack(push, 4)
-struct PackedHash {
-  std::uint64_t value;
-  friend bool operator==(PackedHash a, PackedHash b) noexcept { return a.value == b.value; }
-};
-struct CompactSlot {
-  std::int64_t a;
-  std::int64_t b;
-  std::uint32_t expires_s;  // Unix seconds from which the state equals an unused key's
-};
-#pragma pack(pop)
-static_assert(sizeof(std::pair<const PackedHash, CompactSlot>) == 28);
-
 // The keys are already uniformly distributed seeded hashes; tell the table not to mix again.
 struct HashIsTheKey {
   using is_avalanching = void;
-  std::size_t operator()(PackedHash hash) const noexcept { return hash.value; }
   std::size_t operator()(std::uint64_t hash) const noexcept { return hash; }
 };
 
@@ -61,18 +47,19 @@ bool isExpired(std::uint32_t expires_s, Micros now_us) noexcept {
 }
 
 CompactState liveState(const CompactSlot& slot, Micros now_us) noexcept {
-  return isExpired(slot.expires_s, now_us) ? CompactState{} : CompactState{slot.a, slot.b};
+  return isExpired(slot.expires_s, now_us) ? CompactState{} : slot.state;
 }
 
-CompactSlot toSlot(const CompactState& state, const LimitSpec& spec) noexcept {
-  return {state.a, state.b, expirySeconds(algorithm::compactFullAt(state, spec))};
+void store(CompactSlot& slot, const CompactState& state, const LimitSpec& spec) noexcept {
+  slot.state = state;
+  slot.expires_s = expirySeconds(algorithm::compactFullAt(state, spec));
 }
 
 }  // namespace
 
 struct alignas(64) MemoryStore::Shard {
   std::mutex mutex;
-  boost::unordered_flat_map<PackedHash, CompactSlot, HashIsTheKey> compact;
+  CompactTable compact;
   boost::unordered_flat_map<std::uint64_t, LogSlot, HashIsTheKey> logs;
   std::size_t sweep_at = kFirstSweepAt;
 
@@ -80,8 +67,7 @@ struct alignas(64) MemoryStore::Shard {
 
   std::size_t sweep(Micros now_us) noexcept {
     const std::size_t before = size();
-    boost::unordered::erase_if(
-        compact, [now_us](const auto& entry) { return isExpired(entry.second.expires_s, now_us); });
+    compact.eraseIf([now_us](const CompactSlot& slot) { return isExpired(slot.expires_s, now_us); });
     boost::unordered::erase_if(
         logs, [now_us](const auto& entry) { return isExpired(entry.second.expires_s, now_us); });
     sweep_at = std::max(kFirstSweepAt, 2 * size());
@@ -95,23 +81,22 @@ struct alignas(64) MemoryStore::Shard {
     sweep(now_us);
     if (size() < max_keys) return 0;
     // Evict in batches so a flood of new keys costs amortized O(1) per key, not a scan per key.
-    const std::size_t batch = std::max<std::size_t>(1, max_keys / 16);
-    evictNearestFull(batch);
-    return batch;
+    return evictNearestFull(std::max<std::size_t>(1, max_keys / 16));
   }
 
   // Drops the `count` keys that are closest to full: the least state is lost.
-  void evictNearestFull(std::size_t count) {
+  std::size_t evictNearestFull(std::size_t count) {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> by_expiry;  // (expiry, hash)
     by_expiry.reserve(size());
-    for (const auto& [hash, slot] : compact) by_expiry.emplace_back(slot.expires_s, hash.value);
+    compact.forEach([&](const CompactSlot& slot) { by_expiry.emplace_back(slot.expires_s, slot.hash); });
     for (const auto& [hash, slot] : logs) by_expiry.emplace_back(slot.expires_s, hash);
     count = std::min(count, by_expiry.size());
     std::nth_element(by_expiry.begin(), by_expiry.begin() + static_cast<std::ptrdiff_t>(count),
                      by_expiry.end());
     for (std::size_t i = 0; i < count; ++i) {
-      if (compact.erase(PackedHash{by_expiry[i].second}) == 0) logs.erase(by_expiry[i].second);
+      if (!compact.erase(by_expiry[i].second)) logs.erase(by_expiry[i].second);
     }
+    return count;
   }
 };
 
@@ -119,10 +104,10 @@ struct alignas(64) MemoryStore::Shard {
 struct MemoryStore::Staged {
   std::uint64_t hash = 0;
   Shard* shard = nullptr;
-  CompactSlot* slot = nullptr;     // the existing compact slot; valid until the first insert
+  CompactSlot* slot = nullptr;      // the existing compact slot; valid until the first insert
   SlidingWindowLog* log = nullptr;  // the existing log; valid until the first insert
-  CompactState original;           // compact state before this request
-  CompactState after;              // compact state after this check (and earlier ones)
+  CompactState original;            // compact state before this request
+  CompactState after;               // compact state after this check (and earlier ones)
   std::uint64_t pending_units = 0;  // log units admitted earlier in this request, same key
   bool is_log = false;
   bool last_of_key = true;  // no later check in this request has the same key
@@ -131,18 +116,19 @@ struct MemoryStore::Staged {
 MemoryStore::MemoryStore(MemoryStoreOptions options) : MemoryStore(options, KeyHasher()) {}
 
 MemoryStore::MemoryStore(MemoryStoreOptions options, KeyHasher hasher)
-    : keys_per_shard_(std::max<std::size_t>(1, options.max_keys / std::max<std::size_t>(
-                                                                     1, options.shards))),
-      shard_count_(std::max<std::size_t>(1, options.shards)),
+    : shard_count_(std::bit_ceil(std::max<std::size_t>(1, options.shards))),
+      keys_per_shard_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
       shards_(std::make_unique<Shard[]>(shard_count_)),
-      hasher_(hasher) {}
+      hasher_(hasher) {
+  for (std::size_t i = 0; i < shard_count_; ++i) shards_[i].compact.configure(keys_per_shard_);
+}
 
 MemoryStore::~MemoryStore() = default;
 
 MemoryStore::Shard& MemoryStore::shardFor(std::uint64_t hash) const noexcept {
-  // Bits 24 and up: the table itself uses the top bits for its position and the low byte for
-  // its tags, and a shard choice from either would leave those bits constant within a shard.
-  return shards_[(hash >> 24) % shard_count_];
+  // Bits 24 and up, a power-of-two count: no division, and independent of the table's slot
+  // choice, which the top bits drive.
+  return shards_[(hash >> 24) & (shard_count_ - 1)];
 }
 
 void MemoryStore::makeRoom(Shard& shard, Micros now_us) noexcept {
@@ -150,30 +136,31 @@ void MemoryStore::makeRoom(Shard& shard, Micros now_us) noexcept {
   if (evicted > 0) evicted_live_.fetch_add(evicted, std::memory_order_relaxed);
 }
 
-StoreStatus MemoryStore::apply(std::span<const LimitCheck> checks, Micros now_us,
+StoreStatus MemoryStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
                                std::span<Outcome> outcomes) noexcept {
-  if (checks.size() == 1) return applyOne(checks[0], now_us, outcomes[0]);
-  return applyMany(checks, now_us, outcomes);
+  if (checks.size() == 1) return applyOne(checks[0], clock, outcomes[0]);
+  return applyMany(checks, clock, outcomes);
 }
 
-StoreStatus MemoryStore::applyOne(const LimitCheck& check, Micros now_us,
+StoreStatus MemoryStore::applyOne(const LimitCheck& check, const Clock& clock,
                                   Outcome& outcome) noexcept {
   const LimitSpec& spec = *check.spec;
   const std::uint64_t hash = hasher_(check.key, spec);
   Shard& shard = shardFor(hash);
+  // A cold key's slot is a cache miss; start it now so it overlaps the clock read and the lock.
+  shard.compact.prefetch(hash);
+  const Micros now_us = clock.now();
   std::lock_guard lock(shard.mutex);
   if (algorithm::hasCompactState(spec.algorithm())) {
-    const auto found = shard.compact.find(PackedHash{hash});
-    CompactState state = found == shard.compact.end() ? CompactState{}
-                                                      : liveState(found->second, now_us);
+    CompactSlot* slot = shard.compact.find(hash);
+    CompactState state = slot == nullptr ? CompactState{} : liveState(*slot, now_us);
     outcome = algorithm::consumeCompact(state, now_us, spec, check.cost);
     if (!outcome.allowed || check.cost == 0) return StoreStatus::kOk;
-    if (found != shard.compact.end()) {
-      found->second = toSlot(state, spec);
-    } else {
+    if (slot == nullptr) {
       makeRoom(shard, now_us);
-      shard.compact.emplace(PackedHash{hash}, toSlot(state, spec));
+      slot = &shard.compact.insert(hash);
     }
+    store(*slot, state, spec);
     return StoreStatus::kOk;
   }
   const auto found = shard.logs.find(hash);
@@ -193,7 +180,7 @@ StoreStatus MemoryStore::applyOne(const LimitCheck& check, Micros now_us,
   return StoreStatus::kOk;
 }
 
-StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, Micros now_us,
+StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, const Clock& clock,
                                    std::span<Outcome> outcomes) noexcept {
   const std::size_t count = checks.size();
   boost::container::small_vector<Staged, 8> staged(count);
@@ -202,8 +189,10 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, Micros no
     staged[i].hash = hasher_(checks[i].key, *checks[i].spec);
     staged[i].shard = &shardFor(staged[i].hash);
     staged[i].is_log = !algorithm::hasCompactState(checks[i].spec->algorithm());
+    if (!staged[i].is_log) staged[i].shard->compact.prefetch(staged[i].hash);
     to_lock.push_back(staged[i].shard);
   }
+  const Micros now_us = clock.now();
   // Locks are always taken in address order, so concurrent requests cannot deadlock.
   std::sort(to_lock.begin(), to_lock.end());
   to_lock.erase(std::unique(to_lock.begin(), to_lock.end()), to_lock.end());
@@ -233,11 +222,8 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, Micros no
         item.original = earlier->original;
         item.after = earlier->after;
       } else {
-        const auto found = item.shard->compact.find(PackedHash{item.hash});
-        if (found != item.shard->compact.end()) {
-          item.slot = &found->second;
-          item.original = liveState(found->second, now_us);
-        }
+        item.slot = item.shard->compact.find(item.hash);
+        if (item.slot != nullptr) item.original = liveState(*item.slot, now_us);
         item.after = item.original;
       }
       outcomes[i] = algorithm::consumeCompact(item.after, now_us, spec, checks[i].cost);
@@ -260,38 +246,46 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, Micros no
       }
     }
   } else {
-    // Existing keys first: their pointers stay valid only until the first insertion.
-    for (std::size_t i = 0; i < count; ++i) {
-      Staged& item = staged[i];
-      const LimitSpec& spec = *checks[i].spec;
-      if (item.is_log && item.log != nullptr) {
-        item.log->record(now_us, spec, checks[i].cost);
-        item.shard->logs.find(item.hash)->second.expires_s = expirySeconds(item.log->fullAt(spec));
-      } else if (!item.is_log && item.slot != nullptr && item.last_of_key) {
-        *item.slot = toSlot(item.after, spec);
-      }
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      Staged& item = staged[i];
-      const LimitSpec& spec = *checks[i].spec;
-      if (item.is_log && item.log == nullptr && checks[i].cost > 0) {
-        auto found = item.shard->logs.find(item.hash);  // an earlier check may have created it
-        if (found == item.shard->logs.end()) {
-          makeRoom(*item.shard, now_us);
-          found = item.shard->logs.emplace(item.hash, LogSlot{std::make_unique<SlidingWindowLog>(), 0})
-                      .first;
-        }
-        found->second.log->record(now_us, spec, checks[i].cost);
-        found->second.expires_s = expirySeconds(found->second.log->fullAt(spec));
-      } else if (!item.is_log && item.slot == nullptr && item.last_of_key &&
-                 (item.after.a != item.original.a || item.after.b != item.original.b)) {
-        makeRoom(*item.shard, now_us);
-        item.shard->compact.insert_or_assign(PackedHash{item.hash}, toSlot(item.after, spec));
-      }
-    }
+    commit(checks, staged, now_us);
   }
   for (Shard* shard : to_lock) shard->mutex.unlock();
   return StoreStatus::kOk;
+}
+
+void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> staged,
+                         Micros now_us) noexcept {
+  // Existing keys first: their pointers stay valid only until the first insertion.
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    Staged& item = staged[i];
+    const LimitSpec& spec = *checks[i].spec;
+    if (item.is_log && item.log != nullptr) {
+      item.log->record(now_us, spec, checks[i].cost);
+      item.shard->logs.find(item.hash)->second.expires_s = expirySeconds(item.log->fullAt(spec));
+    } else if (!item.is_log && item.slot != nullptr && item.last_of_key) {
+      store(*item.slot, item.after, spec);
+    }
+  }
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    Staged& item = staged[i];
+    const LimitSpec& spec = *checks[i].spec;
+    if (item.is_log && item.log == nullptr && checks[i].cost > 0) {
+      auto found = item.shard->logs.find(item.hash);  // an earlier check may have created it
+      if (found == item.shard->logs.end()) {
+        makeRoom(*item.shard, now_us);
+        found = item.shard->logs
+                    .emplace(item.hash, LogSlot{std::make_unique<SlidingWindowLog>(), 0})
+                    .first;
+      }
+      found->second.log->record(now_us, spec, checks[i].cost);
+      found->second.expires_s = expirySeconds(found->second.log->fullAt(spec));
+    } else if (!item.is_log && item.slot == nullptr && item.last_of_key &&
+               (item.after.a != item.original.a || item.after.b != item.original.b)) {
+      makeRoom(*item.shard, now_us);
+      // makeRoom may have evicted a key inserted by an earlier check; look again.
+      CompactSlot* slot = item.shard->compact.find(item.hash);
+      store(slot != nullptr ? *slot : item.shard->compact.insert(item.hash), item.after, spec);
+    }
+  }
 }
 
 std::size_t MemoryStore::keyCount() const noexcept {

@@ -1,6 +1,6 @@
 // The embedded default store: state in this process's memory, sharded by key hash, each shard
-// behind its own mutex. A key costs one 28-byte slot in an open-addressing table (the key is kept
-// only as its 64-bit seeded hash); sliding-log keys hold their log on the heap.
+// behind its own mutex. A key costs one 32-byte slot in an open-addressing table (the key is kept
+// only as its 64-bit seeded hash, see key_hash.h); sliding-log keys hold their log on the heap.
 #pragma once
 
 #include <atomic>
@@ -17,8 +17,8 @@ struct MemoryStoreOptions {
   // Upper bound on keys held. When a shard is full, keys whose state is back to full (which
   // equal unused keys) go first, then the keys closest to being full.
   std::size_t max_keys = 1'000'000;
-  // More shards, less lock contention between threads. Must be at least 1.
-  std::size_t shards = 64;
+  // More shards, less lock contention between threads. Rounded up to a power of two.
+  std::size_t shards = 16;
 };
 
 class MemoryStore final : public Store {
@@ -30,7 +30,7 @@ class MemoryStore final : public Store {
   MemoryStore& operator=(const MemoryStore&) = delete;
 
   // Store
-  [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, Micros now_us,
+  [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
 
   // Thread-safe. Keys currently held, including ones back to full and not yet swept.
@@ -49,12 +49,15 @@ class MemoryStore final : public Store {
   [[nodiscard]] Shard& shardFor(std::uint64_t hash) const noexcept;
   // Under the shard's lock, before inserting a key.
   void makeRoom(Shard& shard, Micros now_us) noexcept;
-  StoreStatus applyOne(const LimitCheck& check, Micros now_us, Outcome& outcome) noexcept;
-  StoreStatus applyMany(std::span<const LimitCheck> checks, Micros now_us,
+  StoreStatus applyOne(const LimitCheck& check, const Clock& clock, Outcome& outcome) noexcept;
+  StoreStatus applyMany(std::span<const LimitCheck> checks, const Clock& clock,
                         std::span<Outcome> outcomes) noexcept;
+  // Writes an all-allowed multi-check request's states; shards are locked.
+  void commit(std::span<const LimitCheck> checks, std::span<Staged> staged,
+              Micros now_us) noexcept;
 
-  std::size_t keys_per_shard_;
   std::size_t shard_count_;
+  std::size_t keys_per_shard_;
   std::unique_ptr<Shard[]> shards_;
   KeyHasher hasher_;
   std::atomic<std::uint64_t> evicted_live_{0};

@@ -21,11 +21,12 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Thread-safe, never throws. Decides every check at `now_us` (µs since the Unix epoch) and
-  // writes one outcome per check into `outcomes`, which has checks.size() elements.
+  // Thread-safe, never throws. Decides every check at the time `clock` gives, read as late as
+  // the store can (after it has started fetching the keys' state), and writes one outcome per
+  // check into `outcomes`, which has checks.size() elements.
   // All-or-nothing: when every check allows, each is consumed; when any denies, none is, and
   // the checks that would have allowed report their state as it is.
-  [[nodiscard]] virtual StoreStatus apply(std::span<const LimitCheck> checks, Micros now_us,
+  [[nodiscard]] virtual StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                           std::span<Outcome> outcomes) noexcept = 0;
 };
 

@@ -19,16 +19,19 @@ class MemoryStoreTest : public ::testing::Test {
                 std::uint64_t cost, Micros now_us) {
     const LimitCheck check{key, &limit, cost};
     Outcome outcome;
-    EXPECT_EQ(store.apply(std::span(&check, 1), now_us, std::span(&outcome, 1)), StoreStatus::kOk);
+    clock_.set(now_us);
+    EXPECT_EQ(store.apply(std::span(&check, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
     return outcome;
   }
   std::vector<Outcome> applyAll(MemoryStore& store, const std::vector<LimitCheck>& checks,
                                 Micros now_us) {
     std::vector<Outcome> outcomes(checks.size());
-    EXPECT_EQ(store.apply(checks, now_us, outcomes), StoreStatus::kOk);
+    clock_.set(now_us);
+    EXPECT_EQ(store.apply(checks, clock_, outcomes), StoreStatus::kOk);
     return outcomes;
   }
 
+  FakeClock clock_;
   MemoryStore store_{MemoryStoreOptions{1000, 4}, KeyHasher(1, 2)};
   const LimitSpec per_second_ = spec(Algorithm::kFixedWindow, "2/s");
   const LimitSpec bucket_ = spec(Algorithm::kTokenBucket, "1/min", 3);

@@ -1,0 +1,203 @@
+// Speed and memory of the core engine through the embedded API (engine + MemoryStore + system
+// clock). Run: build/bench/sluice_core_bench  (see README "Benchmarks").
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <benchmark/benchmark.h>
+
+#include "sluice/sluice.h"
+
+namespace {
+
+using sluice::Algorithm;
+using sluice::LimitSpec;
+
+constexpr std::size_t kManyKeys = 1'000'000;
+
+// Generous enough that every decision is an admission, so each one writes state: 4 billion per
+// window for the window algorithms, a million per second with a 4-billion burst for the others.
+LimitSpec generousSpec(Algorithm algorithm) {
+  const bool window = algorithm == Algorithm::kFixedWindow ||
+                      algorithm == Algorithm::kSlidingWindowLog ||
+                      algorithm == Algorithm::kSlidingWindowCounter;
+  const sluice::Rate rate{window ? 4'000'000'000u : 1'000'000u, sluice::kMicrosPerSecond};
+  return LimitSpec::make(algorithm, rate, 4'000'000'000).value();
+}
+
+// A sliding log that admits everything would hold millions of entries; keep it realistic.
+LimitSpec benchSpec(Algorithm algorithm) {
+  if (algorithm == Algorithm::kSlidingWindowLog) {
+    return LimitSpec::slidingWindowLog(sluice::Rate{100, sluice::kMicrosPerSecond}).value();
+  }
+  return generousSpec(algorithm);
+}
+
+// Writes "client:<number>" into `buffer`, as a server builds a key from a request: the key's
+// text is in cache, as it would be, rather than read from a 30 MB array of strings.
+class KeyText {
+ public:
+  std::string_view operator()(std::uint32_t number) {
+    const auto [end, ec] = std::to_chars(buffer_ + 7, buffer_ + sizeof buffer_, number);
+    return {buffer_, static_cast<std::size_t>(end - buffer_)};
+  }
+
+ private:
+  char buffer_[24] = {'c', 'l', 'i', 'e', 'n', 't', ':'};
+};
+
+// A random permutation of the key numbers, so consecutive decisions touch unrelated memory.
+std::vector<std::uint32_t> shuffledNumbers(std::size_t count, std::uint32_t seed) {
+  std::vector<std::uint32_t> numbers(count);
+  std::iota(numbers.begin(), numbers.end(), 0);
+  std::shuffle(numbers.begin(), numbers.end(), std::mt19937(seed));
+  return numbers;
+}
+
+std::size_t residentBytes() {
+  long pages_total = 0;
+  long pages_resident = 0;
+  FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr) return 0;
+  if (std::fscanf(statm, "%ld %ld", &pages_total, &pages_resident) != 2) pages_resident = 0;
+  std::fclose(statm);
+  return static_cast<std::size_t>(pages_resident) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// A typical per-client limit: 1000/s with a burst of 50. Checked millions of times a second on
+// one key, nearly every decision after the first few is a denial.
+LimitSpec typicalSpec(Algorithm algorithm) {
+  return LimitSpec::make(algorithm, sluice::Rate{1000, sluice::kMicrosPerSecond}, 50).value();
+}
+
+// One key checked over and over: the hot path with the key's slot in cache. range(1) picks the
+// clock: 0 the system clock (one clock_gettime per decision), 1 a fixed clock (the decision
+// alone); range(2) the spec: 0 typical (mostly denials), 1 generous (every decision admits and
+// writes state).
+void BM_HotKey(benchmark::State& state) {
+  const auto algorithm = static_cast<Algorithm>(state.range(0));
+  const bool system_clock = state.range(1) == 0;
+  const bool generous = state.range(2) == 1;
+  sluice::FakeClock fixed_clock(1'767'225'600LL * sluice::kMicrosPerSecond);
+  sluice::Limiter limiter(sluice::LimiterOptions{
+      .max_keys = kManyKeys, .shards = 16, .clock = system_clock ? nullptr : &fixed_clock});
+  const LimitSpec spec = generous ? benchSpec(algorithm) : typicalSpec(algorithm);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(limiter.check("client:42", spec));
+  }
+  state.SetLabel(std::string(sluice::algorithmName(algorithm)) +
+                 (system_clock ? " system-clock" : " fixed-clock") +
+                 (generous ? " admits" : " typical"));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_HotKey)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}, {0, 1}});
+
+// What one read of the system clock costs on this machine, for reading the figures above.
+void BM_SystemClockNow(benchmark::State& state) {
+  const sluice::SystemClock clock;
+  for (auto _ : state) benchmark::DoNotOptimize(clock.now());
+}
+BENCHMARK(BM_SystemClockNow);
+
+// A million distinct keys visited in random order: every decision misses the CPU caches.
+void BM_MillionKeys(benchmark::State& state) {
+  const auto algorithm = static_cast<Algorithm>(state.range(0));
+  const std::vector<std::uint32_t> order = shuffledNumbers(kManyKeys, 42);
+  KeyText key;
+  sluice::Limiter limiter;
+  const LimitSpec spec = benchSpec(algorithm);
+  for (std::uint32_t i = 0; i < kManyKeys; ++i) benchmark::DoNotOptimize(limiter.check(key(i), spec));
+  std::size_t next = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(limiter.check(key(order[next]), spec));
+    next = next + 1 == kManyKeys ? 0 : next + 1;
+  }
+  state.SetLabel(std::string(sluice::algorithmName(algorithm)));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_MillionKeys)
+    ->Arg(static_cast<int>(Algorithm::kFixedWindow))
+    ->Arg(static_cast<int>(Algorithm::kSlidingWindowCounter))
+    ->Arg(static_cast<int>(Algorithm::kTokenBucket))
+    ->Arg(static_cast<int>(Algorithm::kGcra));
+
+// Resident memory per key after filling a million keys. Measured in a child process: freed
+// memory is not returned to the system, so a second measurement in one process would read zero.
+double measureBytesPerKey(const LimitSpec& spec) {
+  const std::size_t before = residentBytes();
+  sluice::Limiter limiter;
+  KeyText key;
+  for (std::uint32_t i = 0; i < kManyKeys; ++i) benchmark::DoNotOptimize(limiter.check(key(i), spec));
+  return static_cast<double>(residentBytes() - before) / static_cast<double>(limiter.keyCount());
+}
+
+void BM_MemoryPerKey(benchmark::State& state) {
+  const auto algorithm = static_cast<Algorithm>(state.range(0));
+  const LimitSpec spec = benchSpec(algorithm);
+  double bytes_per_key = 0;
+  for (auto _ : state) {
+    int pipe_fds[2];
+    if (pipe(pipe_fds) != 0) return state.SkipWithError("pipe failed");
+    const pid_t child = fork();
+    if (child == 0) {
+      const double measured = measureBytesPerKey(spec);
+      const bool written = write(pipe_fds[1], &measured, sizeof measured) == sizeof measured;
+      _exit(written ? 0 : 1);
+    }
+    close(pipe_fds[1]);
+    if (read(pipe_fds[0], &bytes_per_key, sizeof bytes_per_key) != sizeof bytes_per_key) {
+      state.SkipWithError("the measuring child failed");
+    }
+    close(pipe_fds[0]);
+    waitpid(child, nullptr, 0);
+  }
+  state.counters["bytes_per_key"] = bytes_per_key;
+  state.SetLabel(std::string(sluice::algorithmName(algorithm)));
+}
+BENCHMARK(BM_MemoryPerKey)
+    ->DenseRange(0, static_cast<int>(Algorithm::kGcra))
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Threads on distinct keys of one shared limiter: how decisions/s scale with cores.
+void BM_ThreadsDistinctKeys(benchmark::State& state) {
+  static const std::vector<std::uint32_t> order = shuffledNumbers(kManyKeys, 7);
+  static sluice::Limiter* const limiter = new sluice::Limiter();  // shared, lives for the run
+  const LimitSpec spec = generousSpec(Algorithm::kGcra);
+  KeyText key;
+  // Each thread owns a disjoint slice of the shuffled keys.
+  const std::size_t slice = kManyKeys / static_cast<std::size_t>(state.threads());
+  const std::size_t begin = slice * static_cast<std::size_t>(state.thread_index());
+  std::size_t next = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(limiter->check(key(order[begin + next]), spec));
+    next = next + 1 == slice ? 0 : next + 1;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ThreadsDistinctKeys)->Threads(1)->Threads(2)->UseRealTime();
+
+// A request checked against three limits at once (global, per client, daily quota).
+void BM_ThreeLimits(benchmark::State& state) {
+  sluice::Limiter limiter;
+  const LimitSpec global = generousSpec(Algorithm::kGcra);
+  const LimitSpec per_client = generousSpec(Algorithm::kTokenBucket);
+  const LimitSpec daily = generousSpec(Algorithm::kFixedWindow);
+  const sluice::LimitCheck checks[] = {
+      {"global", &global, 1}, {"client:42", &per_client, 1}, {"daily:42", &daily, 1}};
+  for (auto _ : state) benchmark::DoNotOptimize(limiter.check(checks));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ThreeLimits);
+
+}  // namespace
+
+BENCHMARK_MAIN();
