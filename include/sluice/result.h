@@ -16,8 +16,8 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}                 // NOLINT: implicit by design
-  Result(Error error) : value_(std::move(error)) {}             // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : value_(std::move(error)) {}  // NOLINT: implicit by design
 
   [[nodiscard]] bool ok() const noexcept { return std::holds_alternative<T>(value_); }
   explicit operator bool() const noexcept { return ok(); }

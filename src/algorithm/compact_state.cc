@@ -35,8 +35,8 @@ Outcome consumeCompact(CompactState& state, Micros now_us, const LimitSpec& spec
     case Algorithm::kFixedWindow:
       return consumeAs<FixedWindowState>(state, consumeFixedWindow, now_us, spec, cost);
     case Algorithm::kSlidingWindowCounter:
-      return consumeAs<SlidingWindowCounterState>(state, consumeSlidingWindowCounter, now_us,
-                                                  spec, cost);
+      return consumeAs<SlidingWindowCounterState>(state, consumeSlidingWindowCounter, now_us, spec,
+                                                  cost);
     case Algorithm::kTokenBucket:
     case Algorithm::kLeakyBucketMeter:
     case Algorithm::kLeakyBucketShaper:

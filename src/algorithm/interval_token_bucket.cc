@@ -26,9 +26,8 @@ Outcome consumeIntervalTokenBucket(IntervalTokenBucketState& state, Micros now_u
     const Micros intervals = elapsed_us / interval_us;
     const Int128 refilled = intervals * spec.rate().count;
     deficit = static_cast<std::int64_t>(std::max<Int128>(0, state.deficit - refilled));
-    refilled_at_us = deficit > 0 ? state.refilled_at_us + static_cast<Micros>(intervals) *
-                                                              interval_us
-                                 : now_us;
+    refilled_at_us =
+        deficit > 0 ? state.refilled_at_us + static_cast<Micros>(intervals) * interval_us : now_us;
   }
   const Micros since_refill_us = now_us - refilled_at_us;  // >= 0
 

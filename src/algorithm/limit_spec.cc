@@ -8,8 +8,8 @@ namespace sluice {
 namespace {
 
 constexpr std::array<std::string_view, 8> kAlgorithmNames{
-    "fixed_window",       "sliding_window_log", "sliding_window_counter", "token_bucket",
-    "token_bucket_interval", "leaky_bucket",     "leaky_bucket_shaper",    "gcra"};
+    "fixed_window",          "sliding_window_log", "sliding_window_counter", "token_bucket",
+    "token_bucket_interval", "leaky_bucket",       "leaky_bucket_shaper",    "gcra"};
 
 // Counts are stored in 32 bits by the compact store layouts.
 constexpr std::uint64_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
@@ -69,8 +69,9 @@ Result<LimitSpec> LimitSpec::make(Algorithm algorithm, Rate rate, std::uint64_t 
   LimitSpec spec(algorithm, rate, burst);
   if (algorithm != Algorithm::kTokenBucketInterval &&
       spec.unit_weight_ > kMaxScaledCapacity / static_cast<std::int64_t>(burst)) {
-    return Error{prefix + ": burst × period is too large for exact arithmetic; "
-                          "use a shorter period with the same ratio"};
+    return Error{prefix +
+                 ": burst × period is too large for exact arithmetic; "
+                 "use a shorter period with the same ratio"};
   }
   return spec;
 }

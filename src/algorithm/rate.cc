@@ -13,19 +13,31 @@ struct UnitName {
 };
 
 constexpr std::array<UnitName, 25> kUnits{{
-    {"ms", kMicrosPerMilli},     {"millisecond", kMicrosPerMilli},
+    {"ms", kMicrosPerMilli},
+    {"millisecond", kMicrosPerMilli},
     {"milliseconds", kMicrosPerMilli},
-    {"s", kMicrosPerSecond},     {"sec", kMicrosPerSecond},
-    {"second", kMicrosPerSecond}, {"seconds", kMicrosPerSecond},
-    {"m", kMicrosPerMinute},     {"min", kMicrosPerMinute},
-    {"minute", kMicrosPerMinute}, {"minutes", kMicrosPerMinute},
-    {"h", kMicrosPerHour},       {"hr", kMicrosPerHour},
-    {"hour", kMicrosPerHour},    {"hours", kMicrosPerHour},
-    {"d", kMicrosPerDay},        {"day", kMicrosPerDay},
-    {"days", kMicrosPerDay},     {"w", kMicrosPerWeek},
-    {"week", kMicrosPerWeek},    {"weeks", kMicrosPerWeek},
-    {"month", kMicrosPerMonth},  {"months", kMicrosPerMonth},
-    {"y", kMicrosPerYear},       {"year", kMicrosPerYear},
+    {"s", kMicrosPerSecond},
+    {"sec", kMicrosPerSecond},
+    {"second", kMicrosPerSecond},
+    {"seconds", kMicrosPerSecond},
+    {"m", kMicrosPerMinute},
+    {"min", kMicrosPerMinute},
+    {"minute", kMicrosPerMinute},
+    {"minutes", kMicrosPerMinute},
+    {"h", kMicrosPerHour},
+    {"hr", kMicrosPerHour},
+    {"hour", kMicrosPerHour},
+    {"hours", kMicrosPerHour},
+    {"d", kMicrosPerDay},
+    {"day", kMicrosPerDay},
+    {"days", kMicrosPerDay},
+    {"w", kMicrosPerWeek},
+    {"week", kMicrosPerWeek},
+    {"weeks", kMicrosPerWeek},
+    {"month", kMicrosPerMonth},
+    {"months", kMicrosPerMonth},
+    {"y", kMicrosPerYear},
+    {"year", kMicrosPerYear},
 }};
 
 std::string_view trim(std::string_view text) {
@@ -64,8 +76,8 @@ Result<Rate> Rate::parse(std::string_view text) {
   for (const UnitName& candidate : kUnits) {
     if (candidate.name != unit) continue;
     if (multiplier == 0) return Error{quoted + ": the period must be longer than zero"};
-    if (multiplier > static_cast<std::uint64_t>(std::numeric_limits<Micros>::max() /
-                                                candidate.micros)) {
+    if (multiplier >
+        static_cast<std::uint64_t>(std::numeric_limits<Micros>::max() / candidate.micros)) {
       return Error{quoted + ": the period is too long"};
     }
     return Rate{count, static_cast<Micros>(multiplier) * candidate.micros};

@@ -64,8 +64,8 @@ Outcome consumeSlidingWindowCounter(SlidingWindowCounterState& state, Micros now
     return outcome;
   }
   outcome.allowed = true;
-  outcome.remaining = static_cast<std::uint64_t>(
-      floorDiv(capacity - used - Int128{cost} * window_us, window_us));
+  outcome.remaining =
+      static_cast<std::uint64_t>(floorDiv(capacity - used - Int128{cost} * window_us, window_us));
   outcome.reset_after_us = reset_after(current + cost);
   if (cost > 0) {
     state = {start_us, static_cast<std::uint32_t>(current + cost),

@@ -19,8 +19,8 @@ struct SlidingWindowCounterState {
 
 // Not thread-safe. Admits when previous × unelapsed/window + current + cost <= limit, computed
 // exactly in integers. Leaves `state` unchanged unless it admits a cost > 0.
-[[nodiscard]] Outcome consumeSlidingWindowCounter(SlidingWindowCounterState& state,
-                                                  Micros now_us, const LimitSpec& spec,
+[[nodiscard]] Outcome consumeSlidingWindowCounter(SlidingWindowCounterState& state, Micros now_us,
+                                                  const LimitSpec& spec,
                                                   std::uint64_t cost) noexcept;
 
 [[nodiscard]] Micros slidingWindowCounterFullAt(const SlidingWindowCounterState& state,

@@ -36,8 +36,9 @@ void summarize(Decision& decision) noexcept {
         decision.binding = i;
         decision.retry_after_us = outcome.retry_after_us;
       }
-    } else if (decision.allowed && (decision.binding == Decision::kNoLimit ||
-                                    outcome.remaining < decision.statuses[decision.binding].remaining)) {
+    } else if (decision.allowed &&
+               (decision.binding == Decision::kNoLimit ||
+                outcome.remaining < decision.statuses[decision.binding].remaining)) {
       decision.binding = i;
     }
   }

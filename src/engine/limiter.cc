@@ -23,8 +23,7 @@ Decision Limiter::check(std::span<const LimitCheck> checks) noexcept {
   return impl_->engine.check(checks);
 }
 
-Decision Limiter::check(std::string_view key, const LimitSpec& spec,
-                        std::uint64_t cost) noexcept {
+Decision Limiter::check(std::string_view key, const LimitSpec& spec, std::uint64_t cost) noexcept {
   const LimitCheck one{key, &spec, cost};
   return impl_->engine.check(std::span(&one, 1));
 }

@@ -26,7 +26,8 @@ void* mapHugePages(std::size_t bytes) noexcept {
   const std::uintptr_t aligned = (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
   if (aligned > start) munmap(raw, aligned - start);
   const std::uintptr_t end = start + length + kHugePageBytes;
-  if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
+  if (end > aligned + length)
+    munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
   madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);
   return reinterpret_cast<void*>(aligned);
 }

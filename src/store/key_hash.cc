@@ -41,7 +41,9 @@ void loadTail(const char* bytes, std::size_t count, std::uint64_t& low,
   } else if (count >= 4) {
     low = load32(bytes) | (load32(bytes + count - 4) << 32);
   } else if (count > 0) {
-    const auto byte = [&](std::size_t i) { return std::uint64_t{static_cast<unsigned char>(bytes[i])}; };
+    const auto byte = [&](std::size_t i) {
+      return std::uint64_t{static_cast<unsigned char>(bytes[i])};
+    };
     low = byte(0) | (byte(count / 2) << 8) | (byte(count - 1) << 16);
   }
 }

@@ -19,7 +19,8 @@ class KeyHasher {
 
   // Thread-safe. The counter of (key, algorithm, period): the same key under another algorithm
   // or period is another counter, so a reload that changes only a limit's count keeps its state.
-  [[nodiscard]] std::uint64_t operator()(std::string_view key, const LimitSpec& spec) const noexcept;
+  [[nodiscard]] std::uint64_t operator()(std::string_view key,
+                                         const LimitSpec& spec) const noexcept;
 
  private:
   std::uint64_t seed0_;

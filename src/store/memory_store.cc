@@ -67,7 +67,8 @@ struct alignas(64) MemoryStore::Shard {
 
   std::size_t sweep(Micros now_us) noexcept {
     const std::size_t before = size();
-    compact.eraseIf([now_us](const CompactSlot& slot) { return isExpired(slot.expires_s, now_us); });
+    compact.eraseIf(
+        [now_us](const CompactSlot& slot) { return isExpired(slot.expires_s, now_us); });
     boost::unordered::erase_if(
         logs, [now_us](const auto& entry) { return isExpired(entry.second.expires_s, now_us); });
     sweep_at = std::max(kFirstSweepAt, 2 * size());
@@ -88,7 +89,8 @@ struct alignas(64) MemoryStore::Shard {
   std::size_t evictNearestFull(std::size_t count) {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> by_expiry;  // (expiry, hash)
     by_expiry.reserve(size());
-    compact.forEach([&](const CompactSlot& slot) { by_expiry.emplace_back(slot.expires_s, slot.hash); });
+    compact.forEach(
+        [&](const CompactSlot& slot) { by_expiry.emplace_back(slot.expires_s, slot.hash); });
     for (const auto& [hash, slot] : logs) by_expiry.emplace_back(slot.expires_s, hash);
     count = std::min(count, by_expiry.size());
     std::nth_element(by_expiry.begin(), by_expiry.begin() + static_cast<std::ptrdiff_t>(count),
@@ -272,9 +274,9 @@ void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> s
       auto found = item.shard->logs.find(item.hash);  // an earlier check may have created it
       if (found == item.shard->logs.end()) {
         makeRoom(*item.shard, now_us);
-        found = item.shard->logs
-                    .emplace(item.hash, LogSlot{std::make_unique<SlidingWindowLog>(), 0})
-                    .first;
+        found =
+            item.shard->logs.emplace(item.hash, LogSlot{std::make_unique<SlidingWindowLog>(), 0})
+                .first;
       }
       found->second.log->record(now_us, spec, checks[i].cost);
       found->second.expires_s = expirySeconds(found->second.log->fullAt(spec));

@@ -53,8 +53,7 @@ class MemoryStore final : public Store {
   StoreStatus applyMany(std::span<const LimitCheck> checks, const Clock& clock,
                         std::span<Outcome> outcomes) noexcept;
   // Writes an all-allowed multi-check request's states; shards are locked.
-  void commit(std::span<const LimitCheck> checks, std::span<Staged> staged,
-              Micros now_us) noexcept;
+  void commit(std::span<const LimitCheck> checks, std::span<Staged> staged, Micros now_us) noexcept;
 
   std::size_t shard_count_;
   std::size_t keys_per_shard_;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "algorithm/compact_state.h"
-#include "algorithm/sliding_window_log.h"
 #include "algorithm/scaled_math.h"
+#include "algorithm/sliding_window_log.h"
 #include "support/specs.h"
 
 namespace sluice::algorithm {
@@ -28,7 +28,8 @@ std::vector<Request> randomTrace(std::uint64_t seed, const LimitSpec& limit, int
   std::vector<Request> trace;
   Micros at = kJan2026 + static_cast<Micros>(random() % static_cast<std::uint64_t>(max_gap));
   for (int i = 0; i < length; ++i) {
-    if (random() % 3 == 0) at += static_cast<Micros>(random() % static_cast<std::uint64_t>(max_gap));
+    if (random() % 3 == 0)
+      at += static_cast<Micros>(random() % static_cast<std::uint64_t>(max_gap));
     std::uint64_t cost = 1;
     const auto dice = random() % 10;
     if (dice == 0) cost = 0;

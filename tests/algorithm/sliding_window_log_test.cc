@@ -12,7 +12,9 @@ using sluice::testing::spec;
 
 class SlidingWindowLogTest : public ::testing::Test {
  protected:
-  Outcome consume(Micros at_us, std::uint64_t cost = 1) { return log_.consume(at_us, limit_, cost); }
+  Outcome consume(Micros at_us, std::uint64_t cost = 1) {
+    return log_.consume(at_us, limit_, cost);
+  }
 
   const LimitSpec limit_ = spec(Algorithm::kSlidingWindowLog, "3/s");
   SlidingWindowLog log_;

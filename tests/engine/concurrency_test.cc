@@ -50,8 +50,7 @@ TEST_P(ConcurrencyTest, OneKeyAdmitsExactlyTheLimit) {
 INSTANTIATE_TEST_SUITE_P(Algorithms, ConcurrencyTest,
                          ::testing::Values(Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
                                            Algorithm::kSlidingWindowCounter,
-                                           Algorithm::kTokenBucket,
-                                           Algorithm::kTokenBucketInterval,
+                                           Algorithm::kTokenBucket, Algorithm::kTokenBucketInterval,
                                            Algorithm::kLeakyBucketMeter,
                                            Algorithm::kLeakyBucketShaper, Algorithm::kGcra),
                          [](const ::testing::TestParamInfo<Algorithm>& param_info) {
@@ -89,7 +88,8 @@ TEST(ConcurrencyAllOrNothing, OverlappingLimitSets) {
 
   const auto used = [&](std::string_view key, const LimitSpec& limit) {
     const LimitCheck peek{key, &limit, 0};
-    return static_cast<int>(limit.limit() - engine.check(std::span(&peek, 1)).statuses[0].remaining);
+    return static_cast<int>(limit.limit() -
+                            engine.check(std::span(&peek, 1)).statuses[0].remaining);
   };
   EXPECT_EQ(used("A", a), admitted[0] + admitted[1] + admitted[3]);
   EXPECT_EQ(used("B", b), admitted[0] + admitted[2] + admitted[3]);

@@ -16,7 +16,8 @@ TEST(CompactTable, MatchesAReferenceMap) {
   std::mt19937_64 random(99);
   for (int step = 0; step < 200'000; ++step) {
     // Small hashes crowd the first slots; large ones spread out; 0 and 1 share a slot key.
-    const std::uint64_t hash = step % 3 == 0 ? random() % 64 : random() % 20'000 * 0x9e3779b97f4a7c15ULL;
+    const std::uint64_t hash =
+        step % 3 == 0 ? random() % 64 : random() % 20'000 * 0x9e3779b97f4a7c15ULL;
     const auto key = hash == 0 ? 1 : hash;
     const auto op = random() % 3;
     CompactSlot* found = table.find(hash);

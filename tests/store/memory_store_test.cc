@@ -76,9 +76,9 @@ TEST_F(MemoryStoreTest, GrowthTriggersSweeps) {
   Micros now = t0_;
   for (int round = 0; round < 20; ++round) {
     for (int i = 0; i < 1000; ++i) {
-      EXPECT_TRUE(apply(store, "r" + std::to_string(round) + ":" + std::to_string(i), per_second_, 1,
-                        now)
-                      .allowed);
+      EXPECT_TRUE(
+          apply(store, "r" + std::to_string(round) + ":" + std::to_string(i), per_second_, 1, now)
+              .allowed);
     }
     now += 2 * kMicrosPerSecond;  // every key of this round is full again
   }

@@ -20,8 +20,7 @@ inline Rate rate(std::string_view text) {
 inline LimitSpec spec(Algorithm algorithm, std::string_view rate_text, std::uint64_t burst = 0) {
   Result<LimitSpec> made = LimitSpec::make(algorithm, rate(rate_text), burst);
   EXPECT_TRUE(made.ok()) << (made.ok() ? "" : made.error());
-  return made.ok() ? made.value()
-                   : LimitSpec::fixedWindow(Rate{1, kMicrosPerSecond}).value();
+  return made.ok() ? made.value() : LimitSpec::fixedWindow(Rate{1, kMicrosPerSecond}).value();
 }
 
 // A fixed instant well after the epoch: 2026-01-01T00:00:00Z.
