@@ -14,8 +14,9 @@
 
 namespace sluice {
 
-// One limit to check for a request. The key names the counter: two checks with the same key,
-// algorithm and period share state, so give distinct limits distinct keys (e.g. "login:" + ip).
+// One limit to check for a request. The key names the counter: checks with the same key,
+// algorithm and period share state (for token buckets, leaky buckets and GCRA, also the same
+// count), so give distinct limits distinct keys (e.g. "login:" + ip).
 struct LimitCheck {
   std::string_view key;
   const LimitSpec* spec = nullptr;  // never null; must outlive the call

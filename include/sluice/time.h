@@ -44,7 +44,8 @@ class SystemClock final : public Clock {
   std::chrono::steady_clock::time_point steady_anchor_;
 };
 
-// A clock for tests: it moves only when told to.
+// A clock for tests: it moves only when told to. Unlike a real clock, set() may move it
+// backwards, to test how stores and algorithms treat that.
 class FakeClock final : public Clock {
  public:
   explicit FakeClock(Micros start_us = 0) noexcept : now_us_(start_us) {}

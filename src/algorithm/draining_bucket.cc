@@ -36,7 +36,9 @@ Outcome consumeDrainingBucket(DrainingBucketState& state, Micros now_us, const L
       state = {now_us, static_cast<std::int64_t>(level_after)};
     }
   }
-  outcome.remaining = static_cast<std::uint64_t>(divide(capacity - level_after, unit));
+  // A lowered burst can leave the level above the capacity.
+  outcome.remaining =
+      static_cast<std::uint64_t>(std::max<Int128>(0, divide(capacity - level_after, unit)));
   outcome.reset_after_us = saturate(ceilDiv(level_after, drain_per_us));
   return outcome;
 }

@@ -17,7 +17,7 @@ Outcome consumeFixedWindow(FixedWindowState& state, Micros now_us, const LimitSp
 
   Outcome outcome;
   outcome.limit = limit;
-  outcome.remaining = limit - used;
+  outcome.remaining = used >= limit ? 0 : limit - used;  // a lowered limit can be overrun
   outcome.reset_after_us = start_us + window_us - now_us;
   if (cost > limit) {
     outcome.reason = DenyReason::kCostExceedsLimit;
@@ -30,7 +30,7 @@ Outcome consumeFixedWindow(FixedWindowState& state, Micros now_us, const LimitSp
     return outcome;
   }
   outcome.allowed = true;
-  outcome.remaining -= cost;
+  outcome.remaining = limit - used - cost;
   if (cost > 0) state = {start_us, used + cost};
   return outcome;
 }

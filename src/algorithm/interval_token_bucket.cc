@@ -33,7 +33,7 @@ Outcome consumeIntervalTokenBucket(IntervalTokenBucketState& state, Micros now_u
 
   Outcome outcome;
   outcome.limit = spec.burst();
-  outcome.remaining = static_cast<std::uint64_t>(capacity - deficit);
+  outcome.remaining = static_cast<std::uint64_t>(std::max<std::int64_t>(0, capacity - deficit));
   outcome.reset_after_us = saturate(refillTime(deficit, spec) - since_refill_us);
   if (cost > spec.burst()) {
     outcome.reason = DenyReason::kCostExceedsLimit;
@@ -58,7 +58,7 @@ Outcome consumeIntervalTokenBucket(IntervalTokenBucketState& state, Micros now_u
 
 Micros intervalTokenBucketFullAt(const IntervalTokenBucketState& state,
                                  const LimitSpec& spec) noexcept {
-  return state.refilled_at_us + saturate(refillTime(state.deficit, spec));
+  return saturate(Int128{state.refilled_at_us} + refillTime(state.deficit, spec));
 }
 
 }  // namespace sluice::algorithm

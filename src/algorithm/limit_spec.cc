@@ -13,6 +13,8 @@ constexpr std::array<std::string_view, 8> kAlgorithmNames{
 
 // Counts are stored in 32 bits by the compact store layouts.
 constexpr std::uint64_t kMaxCount = std::numeric_limits<std::uint32_t>::max();
+// A sliding log holds up to `count` entries of 16 bytes per key.
+constexpr std::uint64_t kMaxLogCount = 100'000;
 // Scaled levels (burst × reduced period) must stay far from int64 overflow.
 constexpr std::int64_t kMaxScaledCapacity = std::int64_t{1} << 61;
 
@@ -28,7 +30,8 @@ std::optional<std::string> rateProblem(const Rate& rate) {
 }  // namespace
 
 std::string_view algorithmName(Algorithm algorithm) noexcept {
-  return kAlgorithmNames[static_cast<std::size_t>(algorithm)];
+  const auto index = static_cast<std::size_t>(algorithm);
+  return index < kAlgorithmNames.size() ? kAlgorithmNames[index] : "unknown";
 }
 
 std::optional<Algorithm> parseAlgorithm(std::string_view name) noexcept {
@@ -49,13 +52,22 @@ LimitSpec::LimitSpec(Algorithm algorithm, Rate rate, std::uint64_t burst) noexce
 }
 
 Result<LimitSpec> LimitSpec::make(Algorithm algorithm, Rate rate, std::uint64_t burst) {
+  if (static_cast<std::size_t>(algorithm) >= kAlgorithmNames.size()) {
+    return Error{"unknown algorithm number " + std::to_string(static_cast<int>(algorithm))};
+  }
   const std::string name(algorithmName(algorithm));
   if (std::optional<std::string> problem = rateProblem(rate)) {
     return Error{name + " " + rate.toString() + ": " + *problem};
   }
   switch (algorithm) {
-    case Algorithm::kFixedWindow:
     case Algorithm::kSlidingWindowLog:
+      if (rate.count > kMaxLogCount) {
+        return Error{name + " " + rate.toString() +
+                     ": a sliding log remembers every request, so its count must be at most " +
+                     std::to_string(kMaxLogCount) + "; use sliding_window_counter above that"};
+      }
+      return LimitSpec(algorithm, rate, rate.count);
+    case Algorithm::kFixedWindow:
     case Algorithm::kSlidingWindowCounter:
       return LimitSpec(algorithm, rate, rate.count);
     default:
@@ -67,8 +79,16 @@ Result<LimitSpec> LimitSpec::make(Algorithm algorithm, Rate rate, std::uint64_t 
     return Error{prefix + ": the burst must be at most " + std::to_string(kMaxCount)};
   }
   LimitSpec spec(algorithm, rate, burst);
-  if (algorithm != Algorithm::kTokenBucketInterval &&
-      spec.unit_weight_ > kMaxScaledCapacity / static_cast<std::int64_t>(burst)) {
+  if (algorithm == Algorithm::kTokenBucketInterval) {
+    // The time to refill from empty must stay far from int64 overflow.
+    const std::uint64_t refills = (burst + rate.count - 1) / rate.count;
+    if (static_cast<std::uint64_t>(rate.period_us) >
+        static_cast<std::uint64_t>(kMaxScaledCapacity) / refills) {
+      return Error{prefix +
+                   ": refilling the whole bucket would take too long; "
+                   "use a larger refill amount or a shorter period"};
+    }
+  } else if (spec.unit_weight_ > kMaxScaledCapacity / static_cast<std::int64_t>(burst)) {
     return Error{prefix +
                  ": burst × period is too large for exact arithmetic; "
                  "use a shorter period with the same ratio"};

@@ -1,5 +1,7 @@
 #include "algorithm/sliding_window_counter.h"
 
+#include <algorithm>
+
 #include "algorithm/scaled_math.h"
 
 namespace sluice::algorithm {
@@ -38,7 +40,8 @@ Outcome consumeSlidingWindowCounter(SlidingWindowCounterState& state, Micros now
 
   Outcome outcome;
   outcome.limit = limit;
-  outcome.remaining = static_cast<std::uint64_t>(floorDiv(capacity - used, window_us));
+  outcome.remaining =
+      static_cast<std::uint64_t>(std::max<Int128>(0, floorDiv(capacity - used, window_us)));
   // Full again once every counted request has slid out: two windows after this one started
   // if this window counts any, else when this window ends.
   const auto reset_after = [&](std::uint64_t current_after) {

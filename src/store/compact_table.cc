@@ -32,10 +32,11 @@ CompactSlot* CompactTable::find(std::uint64_t hash) noexcept {
 }
 
 CompactSlot& CompactTable::insert(std::uint64_t hash) {
-  if (static_cast<double>(size_ + 1) > static_cast<double>(slots_.size()) * kMaxLoad &&
-      slots_.size() < max_capacity_) {
-    grow();
-  }
+  const bool over_load =
+      static_cast<double>(size_ + 1) > static_cast<double>(slots_.size()) * kMaxLoad;
+  // Past max_keys (a request can briefly need more keys than a tiny bound) the table still grows:
+  // lookups end at an empty slot, so one must always remain.
+  if ((over_load && slots_.size() < max_capacity_) || size_ + 2 > slots_.size()) grow();
   const std::uint64_t key = stored(hash);
   std::size_t index = home(key);
   while (slots_[index].hash != 0) index = next(index);
@@ -70,8 +71,9 @@ void CompactTable::eraseAt(std::size_t hole) noexcept {
 }
 
 void CompactTable::grow() {
+  const std::size_t doubled = slots_.size() * 2;
   std::vector<CompactSlot, HugePageAllocator<CompactSlot>> old(
-      std::min(slots_.size() * 2, max_capacity_));
+      size_ + 2 > slots_.size() ? doubled : std::min(doubled, max_capacity_));
   old.swap(slots_);
   for (const CompactSlot& slot : old) {
     if (slot.hash == 0) continue;

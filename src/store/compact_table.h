@@ -49,7 +49,8 @@ class CompactTable {
   // stays valid until the next insert or erase.
   [[nodiscard]] CompactSlot* find(std::uint64_t hash) noexcept;
 
-  // Preconditions: find(hash) == nullptr and size() < maxKeys(). The new slot's state is zero.
+  // Precondition: find(hash) == nullptr. The new slot's state is zero. Normally size() stays
+  // below maxKeys(), which sizes the table; past it the table grows beyond that size.
   CompactSlot& insert(std::uint64_t hash);
 
   // Removes every slot for which `remove(slot)` is true; returns how many.

@@ -17,8 +17,9 @@ class KeyHasher {
   // Fixed seeds, for reproducible tests.
   KeyHasher(std::uint64_t seed0, std::uint64_t seed1) noexcept : seed0_(seed0), seed1_(seed1) {}
 
-  // Thread-safe. The counter of (key, algorithm, period): the same key under another algorithm
-  // or period is another counter, so a reload that changes only a limit's count keeps its state.
+  // Thread-safe. The counter of (key, algorithm, period) and, for the continuous-rate algorithms
+  // whose state is scaled by the rate (token bucket, leaky buckets, GCRA), also the count. So a
+  // reload that changes only a window or interval limit's count keeps its state.
   [[nodiscard]] std::uint64_t operator()(std::string_view key,
                                          const LimitSpec& spec) const noexcept;
 

@@ -35,16 +35,27 @@ struct LogSlot {
 // idle keys cost amortized O(1) and memory tracks the keys in use, not the keys ever seen.
 constexpr std::size_t kFirstSweepAt = 1024;
 
+// Expiry is kept in whole Unix seconds, rounded up; the largest value means "never" (a state
+// that is full only after 2106).
+constexpr std::uint32_t kNeverExpires = std::numeric_limits<std::uint32_t>::max();
+
 std::uint32_t expirySeconds(Micros full_at_us) noexcept {
   if (full_at_us <= 0) return 0;
-  const Micros seconds = (full_at_us + kMicrosPerSecond - 1) / kMicrosPerSecond;
-  return static_cast<std::uint32_t>(
-      std::min<Micros>(seconds, std::numeric_limits<std::uint32_t>::max()));
+  const Micros seconds = full_at_us / kMicrosPerSecond + (full_at_us % kMicrosPerSecond != 0);
+  return static_cast<std::uint32_t>(std::min<Micros>(seconds, kNeverExpires));
 }
 
 bool isExpired(std::uint32_t expires_s, Micros now_us) noexcept {
-  return Micros{expires_s} * kMicrosPerSecond <= now_us;
+  return expires_s != kNeverExpires && Micros{expires_s} * kMicrosPerSecond <= now_us;
 }
+
+// Algorithms treat a zeroed state as unused only from the epoch on.
+Micros readClock(const Clock& clock) noexcept { return std::max<Micros>(0, clock.now()); }
+
+bool contains(std::span<const std::uint64_t> hashes, std::uint64_t hash) noexcept {
+  return std::find(hashes.begin(), hashes.end(), hash) != hashes.end();
+}
+
 
 CompactState liveState(const CompactSlot& slot, Micros now_us) noexcept {
   return isExpired(slot.expires_s, now_us) ? CompactState{} : slot.state;
@@ -65,33 +76,47 @@ struct alignas(64) MemoryStore::Shard {
 
   [[nodiscard]] std::size_t size() const noexcept { return compact.size() + logs.size(); }
 
-  std::size_t sweep(Micros now_us) noexcept {
+  [[nodiscard]] bool holds(std::uint64_t hash, bool is_log) noexcept {
+    return is_log ? logs.contains(hash) : compact.find(hash) != nullptr;
+  }
+
+  // Drops the keys back to full at `now_us`, except `kept`; returns how many.
+  std::size_t sweep(Micros now_us, std::span<const std::uint64_t> kept) noexcept {
     const std::size_t before = size();
-    compact.eraseIf(
-        [now_us](const CompactSlot& slot) { return isExpired(slot.expires_s, now_us); });
-    boost::unordered::erase_if(
-        logs, [now_us](const auto& entry) { return isExpired(entry.second.expires_s, now_us); });
+    compact.eraseIf([&](const CompactSlot& slot) {
+      return isExpired(slot.expires_s, now_us) && !contains(kept, slot.hash);
+    });
+    boost::unordered::erase_if(logs, [&](const auto& entry) {
+      return isExpired(entry.second.expires_s, now_us) && !contains(kept, entry.first);
+    });
     sweep_at = std::max(kFirstSweepAt, 2 * size());
     return before - size();
   }
 
-  // Makes room for one more key; returns how many keys not yet full it had to drop.
-  std::size_t makeRoom(Micros now_us, std::size_t max_keys) {
-    if (size() >= sweep_at) sweep(now_us);
-    if (size() < max_keys) return 0;
-    sweep(now_us);
-    if (size() < max_keys) return 0;
-    // Evict in batches so a flood of new keys costs amortized O(1) per key, not a scan per key.
-    return evictNearestFull(std::max<std::size_t>(1, max_keys / 16));
+  // Makes room for `needed` more keys without touching `kept` (the request's own keys, whose
+  // slots it is about to read or write); returns how many keys not yet full it dropped.
+  std::size_t makeRoom(Micros now_us, std::size_t max_keys, std::size_t needed,
+                       std::span<const std::uint64_t> kept) {
+    if (size() + needed > sweep_at) sweep(now_us, kept);
+    if (size() + needed <= max_keys) return 0;
+    // Full: free a sixteenth of the shard at once, expired keys first, so a flood of new keys
+    // costs amortized O(1) per key rather than a scan per key.
+    const std::size_t target = max_keys - std::min(max_keys, std::max(needed, max_keys / 16));
+    sweep(now_us, kept);
+    if (size() <= target) return 0;
+    return evictNearestFull(size() - target, kept);
   }
 
-  // Drops the `count` keys that are closest to full: the least state is lost.
-  std::size_t evictNearestFull(std::size_t count) {
+  // Drops the `count` keys closest to full, except `kept`: the least state is lost.
+  std::size_t evictNearestFull(std::size_t count, std::span<const std::uint64_t> kept) {
     std::vector<std::pair<std::uint32_t, std::uint64_t>> by_expiry;  // (expiry, hash)
     by_expiry.reserve(size());
-    compact.forEach(
-        [&](const CompactSlot& slot) { by_expiry.emplace_back(slot.expires_s, slot.hash); });
-    for (const auto& [hash, slot] : logs) by_expiry.emplace_back(slot.expires_s, hash);
+    compact.forEach([&](const CompactSlot& slot) {
+      if (!contains(kept, slot.hash)) by_expiry.emplace_back(slot.expires_s, slot.hash);
+    });
+    for (const auto& [hash, slot] : logs) {
+      if (!contains(kept, hash)) by_expiry.emplace_back(slot.expires_s, hash);
+    }
     count = std::min(count, by_expiry.size());
     std::nth_element(by_expiry.begin(), by_expiry.begin() + static_cast<std::ptrdiff_t>(count),
                      by_expiry.end());
@@ -110,7 +135,8 @@ struct MemoryStore::Staged {
   SlidingWindowLog* log = nullptr;  // the existing log; valid until the first insert
   CompactState original;            // compact state before this request
   CompactState after;               // compact state after this check (and earlier ones)
-  std::uint64_t pending_units = 0;  // log units admitted earlier in this request, same key
+  std::uint64_t pending_units = 0;  // log units admitted by earlier checks of the same key
+  std::uint64_t total_cost = 0;     // this check's cost plus earlier checks' of the same key
   bool is_log = false;
   bool last_of_key = true;  // no later check in this request has the same key
 };
@@ -118,7 +144,10 @@ struct MemoryStore::Staged {
 MemoryStore::MemoryStore(MemoryStoreOptions options) : MemoryStore(options, KeyHasher()) {}
 
 MemoryStore::MemoryStore(MemoryStoreOptions options, KeyHasher hasher)
-    : shard_count_(std::bit_ceil(std::max<std::size_t>(1, options.shards))),
+    // Powers of two, and never more shards than keys, so the shards' shares add up to at most
+    // max_keys.
+    : shard_count_(std::min(std::bit_ceil(std::max<std::size_t>(1, options.shards)),
+                            std::bit_floor(std::max<std::size_t>(1, options.max_keys)))),
       keys_per_shard_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
       shards_(std::make_unique<Shard[]>(shard_count_)),
       hasher_(hasher) {
@@ -133,8 +162,9 @@ MemoryStore::Shard& MemoryStore::shardFor(std::uint64_t hash) const noexcept {
   return shards_[(hash >> 24) & (shard_count_ - 1)];
 }
 
-void MemoryStore::makeRoom(Shard& shard, Micros now_us) noexcept {
-  const std::size_t evicted = shard.makeRoom(now_us, keys_per_shard_);
+void MemoryStore::makeRoom(Shard& shard, Micros now_us, std::size_t needed,
+                           std::span<const std::uint64_t> kept) noexcept {
+  const std::size_t evicted = shard.makeRoom(now_us, keys_per_shard_, needed, kept);
   if (evicted > 0) evicted_live_.fetch_add(evicted, std::memory_order_relaxed);
 }
 
@@ -149,17 +179,18 @@ StoreStatus MemoryStore::applyOne(const LimitCheck& check, const Clock& clock,
   const LimitSpec& spec = *check.spec;
   const std::uint64_t hash = hasher_(check.key, spec);
   Shard& shard = shardFor(hash);
-  // A cold key's slot is a cache miss; start it now so it overlaps the clock read and the lock.
+  // A cold key's slot is a cache miss; start it now so it overlaps the lock and the clock read.
   shard.compact.prefetch(hash);
-  const Micros now_us = clock.now();
   std::lock_guard lock(shard.mutex);
+  // Read under the lock, so one key never sees time go backwards.
+  const Micros now_us = readClock(clock);
   if (algorithm::hasCompactState(spec.algorithm())) {
     CompactSlot* slot = shard.compact.find(hash);
     CompactState state = slot == nullptr ? CompactState{} : liveState(*slot, now_us);
     outcome = algorithm::consumeCompact(state, now_us, spec, check.cost);
     if (!outcome.allowed || check.cost == 0) return StoreStatus::kOk;
     if (slot == nullptr) {
-      makeRoom(shard, now_us);
+      makeRoom(shard, now_us, 1, {});
       slot = &shard.compact.insert(hash);
     }
     store(*slot, state, spec);
@@ -174,7 +205,7 @@ StoreStatus MemoryStore::applyOne(const LimitCheck& check, const Clock& clock,
   SlidingWindowLog unused;
   outcome = unused.evaluate(now_us, spec, check.cost);
   if (!outcome.allowed || check.cost == 0) return StoreStatus::kOk;
-  makeRoom(shard, now_us);
+  makeRoom(shard, now_us, 1, {});
   auto log = std::make_unique<SlidingWindowLog>();
   log->record(now_us, spec, check.cost);
   const std::uint32_t expires_s = expirySeconds(log->fullAt(spec));
@@ -186,23 +217,62 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, const Clo
                                    std::span<Outcome> outcomes) noexcept {
   const std::size_t count = checks.size();
   boost::container::small_vector<Staged, 8> staged(count);
+  boost::container::small_vector<std::uint64_t, 8> hashes(count);
   boost::container::small_vector<Shard*, 8> to_lock;
   for (std::size_t i = 0; i < count; ++i) {
-    staged[i].hash = hasher_(checks[i].key, *checks[i].spec);
+    staged[i].hash = hashes[i] = hasher_(checks[i].key, *checks[i].spec);
     staged[i].shard = &shardFor(staged[i].hash);
     staged[i].is_log = !algorithm::hasCompactState(checks[i].spec->algorithm());
     if (!staged[i].is_log) staged[i].shard->compact.prefetch(staged[i].hash);
     to_lock.push_back(staged[i].shard);
   }
-  const Micros now_us = clock.now();
   // Locks are always taken in address order, so concurrent requests cannot deadlock.
   std::sort(to_lock.begin(), to_lock.end());
   to_lock.erase(std::unique(to_lock.begin(), to_lock.end()), to_lock.end());
   for (Shard* shard : to_lock) shard->mutex.lock();
+  const Micros now_us = readClock(clock);
 
-  // Decide every check without writing to the tables.
+  // Room for every key this request may add, made before any slot is read: evicting or sweeping
+  // later could drop a key the request has just written, or move slots it points to.
+  for (Shard* shard : to_lock) {
+    std::size_t absent = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const bool first_of_key =
+          std::find(hashes.begin(), hashes.begin() + static_cast<std::ptrdiff_t>(i), hashes[i]) ==
+          hashes.begin() + static_cast<std::ptrdiff_t>(i);
+      if (staged[i].shard == shard && first_of_key && !shard->holds(hashes[i], staged[i].is_log)) {
+        ++absent;
+      }
+    }
+    if (absent > 0) makeRoom(*shard, now_us, absent, hashes);
+  }
+
+  const bool all_allowed = decide(checks, staged, now_us, outcomes);
+  if (all_allowed) {
+    commit(checks, staged, now_us);
+  } else {
+    // Nothing is consumed; the limits that would have allowed report their state as it is.
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!outcomes[i].allowed) continue;
+      const Staged& item = staged[i];
+      if (item.is_log) {
+        SlidingWindowLog unused;
+        SlidingWindowLog& log = item.log != nullptr ? *item.log : unused;
+        outcomes[i] = log.evaluate(now_us, *checks[i].spec, 0);
+      } else {
+        CompactState state = item.original;
+        outcomes[i] = algorithm::consumeCompact(state, now_us, *checks[i].spec, 0);
+      }
+    }
+  }
+  for (Shard* shard : to_lock) shard->mutex.unlock();
+  return StoreStatus::kOk;
+}
+
+bool MemoryStore::decide(std::span<const LimitCheck> checks, std::span<Staged> staged,
+                         Micros now_us, std::span<Outcome> outcomes) noexcept {
   bool all_allowed = true;
-  for (std::size_t i = 0; i < count; ++i) {
+  for (std::size_t i = 0; i < checks.size(); ++i) {
     Staged& item = staged[i];
     const LimitSpec& spec = *checks[i].spec;
     Staged* earlier = nullptr;  // the latest earlier check of the same key
@@ -210,6 +280,7 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, const Clo
       if (staged[j].hash == item.hash && staged[j].is_log == item.is_log) earlier = &staged[j];
     }
     if (earlier != nullptr) earlier->last_of_key = false;
+    item.total_cost = checks[i].cost + (earlier != nullptr ? earlier->total_cost : 0);
     if (item.is_log) {
       const auto found = item.shard->logs.find(item.hash);
       if (found != item.shard->logs.end()) item.log = found->second.log.get();
@@ -217,7 +288,12 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, const Clo
       SlidingWindowLog unused;
       SlidingWindowLog& log = item.log != nullptr ? *item.log : unused;
       outcomes[i] = log.evaluate(now_us, spec, checks[i].cost, item.pending_units);
-      if (outcomes[i].allowed) item.pending_units += checks[i].cost;
+      if (outcomes[i].allowed) {
+        item.pending_units += checks[i].cost;
+      } else if (earlier != nullptr) {
+        // The request passes only when the key's combined cost does: say when that is.
+        outcomes[i] = log.evaluate(now_us, spec, item.total_cost);
+      }
     } else {
       if (earlier != nullptr) {
         item.slot = earlier->slot;
@@ -229,29 +305,16 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, const Clo
         item.after = item.original;
       }
       outcomes[i] = algorithm::consumeCompact(item.after, now_us, spec, checks[i].cost);
+      if (!outcomes[i].allowed && earlier != nullptr) {
+        CompactState state = item.original;
+        outcomes[i] = algorithm::consumeCompact(state, now_us, spec, item.total_cost);
+        outcomes[i].allowed = false;  // even if the combined cost fits, this request did not
+        if (outcomes[i].reason == DenyReason::kNone) outcomes[i].reason = DenyReason::kOverLimit;
+      }
     }
     all_allowed = all_allowed && outcomes[i].allowed;
   }
-
-  if (!all_allowed) {
-    // Nothing is consumed; the limits that would have allowed report their state as it is.
-    for (std::size_t i = 0; i < count; ++i) {
-      if (!outcomes[i].allowed) continue;
-      Staged& item = staged[i];
-      if (item.is_log) {
-        SlidingWindowLog unused;
-        SlidingWindowLog& log = item.log != nullptr ? *item.log : unused;
-        outcomes[i] = log.evaluate(now_us, *checks[i].spec, 0);
-      } else {
-        CompactState state = item.original;
-        outcomes[i] = algorithm::consumeCompact(state, now_us, *checks[i].spec, 0);
-      }
-    }
-  } else {
-    commit(checks, staged, now_us);
-  }
-  for (Shard* shard : to_lock) shard->mutex.unlock();
-  return StoreStatus::kOk;
+  return all_allowed;
 }
 
 void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> staged,
@@ -267,13 +330,13 @@ void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> s
       store(*item.slot, item.after, spec);
     }
   }
+  // New keys; the room for them was made before deciding.
   for (std::size_t i = 0; i < checks.size(); ++i) {
     Staged& item = staged[i];
     const LimitSpec& spec = *checks[i].spec;
     if (item.is_log && item.log == nullptr && checks[i].cost > 0) {
       auto found = item.shard->logs.find(item.hash);  // an earlier check may have created it
       if (found == item.shard->logs.end()) {
-        makeRoom(*item.shard, now_us);
         found =
             item.shard->logs.emplace(item.hash, LogSlot{std::make_unique<SlidingWindowLog>(), 0})
                 .first;
@@ -282,10 +345,7 @@ void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> s
       found->second.expires_s = expirySeconds(found->second.log->fullAt(spec));
     } else if (!item.is_log && item.slot == nullptr && item.last_of_key &&
                (item.after.a != item.original.a || item.after.b != item.original.b)) {
-      makeRoom(*item.shard, now_us);
-      // makeRoom may have evicted a key inserted by an earlier check; look again.
-      CompactSlot* slot = item.shard->compact.find(item.hash);
-      store(slot != nullptr ? *slot : item.shard->compact.insert(item.hash), item.after, spec);
+      store(item.shard->compact.insert(item.hash), item.after, spec);
     }
   }
 }
@@ -303,7 +363,7 @@ std::size_t MemoryStore::sweepExpired(Micros now_us) noexcept {
   std::size_t dropped = 0;
   for (std::size_t i = 0; i < shard_count_; ++i) {
     std::lock_guard lock(shards_[i].mutex);
-    dropped += shards_[i].sweep(now_us);
+    dropped += shards_[i].sweep(now_us, {});
   }
   return dropped;
 }

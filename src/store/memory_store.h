@@ -47,11 +47,15 @@ class MemoryStore final : public Store {
   struct Staged;
 
   [[nodiscard]] Shard& shardFor(std::uint64_t hash) const noexcept;
-  // Under the shard's lock, before inserting a key.
-  void makeRoom(Shard& shard, Micros now_us) noexcept;
+  // Under the shard's lock, before inserting `needed` keys; never drops a key in `kept`.
+  void makeRoom(Shard& shard, Micros now_us, std::size_t needed,
+                std::span<const std::uint64_t> kept) noexcept;
   StoreStatus applyOne(const LimitCheck& check, const Clock& clock, Outcome& outcome) noexcept;
   StoreStatus applyMany(std::span<const LimitCheck> checks, const Clock& clock,
                         std::span<Outcome> outcomes) noexcept;
+  // Decides every check of a multi-check request without writing; true if all allow.
+  bool decide(std::span<const LimitCheck> checks, std::span<Staged> staged, Micros now_us,
+              std::span<Outcome> outcomes) noexcept;
   // Writes an all-allowed multi-check request's states; shards are locked.
   void commit(std::span<const LimitCheck> checks, std::span<Staged> staged, Micros now_us) noexcept;
 

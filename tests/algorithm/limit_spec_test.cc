@@ -35,6 +35,15 @@ TEST(LimitSpec, Validates) {
   EXPECT_NE(LimitSpec::tokenBucket(rate("1/year"), 4'000'000'000).error().find("too large"),
             std::string::npos);
 
+  // Refilling 4 billion tokens one a year would take longer than int64 microseconds can count.
+  EXPECT_NE(LimitSpec::tokenBucketInterval(rate("1/year"), 1'000'000).error().find("too long"),
+            std::string::npos);
+  EXPECT_NE(LimitSpec::slidingWindowLog(rate("1000000/day")).error().find("sliding_window_counter"),
+            std::string::npos);
+  EXPECT_NE(LimitSpec::make(static_cast<Algorithm>(42), rate("1/s"), 1).error().find("unknown"),
+            std::string::npos);
+  EXPECT_EQ(algorithmName(static_cast<Algorithm>(42)), "unknown");
+
   EXPECT_EQ(LimitSpec::fixedWindow(rate("100/min")).value().limit(), 100u);
   EXPECT_EQ(LimitSpec::gcra(rate("100/min"), 20).value().limit(), 20u);
 }

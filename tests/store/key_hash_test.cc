@@ -12,17 +12,23 @@ namespace {
 
 using testing::spec;
 
-// The same key is one counter per (algorithm, period), and seeds change every hash.
-TEST(KeyHasher, IdentityIsKeyAlgorithmAndPeriod) {
+// The same key is one counter per (algorithm, period), plus the count where the state is scaled
+// by the rate; seeds change every hash.
+TEST(KeyHasher, IdentityIsKeyAlgorithmPeriodAndScale) {
   const KeyHasher hasher(1, 2);
   const LimitSpec per_minute = spec(Algorithm::kGcra, "100/min", 10);
   const LimitSpec per_minute_more = spec(Algorithm::kGcra, "200/min", 10);
+  const LimitSpec per_minute_burstier = spec(Algorithm::kGcra, "100/min", 50);
   const LimitSpec per_hour = spec(Algorithm::kGcra, "100/h", 10);
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "100/min", 10);
-  EXPECT_EQ(hasher("user:1", per_minute), hasher("user:1", per_minute_more));
+  EXPECT_EQ(hasher("user:1", per_minute), hasher("user:1", per_minute_burstier));
+  EXPECT_NE(hasher("user:1", per_minute), hasher("user:1", per_minute_more));
   EXPECT_NE(hasher("user:1", per_minute), hasher("user:1", per_hour));
   EXPECT_NE(hasher("user:1", per_minute), hasher("user:1", bucket));
   EXPECT_NE(hasher("user:1", per_minute), KeyHasher(3, 4)("user:1", per_minute));
+  // Window states are plain counts: a new count reads the same counter.
+  EXPECT_EQ(hasher("user:1", spec(Algorithm::kFixedWindow, "10/s")),
+            hasher("user:1", spec(Algorithm::kFixedWindow, "5/s")));
 }
 
 // No collisions among many similar keys of every length up to 40 bytes.

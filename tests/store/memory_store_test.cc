@@ -150,5 +150,86 @@ TEST_F(MemoryStoreTest, RepeatedKeyInOneRequestAddsUp) {
   }
 }
 
+// A limit lowered on the same counter reports 0 remaining, never a wrapped-around number.
+TEST_F(MemoryStoreTest, LoweredLimitClampsRemaining) {
+  const LimitSpec ten = spec(Algorithm::kFixedWindow, "10/s");
+  const LimitSpec five = spec(Algorithm::kFixedWindow, "5/s");
+  EXPECT_TRUE(apply(store_, "k", ten, 10, t0_).allowed);
+  const Outcome peek = apply(store_, "k", five, 0, t0_);
+  EXPECT_EQ(peek.remaining, 0u);
+  EXPECT_FALSE(apply(store_, "k", five, 1, t0_).allowed);
+}
+
+// Token bucket states are scaled by the rate, so another count is another counter.
+TEST_F(MemoryStoreTest, ScaledStatesAreNotSharedAcrossCounts) {
+  const LimitSpec slow = spec(Algorithm::kTokenBucket, "3/s", 10);
+  const LimitSpec fast = spec(Algorithm::kTokenBucket, "10/s", 10);
+  EXPECT_TRUE(apply(store_, "k", slow, 10, t0_).allowed);
+  const Outcome other = apply(store_, "k", fast, 1, t0_);
+  EXPECT_TRUE(other.allowed);
+  EXPECT_EQ(other.remaining, 9u);
+}
+
+// Making room never evicts a key of the request itself: its consumption sticks.
+TEST_F(MemoryStoreTest, EvictionSparesTheRequestsOwnKeys) {
+  MemoryStore store(MemoryStoreOptions{4, 1}, KeyHasher(7, 8));
+  const LimitSpec daily = spec(Algorithm::kFixedWindow, "5/day");
+  for (const char* key : {"a", "b", "c", "d"})
+    EXPECT_TRUE(apply(store, key, daily, 1, t0_).allowed);
+  const std::vector<Outcome> both = applyAll(store, {{"a", &daily, 1}, {"e", &daily, 1}}, t0_);
+  EXPECT_TRUE(both[0].allowed && both[1].allowed);
+  EXPECT_EQ(apply(store, "a", daily, 0, t0_).remaining, 3u);
+  EXPECT_EQ(apply(store, "e", daily, 0, t0_).remaining, 4u);
+  EXPECT_LE(store.keyCount(), 4u);
+
+  // A bound smaller than one request's keys is exceeded by that request rather than undone.
+  MemoryStore tiny(MemoryStoreOptions{1, 1}, KeyHasher(9, 10));
+  const LimitSpec once = spec(Algorithm::kFixedWindow, "1/min");
+  const std::vector<Outcome> pair = applyAll(tiny, {{"x", &once, 1}, {"y", &once, 1}}, t0_);
+  EXPECT_TRUE(pair[0].allowed && pair[1].allowed);
+  EXPECT_EQ(apply(tiny, "x", once, 0, t0_).remaining, 0u);
+  EXPECT_EQ(apply(tiny, "y", once, 0, t0_).remaining, 0u);
+}
+
+// A key repeated in one request is judged on its combined cost: never, if the sum exceeds the
+// limit; otherwise when the sum fits.
+TEST_F(MemoryStoreTest, RepeatedKeyRetryUsesTheCombinedCost) {
+  const LimitSpec six = spec(Algorithm::kTokenBucket, "1/s", 6);
+  const std::vector<Outcome> never = applyAll(store_, {{"a", &six, 5}, {"a", &six, 5}}, t0_);
+  EXPECT_FALSE(never[1].allowed);
+  EXPECT_EQ(never[1].reason, DenyReason::kCostExceedsLimit);
+  EXPECT_EQ(never[1].retry_after_us, kNever);
+  EXPECT_EQ(never[0].remaining, 6u);  // reported as it is
+
+  const LimitSpec ten = spec(Algorithm::kTokenBucket, "1/s", 10);
+  EXPECT_TRUE(apply(store_, "b", ten, 8, t0_).allowed);
+  const std::vector<Outcome> later = applyAll(store_, {{"b", &ten, 5}, {"b", &ten, 5}}, t0_);
+  EXPECT_FALSE(later[1].allowed);
+  EXPECT_EQ(later[1].retry_after_us, 8 * kMicrosPerSecond);
+
+  const LimitSpec log6 = spec(Algorithm::kSlidingWindowLog, "6/s");
+  const std::vector<Outcome> log_never = applyAll(store_, {{"c", &log6, 5}, {"c", &log6, 5}}, t0_);
+  EXPECT_FALSE(log_never[1].allowed);
+  EXPECT_EQ(log_never[1].retry_after_us, kNever);
+}
+
+// More shards than max_keys: the shards shrink so the bound still holds.
+TEST_F(MemoryStoreTest, MaxKeysBelowShardCount) {
+  MemoryStore store(MemoryStoreOptions{2, 16}, KeyHasher(11, 12));
+  const LimitSpec daily = spec(Algorithm::kFixedWindow, "5/day");
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_TRUE(apply(store, "k" + std::to_string(i), daily, 1, t0_).allowed);
+    EXPECT_LE(store.keyCount(), 2u);
+  }
+}
+
+// Far-future instants keep their state: expiry saturates to "never", not to "expired".
+TEST_F(MemoryStoreTest, FarFutureStateIsKept) {
+  const Micros year_2128 = 5'000'000'000LL * kMicrosPerSecond;
+  const LimitSpec once = spec(Algorithm::kFixedWindow, "1/min");
+  EXPECT_TRUE(apply(store_, "f", once, 1, year_2128).allowed);
+  EXPECT_FALSE(apply(store_, "f", once, 1, year_2128 + 1).allowed);
+}
+
 }  // namespace
 }  // namespace sluice
