@@ -88,7 +88,7 @@ void BM_HotKey(benchmark::State& state) {
   const bool generous = state.range(2) == 1;
   sluice::FakeClock fixed_clock(1'767'225'600LL * sluice::kMicrosPerSecond);
   sluice::Limiter limiter(sluice::LimiterOptions{
-      .max_keys = kManyKeys, .shards = 16, .clock = system_clock ? nullptr : &fixed_clock});
+      .max_keys = kManyKeys, .shards = 256, .clock = system_clock ? nullptr : &fixed_clock});
   const LimitSpec spec = generous ? benchSpec(algorithm) : typicalSpec(algorithm);
   for (auto _ : state) {
     benchmark::DoNotOptimize(limiter.check("client:42", spec));

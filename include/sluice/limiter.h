@@ -20,7 +20,7 @@ namespace sluice {
 struct LimiterOptions {
   // Upper bound on counters held in memory; see MemoryStoreOptions in the README.
   std::size_t max_keys = 1'000'000;
-  std::size_t shards = 16;
+  std::size_t shards = 256;
   // The time source; nullptr uses the system clock. Must outlive the limiter.
   const Clock* clock = nullptr;
 };

@@ -7,7 +7,9 @@ namespace sluice {
 Decision Engine::check(std::span<const LimitCheck> checks) noexcept {
   Decision decision;
   if (checks.empty()) return decision;
-  decision.statuses.resize(checks.size());
+  // One by one rather than resize(): for the usual one or two limits, GCC's zeroing of a
+  // resize is a `rep stos` whose start-up cost was a fifth of a hot-key decision.
+  for (std::size_t i = 0; i < checks.size(); ++i) decision.statuses.emplace_back();
   const StoreStatus status = store_.apply(checks, clock_, decision.statuses);
   if (status != StoreStatus::kOk) {
     // Until stores that can fail arrive, an unavailable store denies: fail closed.
