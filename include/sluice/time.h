@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 
 namespace sluice {
 
@@ -42,6 +43,29 @@ class SystemClock final : public Clock {
  private:
   Micros wall_at_anchor_us_;
   std::chrono::steady_clock::time_point steady_anchor_;
+};
+
+// The system clock read by a background thread every `tick_us` and cached: now() is one atomic
+// load instead of a clock_gettime (33–52 ns on the VMs Sluice is benchmarked on), at the price
+// of a resolution of one tick. The time it returns lags real time by less than a tick, which
+// makes a limiter slightly stricter, never looser. nginx and Envoy cache time the same way.
+class TickingClock final : public Clock {
+ public:
+  // Starts the ticking thread. Precondition: tick_us > 0.
+  explicit TickingClock(Micros tick_us = kMicrosPerMilli);
+  ~TickingClock() override;
+  TickingClock(const TickingClock&) = delete;
+  TickingClock& operator=(const TickingClock&) = delete;
+
+  // Clock
+  [[nodiscard]] Micros now() const noexcept override {
+    return now_us_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct Ticker;
+  std::atomic<Micros> now_us_;
+  std::unique_ptr<Ticker> ticker_;
 };
 
 // A clock for tests: it moves only when told to. Unlike a real clock, set() may move it
