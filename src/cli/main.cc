@@ -1,0 +1,127 @@
+// The sluice binary: `sluice serve --config FILE` and `sluice validate FILE`.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include "policy/policy_loader.h"
+#include "server/http_server.h"
+#include "server/service.h"
+
+namespace {
+
+namespace net = boost::asio;
+using sluice::server::HttpServer;
+
+int validate(const std::string& path) {
+  const sluice::policy::LoadResult loaded = sluice::policy::loadPolicy(path);
+  for (const std::string& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
+  if (loaded.policy == nullptr) {
+    std::fprintf(stderr, "%zu error(s)\n", loaded.errors.size());
+    return 1;
+  }
+  std::printf("%s: ok, %zu limit(s), %zu tier(s)\n", path.c_str(), loaded.policy->limits.size(),
+              loaded.policy->tiers.size());
+  return 0;
+}
+
+// Waits, off the I/O threads' backs, until every connection has closed or the grace period is
+// over, then stops the loop.
+void stopWhenDrained(net::io_context& io, std::shared_ptr<net::steady_timer> timer,
+                     std::vector<HttpServer*> servers, std::chrono::steady_clock::time_point deadline) {
+  std::size_t open = 0;
+  for (HttpServer* server : servers) open += server->openConnections();
+  if (open == 0 || std::chrono::steady_clock::now() >= deadline) {
+    io.stop();
+    return;
+  }
+  timer->expires_after(std::chrono::milliseconds(20));
+  timer->async_wait([&io, timer, servers, deadline](const boost::system::error_code&) {
+    stopWhenDrained(io, timer, servers, deadline);
+  });
+}
+
+int serve(const std::string& path) {
+  const sluice::policy::LoadResult loaded = sluice::policy::loadPolicy(path);
+  if (loaded.policy == nullptr) {
+    for (const std::string& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
+    return 2;
+  }
+  const sluice::policy::Policy& policy = *loaded.policy;
+  const unsigned threads =
+      policy.server.threads != 0 ? policy.server.threads : std::max(1u, std::thread::hardware_concurrency());
+  net::io_context io(static_cast<int>(threads));
+  sluice::SystemClock clock;
+  sluice::server::Service service(io, loaded.policy, path, clock);
+  const sluice::server::HttpServerLimits limits{
+      .max_header_bytes = 16 * 1024,
+      .max_body_bytes = policy.server.max_body_bytes,
+      .request_timeout_us = policy.server.request_timeout_us,
+      .max_connections = policy.server.max_connections};
+  HttpServer api(io, limits, [&service](auto&& request, const auto& peer, auto respond) {
+    service.handleApi(std::move(request), peer, std::move(respond));
+  });
+  HttpServer admin(io, limits, [&service](auto&& request, const auto& peer, auto respond) {
+    service.handleAdmin(std::move(request), peer, std::move(respond));
+  });
+  const auto api_endpoint = api.listen(policy.server.listen);
+  const auto admin_endpoint = admin.listen(policy.server.admin);
+  if (!api_endpoint.ok() || !admin_endpoint.ok()) {
+    std::fprintf(stderr, "%s\n", (!api_endpoint.ok() ? api_endpoint : admin_endpoint).error().c_str());
+    return 2;
+  }
+  net::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  on_signal = [&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (signal == SIGHUP) {
+      const std::vector<std::string> errors = service.reload();
+      if (errors.empty()) spdlog::info("reloaded {}", path);
+      for (const std::string& error : errors) spdlog::error("reload refused, keeping the old policy: {}", error);
+      signals.async_wait(on_signal);
+      return;
+    }
+    spdlog::info("stopping: finishing requests in flight");
+    service.setReady(false);
+    api.shutdown();
+    admin.shutdown();
+    stopWhenDrained(io, std::make_shared<net::steady_timer>(io), {&api, &admin},
+                    std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  };
+  signals.async_wait(on_signal);
+  service.setReady(true);
+  std::printf("sluice listening api=%s:%u admin=%s:%u\n",
+              api_endpoint.value().address().to_string().c_str(), api_endpoint.value().port(),
+              admin_endpoint.value().address().to_string().c_str(), admin_endpoint.value().port());
+  std::fflush(stdout);
+  std::vector<std::thread> workers;
+  for (unsigned i = 1; i < threads; ++i) workers.emplace_back([&io] { io.run(); });
+  io.run();
+  for (std::thread& worker : workers) worker.join();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Sluice: a rate limiter"};
+  app.require_subcommand(1);
+  std::string config_path;
+  CLI::App* serve_command = app.add_subcommand("serve", "serve the decision API and admin endpoints");
+  serve_command->add_option("-c,--config", config_path, "configuration file")->required();
+  std::string validate_path;
+  CLI::App* validate_command = app.add_subcommand("validate", "check a configuration file");
+  validate_command->add_option("file", validate_path, "configuration file")->required();
+  CLI11_PARSE(app, argc, argv);
+  if (serve_command->parsed()) return serve(config_path);
+  return validate(validate_path);
+}

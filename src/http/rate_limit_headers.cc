@@ -1,0 +1,180 @@
+#include "http/rate_limit_headers.h"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <cstdio>
+
+#include "sluice/outcome.h"
+
+namespace sluice::http {
+namespace {
+
+void appendInteger(std::string& out, std::int64_t value) {
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, result.ptr);
+}
+
+std::int64_t cappedInteger(std::uint64_t value) noexcept {
+  return static_cast<std::int64_t>(
+      std::min<std::uint64_t>(value, static_cast<std::uint64_t>(kMaxHeaderInteger)));
+}
+
+std::string integerText(std::int64_t value) {
+  std::string text;
+  appendInteger(text, value);
+  return text;
+}
+
+// SF Strings allow printable ASCII only. Replacing other bytes (rather than dropping them) keeps
+// the name's shape and never empties a non-empty name; the JSON body uses the same name so that
+// a client can match it to the RateLimit item.
+char sanitized(char byte) noexcept {
+  const auto code = static_cast<unsigned char>(byte);
+  return code >= 0x20 && code <= 0x7E ? byte : '_';
+}
+
+void appendSfString(std::string& out, std::string_view name) {
+  out += '"';
+  for (const char byte : name) {
+    const char safe = sanitized(byte);
+    if (safe == '"' || safe == '\\') out += '\\';
+    out += safe;
+  }
+  out += '"';
+}
+
+// After sanitizing, only '"' and '\' need escaping; control characters are escaped anyway so
+// that the function is correct for any text it is given.
+void appendJsonString(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char byte : text) {
+    const auto code = static_cast<unsigned char>(byte);
+    if (byte == '"' || byte == '\\') {
+      out += '\\';
+      out += byte;
+    } else if (code < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(code));
+      out += escaped;
+    } else {
+      out += byte;
+    }
+  }
+  out += '"';
+}
+
+std::string sanitizedName(std::string_view name) {
+  std::string safe(name);
+  std::transform(safe.begin(), safe.end(), safe.begin(), sanitized);
+  return safe;
+}
+
+const LimitLabel* labelAt(std::span<const LimitLabel> labels, std::size_t index) noexcept {
+  return index < labels.size() ? &labels[index] : nullptr;
+}
+
+bool neverFits(const Outcome& binding, Micros retry_after_us) noexcept {
+  return binding.reason == DenyReason::kCostExceedsLimit || retry_after_us == kNever;
+}
+
+std::string policyList(const Decision& decision, std::span<const LimitLabel> labels) {
+  std::string list;
+  for (std::size_t i = 0; i < decision.statuses.size(); ++i) {
+    const LimitLabel* label = labelAt(labels, i);
+    if (i > 0) list += ", ";
+    appendSfString(list, label != nullptr ? label->name : std::string_view{});
+    list += ";q=";
+    appendInteger(list, cappedInteger(decision.statuses[i].limit));
+    if (label != nullptr) {
+      // w is an SF Integer > 0: a sub-second or zero period still says "1".
+      list += ";w=";
+      appendInteger(list, std::max<std::int64_t>(1, headerSeconds(label->window_us)));
+    }
+  }
+  return list;
+}
+
+std::string serviceLimitList(const Decision& decision, std::span<const LimitLabel> labels) {
+  std::string list;
+  for (std::size_t i = 0; i < decision.statuses.size(); ++i) {
+    const LimitLabel* label = labelAt(labels, i);
+    const Outcome& status = decision.statuses[i];
+    if (i > 0) list += ", ";
+    appendSfString(list, label != nullptr ? label->name : std::string_view{});
+    list += ";r=";
+    appendInteger(list, cappedInteger(status.remaining));
+    list += ";t=";
+    appendInteger(list, headerSeconds(status.reset_after_us));
+  }
+  return list;
+}
+
+}  // namespace
+
+std::int64_t headerSeconds(Micros us) noexcept {
+  if (us <= 0) return 0;
+  if (us == kNever) return kMaxHeaderInteger;
+  // Not (us + 999'999) / 1e6: that overflows near kNever.
+  const std::int64_t seconds = us / kMicrosPerSecond + (us % kMicrosPerSecond != 0 ? 1 : 0);
+  return std::min(seconds, kMaxHeaderInteger);
+}
+
+void appendRateLimitHeaders(const Decision& decision, std::span<const LimitLabel> labels,
+                            const HeaderOptions& options, HeaderList& out) {
+  assert(labels.size() == decision.statuses.size());
+  const Outcome* binding = decision.bindingStatus();
+  if (options.x_ratelimit && binding != nullptr) {
+    out.emplace_back(options.names.limit, integerText(cappedInteger(binding->limit)));
+    out.emplace_back(options.names.remaining, integerText(cappedInteger(binding->remaining)));
+    out.emplace_back(options.names.reset, integerText(headerSeconds(binding->reset_after_us)));
+  }
+  // RateLimit-Policy must be a non-empty list, so both IETF fields go only with some limit.
+  if (options.ietf && !decision.statuses.empty()) {
+    out.emplace_back(options.names.ratelimit_policy, policyList(decision, labels));
+    out.emplace_back(options.names.ratelimit, serviceLimitList(decision, labels));
+  }
+  if (options.retry_after && !decision.allowed && binding != nullptr &&
+      !neverFits(*binding, decision.retry_after_us)) {
+    out.emplace_back(options.names.retry_after,
+                     integerText(headerSeconds(decision.retry_after_us)));
+  }
+}
+
+std::string deniedBody(const Decision& decision, std::span<const LimitLabel> labels) {
+  assert(labels.size() == decision.statuses.size());
+  const Outcome* binding = decision.bindingStatus();
+  const LimitLabel* label = labelAt(labels, decision.binding);
+  const bool never = binding != nullptr && neverFits(*binding, decision.retry_after_us);
+  const std::int64_t retry_after_s = headerSeconds(decision.retry_after_us);
+
+  std::string message;
+  if (never) {
+    message = "The request costs more than the limit allows at once; it can never fit.";
+  } else if (binding != nullptr && binding->reason == DenyReason::kStoreUnavailable) {
+    message = "The rate limiter could not check this request; retry after " +
+              integerText(retry_after_s) + " s.";
+  } else {
+    message = "Too many requests; retry after " + integerText(retry_after_s) + " s.";
+  }
+
+  std::string body = R"({"error":"rate_limited","message":)";
+  appendJsonString(body, message);
+  body += R"(,"limit":)";
+  if (binding == nullptr) {
+    body += "null";
+  } else {
+    appendJsonString(body, sanitizedName(label != nullptr ? label->name : std::string_view{}));
+  }
+  body += R"(,"retry_after":)";
+  if (never) {
+    body += "null";
+  } else {
+    appendInteger(body, retry_after_s);
+  }
+  body += '}';
+  return body;
+}
+
+}  // namespace sluice::http

@@ -1,0 +1,76 @@
+// Rendering a Decision for HTTP clients: the rate-limit response headers (de facto X-RateLimit-*,
+// IETF draft-10 RateLimit / RateLimit-Policy, Retry-After) and the JSON body of a 429.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sluice/decision.h"
+#include "sluice/time.h"
+
+namespace sluice::http {
+
+// Every header name can be renamed by config (e.g. lower case for HTTP/2, or a vendor prefix).
+struct HeaderNames {
+  std::string limit = "X-RateLimit-Limit";
+  std::string remaining = "X-RateLimit-Remaining";
+  std::string reset = "X-RateLimit-Reset";
+  std::string retry_after = "Retry-After";
+  std::string ratelimit = "RateLimit";
+  std::string ratelimit_policy = "RateLimit-Policy";
+};
+
+// Which header families to emit.
+struct HeaderOptions {
+  bool x_ratelimit = true;  // X-RateLimit-Limit / -Remaining / -Reset (reset = delta seconds)
+  bool ietf = true;         // IETF draft-10 RateLimit + RateLimit-Policy
+  bool retry_after = true;  // Retry-After on denials (whole seconds, rounded up)
+  HeaderNames names;
+};
+
+// What the renderer needs to know about each limit of the decision, parallel to
+// decision.statuses.
+struct LimitLabel {
+  std::string_view name;  // policy name, e.g. "per-client"; any bytes (sanitized when rendered)
+  Micros window_us = 0;   // the limit's period, for w= (whole seconds, rounded up, at least 1)
+};
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// The largest Structured Field Integer (15 digits). Every number rendered is capped at it.
+inline constexpr std::int64_t kMaxHeaderInteger = 999'999'999'999'999;
+
+// Whole seconds for a header: ceil(us / 1e6); 0 for 0 and for negative durations. kNever maps
+// to kMaxHeaderInteger, larger than any finite duration renders (kNever - 1 renders as
+// 9'223'372'036'855), so "never" stays distinguishable and still parses as an SF Integer and
+// as delay-seconds. Thread-safe, never throws.
+[[nodiscard]] std::int64_t headerSeconds(Micros us) noexcept;
+
+// Thread-safe, never throws except std::bad_alloc. Appends the configured headers for
+// `decision` to `out`, in this order:
+//   X-RateLimit-Limit, -Remaining, -Reset  the binding status (reset = headerSeconds of its
+//                                          reset_after_us); absent when statuses is empty.
+//   RateLimit-Policy, RateLimit            one item per status, `"<name>";q=<limit>;w=<s>` and
+//                                          `"<name>";r=<remaining>;t=<s>`, joined by ", ";
+//                                          absent when statuses is empty.
+//   Retry-After                            denials only, headerSeconds(retry_after_us); absent
+//                                          when the wait is kNever (cost exceeds the limit).
+// Names become valid SF Strings: bytes outside printable ASCII become '_', '"' and '\' are
+// escaped. Precondition (asserted): labels.size() == decision.statuses.size(); in a release
+// build a status without a label renders with an empty name and no w=.
+void appendRateLimitHeaders(const Decision& decision, std::span<const LimitLabel> labels,
+                            const HeaderOptions& options, HeaderList& out);
+
+// Thread-safe, never throws except std::bad_alloc. The JSON body of a denial:
+//   {"error":"rate_limited","message":"...","limit":"<binding name>","retry_after":<seconds>}
+// retry_after is headerSeconds(decision.retry_after_us), or null when the binding outcome's
+// reason is cost_exceeds_limit (the message then says the cost can never fit). The name is
+// sanitized as in the headers, so it matches the RateLimit item; `limit` is null when no limit
+// binds. Precondition: labels parallel to decision.statuses.
+[[nodiscard]] std::string deniedBody(const Decision& decision, std::span<const LimitLabel> labels);
+
+}  // namespace sluice::http

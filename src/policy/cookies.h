@@ -1,0 +1,17 @@
+// Reading one cookie out of a Cookie request header, for key selectors that key on a cookie.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace sluice::policy {
+
+// Thread-safe, never throws, allocates nothing. The value of cookie `name` in a Cookie header
+// value ("a=1; b=2"), or nullopt. Names compare case-sensitively and whole ("id" does not find
+// "user-id"); the first occurrence wins. Surrounding whitespace is ignored, and surrounding
+// double quotes on the value are removed. A cookie that is present but empty ("a=") gives "".
+// An empty `name` finds nothing. The view points into `cookie_header`.
+[[nodiscard]] std::optional<std::string_view> findCookie(std::string_view cookie_header,
+                                                         std::string_view name) noexcept;
+
+}  // namespace sluice::policy

@@ -1,0 +1,175 @@
+#include "policy/decide.h"
+
+#include <boost/json/serialize.hpp>
+
+#include "policy/api_key_hash.h"
+
+namespace sluice::policy {
+namespace {
+
+constexpr std::string_view kBearer = "Bearer ";
+
+// The credential in `header`: for Authorization, the token after "Bearer "; else the value.
+std::optional<std::string_view> credential(const RequestView& request, std::string_view header) {
+  const auto value = request.header(header);
+  if (!value) return std::nullopt;
+  if (!equalsIgnoreCase(header, "authorization")) return value;
+  if (value->size() <= kBearer.size() ||
+      !equalsIgnoreCase(value->substr(0, kBearer.size()), kBearer)) {
+    return std::nullopt;
+  }
+  return value->substr(kBearer.size());
+}
+
+bool looksLikeJwt(std::string_view token) {
+  return std::count(token.begin(), token.end(), '.') == 2;
+}
+
+std::vector<LimitCheck> engineChecks(const std::vector<PlannedCheck>& planned) {
+  std::vector<LimitCheck> checks;
+  checks.reserve(planned.size());
+  for (const PlannedCheck& check : planned) checks.push_back({check.key, check.spec, check.cost});
+  return checks;
+}
+
+}  // namespace
+
+std::vector<std::string> PolicyDecision::shadowDenials() const {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < shadow.statuses.size(); ++i) {
+    if (!shadow.statuses[i].allowed) names.push_back(shadow_checks[i].label);
+  }
+  return names;
+}
+
+RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
+                               std::int64_t now_s) {
+  RequestContext context(request);
+  context.client_ip = policy.client_ip
+                          .resolve(request.peer, request.joinedHeader("forwarded"),
+                                   request.joinedHeader("x-forwarded-for"))
+                          .to_string();
+  std::optional<std::string_view> token =
+      policy.jwt ? credential(request, policy.jwt_header) : std::nullopt;
+  if (token && looksLikeJwt(*token)) {
+    context.claims = policy.jwt->verify(*token, now_s);
+  }
+  const auto api_key = credential(request, policy.api_key_header);
+  // A bearer JWT is a token, not an API key.
+  if (api_key && !(policy.jwt && looksLikeJwt(*api_key))) {
+    context.api_key_id = hashApiKey(*api_key);
+    const auto tier = policy.api_key_tiers.find(*context.api_key_id);
+    if (tier != policy.api_key_tiers.end()) {
+      context.api_key_known = true;
+      context.tier = tier->second;
+    }
+  }
+  if (!context.api_key_known && context.claims && !policy.tier_claim.empty()) {
+    const auto claim = context.claims->find(policy.tier_claim);
+    if (claim != context.claims->end() && claim->value().is_string() &&
+        policy.tiers.contains(std::string_view(claim->value().as_string()))) {
+      context.tier = std::string(claim->value().as_string());
+    }
+  }
+  return context;
+}
+
+std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext& context) {
+  std::vector<PlannedCheck> planned;
+  for (const Limit& limit : policy.limits) {
+    if (!limit.match.matches(context.request.method, context.request.path)) continue;
+    const LimitSpec* spec = nullptr;
+    const LimitSpec* daily = nullptr;
+    if (limit.from_tier) {
+      const auto tier_spec = limit.tier_specs.find(context.tier);
+      if (tier_spec == limit.tier_specs.end()) continue;  // unlimited or unknown tier
+      spec = &tier_spec->second;
+      const auto daily_spec = limit.tier_daily_specs.find(context.tier);
+      if (daily_spec != limit.tier_daily_specs.end()) daily = &daily_spec->second;
+    } else {
+      spec = &*limit.spec;
+    }
+    // The limit's name (and tier) namespace its counters, so two limits never share one.
+    std::string key = limit.name + (limit.from_tier ? "@" + context.tier : "") + ":";
+    const std::size_t prefix = key.size();
+    if (!limit.key.appendKey(context, limit.match.describe(), key)) {
+      if (limit.when_missing == WhenMissing::kSkip) continue;
+      key.resize(prefix);
+      key += "ip=" + context.client_ip;
+    }
+    const std::uint64_t cost = limit.cost.value_or(context.request.cost);
+    planned.push_back({&limit, spec, key, limit.name, cost});
+    if (daily != nullptr)
+      planned.push_back({&limit, daily, key + ":daily", limit.name + ":daily", cost});
+  }
+  return planned;
+}
+
+namespace {
+
+// Splits planned checks by action, asks the engine, and applies throttle and deny status.
+PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
+                             Micros already_waited_us) {
+  PolicyDecision result;
+  for (PlannedCheck& check : planned) {
+    (check.limit->action == Action::kShadow ? result.shadow_checks : result.enforced_checks)
+        .push_back(std::move(check));
+  }
+  result.enforced = engine.check(engineChecks(result.enforced_checks));
+  if (!result.shadow_checks.empty())
+    result.shadow = engine.check(engineChecks(result.shadow_checks));
+  result.allowed = result.enforced.allowed;
+  if (result.allowed) return result;
+  const PlannedCheck& binding = *result.binding();
+  const Limit& limit = *binding.limit;
+  const Micros wait_us = result.enforced.retry_after_us;
+  if (limit.action == Action::kThrottle && wait_us != kNever &&
+      already_waited_us + wait_us <= limit.max_delay_us) {
+    result.throttle_wait_us = wait_us;
+    return result;
+  }
+  result.status = limit.deny_status;
+  return result;
+}
+
+}  // namespace
+
+PolicyDecision decide(const Policy& policy, const RequestContext& context, Engine& engine,
+                      Micros already_waited_us) {
+  return decidePlanned(planChecks(policy, context), engine, already_waited_us);
+}
+
+Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_name,
+                                   std::string_view key, std::string_view tier, std::uint64_t cost,
+                                   Engine& engine, Micros already_waited_us) {
+  const Limit* limit = nullptr;
+  for (const Limit& candidate : policy.limits) {
+    if (candidate.name == limit_name) limit = &candidate;
+  }
+  if (limit == nullptr) return Error{"no limit named \"" + std::string(limit_name) + "\""};
+  std::vector<PlannedCheck> planned;
+  const std::string counter =
+      limit->name + (limit->from_tier ? "@" + std::string(tier) : "") + ":" + std::string(key);
+  if (!limit->from_tier) {
+    planned.push_back({limit, &*limit->spec, counter, limit->name, limit->cost.value_or(cost)});
+  } else {
+    const auto spec = limit->tier_specs.find(tier);
+    if (spec == limit->tier_specs.end()) {
+      if (!policy.tiers.contains(tier)) {
+        return Error{"limit \"" + limit->name + "\" takes its numbers from the tier, and tier \"" +
+                     std::string(tier) + "\" is not defined"};
+      }
+      return PolicyDecision{};  // an unlimited tier
+    }
+    const std::uint64_t charged = limit->cost.value_or(cost);
+    planned.push_back({limit, &spec->second, counter, limit->name, charged});
+    const auto daily = limit->tier_daily_specs.find(tier);
+    if (daily != limit->tier_daily_specs.end()) {
+      planned.push_back(
+          {limit, &daily->second, counter + ":daily", limit->name + ":daily", charged});
+    }
+  }
+  return decidePlanned(std::move(planned), engine, already_waited_us);
+}
+
+}  // namespace sluice::policy

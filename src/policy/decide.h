@@ -1,0 +1,64 @@
+// The policy's verdict on one request: which limits apply, their keys, and what the engine says,
+// with actions applied (reject, throttle, shadow). Plain functions over plain types, so every
+// front door shares them and tests need no server.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "policy/policy.h"
+#include "policy/request_context.h"
+#include "sluice/decision.h"
+
+namespace sluice::policy {
+
+// One limit's check for this request, with the key text it owns.
+struct PlannedCheck {
+  const Limit* limit = nullptr;
+  const LimitSpec* spec = nullptr;
+  std::string key;
+  std::string label;  // the limit's name, or "<name>:daily" for a tier's daily quota
+  std::uint64_t cost = 1;
+};
+
+struct PolicyDecision {
+  bool allowed = true;
+  int status = 200;                           // 200, or the binding limit's deny status
+  Decision enforced;                          // reject and throttle limits, all-or-nothing
+  std::vector<PlannedCheck> enforced_checks;  // parallel to enforced.statuses
+  Decision shadow;                            // shadow limits, decided apart; never blocks
+  std::vector<PlannedCheck> shadow_checks;    // parallel to shadow.statuses
+  // > 0: the binding limit throttles and allows after this wait, within its max_delay. The
+  // caller waits and decides again (with `already_waited_us`).
+  Micros throttle_wait_us = 0;
+
+  [[nodiscard]] const PlannedCheck* binding() const noexcept {
+    return enforced.binding == Decision::kNoLimit ? nullptr : &enforced_checks[enforced.binding];
+  }
+  // Names of shadow limits that would have denied.
+  [[nodiscard]] std::vector<std::string> shadowDenials() const;
+};
+
+// Thread-safe. Client address, API key and tier, verified JWT claims. `now_s` is Unix seconds,
+// for JWT expiry.
+[[nodiscard]] RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
+                                             std::int64_t now_s);
+
+// Thread-safe. The checks of every limit that applies to the request, in policy order.
+[[nodiscard]] std::vector<PlannedCheck> planChecks(const Policy& policy,
+                                                   const RequestContext& context);
+
+// Thread-safe, never throws but for allocation. Plans and decides. `already_waited_us` is how
+// long a throttled request has waited so far (0 on the first pass).
+[[nodiscard]] PolicyDecision decide(const Policy& policy, const RequestContext& context,
+                                    Engine& engine, Micros already_waited_us = 0);
+
+// Thread-safe. One named limit with a key the caller chose (the decision API's direct form);
+// `tier` picks the numbers of a from_tier limit. Error when the limit or tier is unknown.
+[[nodiscard]] Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_name,
+                                                 std::string_view key, std::string_view tier,
+                                                 std::uint64_t cost, Engine& engine,
+                                                 Micros already_waited_us = 0);
+
+}  // namespace sluice::policy

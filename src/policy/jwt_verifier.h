@@ -1,0 +1,64 @@
+// Checks a compact JWT (JWS) against configured keys and yields its claims. Claims of a token that
+// fails any check are never returned (DESIGN principle 6): an unsigned token (`alg: none`), a
+// token whose algorithm no configured key has, or a bad signature all look like no token at all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "sluice/result.h"
+
+namespace sluice::policy {
+
+// One configured verification key.
+struct JwtKey {
+  std::string algorithm;  // "HS256", "RS256" or "ES256"
+  std::string key;        // HS256: the shared secret bytes; RS256/ES256: a PEM public key
+};
+
+class JwtVerifier {
+ public:
+  // Tokens longer than this are refused unread; real ones are well under 2 KiB.
+  static constexpr std::size_t kMaxTokenBytes = 16 * 1024;
+  // RFC 7518 3.2: an HS256 secret is at least as long as the hash, 256 bits.
+  static constexpr std::size_t kMinHs256SecretBytes = 32;
+  // A clock-skew allowance beyond this is a configuration mistake, not skew.
+  static constexpr std::int64_t kMaxLeewayS = 24 * 60 * 60;
+
+  // At least one key. Each key's algorithm is one of the three above; an HS256 secret has at least
+  // kMinHs256SecretBytes; an RS256 key is a PEM "PUBLIC KEY" holding RSA of at least 2048 bits
+  // (RFC 7518 3.3), an ES256 key one holding EC on P-256. `leeway_s` is seconds of clock skew
+  // allowed on exp and nbf, 0..kMaxLeewayS. The error names the key (keys[i]) and the problem.
+  static Result<JwtVerifier> create(std::vector<JwtKey> keys, std::int64_t leeway_s = 0);
+
+  // Thread-safe; never throws (allocation failure terminates). `token` is the bare compact
+  // serialization, without "Bearer "; `now_s` is Unix seconds. The verified payload, or nullopt
+  // when the token is malformed or over kMaxTokenBytes, unsigned (alg none), has a `crit` header,
+  // names an algorithm no configured key has (names are case-sensitive), verifies under none of
+  // that algorithm's keys, has a payload that is not a JSON object, is expired (exp <= now_s -
+  // leeway_s) or not yet valid (nbf > now_s + leeway_s), or has a non-numeric exp or nbf. Each key
+  // of the token's algorithm is tried in configuration order, so keys can be rotated.
+  [[nodiscard]] std::optional<boost::json::object> verify(std::string_view token,
+                                                          std::int64_t now_s) const noexcept;
+
+ private:
+  struct Key {
+    std::string algorithm;  // exactly "HS256", "RS256" or "ES256"
+    std::string bytes;      // the secret, or the PEM text
+  };
+
+  JwtVerifier(std::vector<Key> keys, std::int64_t leeway_s)
+      : keys_(std::move(keys)), leeway_s_(leeway_s) {}
+
+  std::vector<Key> keys_;
+  std::int64_t leeway_s_;
+};
+
+}  // namespace sluice::policy

@@ -1,0 +1,149 @@
+#include "policy/key_selector.h"
+
+#include <utility>
+
+#include <boost/json/serialize.hpp>
+
+#include "policy/cookies.h"
+
+namespace sluice::policy {
+namespace {
+
+struct NamedKind {
+  std::string_view name;
+  KeySelector::Kind kind;
+};
+
+constexpr NamedKind kPlainParts[] = {
+    {"global", KeySelector::Kind::kGlobal},  {"ip", KeySelector::Kind::kIp},
+    {"api_key", KeySelector::Kind::kApiKey}, {"client", KeySelector::Kind::kClient},
+    {"tier", KeySelector::Kind::kTier},      {"method", KeySelector::Kind::kMethod},
+    {"path", KeySelector::Kind::kPath},      {"route", KeySelector::Kind::kRoute},
+};
+
+constexpr NamedKind kNamedParts[] = {
+    {"header:", KeySelector::Kind::kHeader},
+    {"cookie:", KeySelector::Kind::kCookie},
+    {"jwt:", KeySelector::Kind::kJwtClaim},
+    {"json:", KeySelector::Kind::kJsonPath},
+};
+
+// A claim's value as key text: strings as they are, numbers and booleans as JSON.
+std::optional<std::string> claimText(const boost::json::object& claims, std::string_view name) {
+  const auto found = claims.find(name);
+  if (found == claims.end()) return std::nullopt;
+  const boost::json::value& value = found->value();
+  if (value.is_string()) return std::string(value.as_string());
+  if (value.is_number() || value.is_bool()) return boost::json::serialize(value);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
+  if (parts.empty()) return Error{"key: at least one part is needed, e.g. ip or header:X-User-Id"};
+  KeySelector selector;
+  for (const std::string& text : parts) {
+    if (!selector.text_.empty()) selector.text_ += "+";
+    selector.text_ += text;
+    bool known = false;
+    for (const NamedKind& plain : kPlainParts) {
+      if (text == plain.name) {
+        selector.parts_.push_back({plain.kind, {}, std::nullopt});
+        known = true;
+      }
+    }
+    for (const NamedKind& named : kNamedParts) {
+      if (known || !text.starts_with(named.name)) continue;
+      const std::string name = text.substr(named.name.size());
+      if (name.empty()) return Error{"key part \"" + text + "\": a name must follow the colon"};
+      Part part{named.kind, name, std::nullopt};
+      if (named.kind == Kind::kJsonPath) {
+        Result<JsonPath> path = JsonPath::parse(name);
+        if (!path.ok()) return Error{"key part \"" + text + "\": " + path.error()};
+        part.path = std::move(path).value();
+      }
+      selector.parts_.push_back(std::move(part));
+      known = true;
+    }
+    if (!known) {
+      return Error{"key part \"" + text +
+                   "\" is unknown (use global, ip, api_key, client, tier, method, path, route, "
+                   "header:<name>, cookie:<name>, jwt:<claim> or json:<path>)"};
+    }
+  }
+  return selector;
+}
+
+bool KeySelector::appendKey(const RequestContext& context, std::string_view route,
+                            std::string& out) const {
+  bool first = true;
+  for (const Part& part : parts_) {
+    if (!first) out += '|';
+    first = false;
+    switch (part.kind) {
+      case Kind::kGlobal:
+        out += "global";
+        break;
+      case Kind::kIp:
+        out += context.client_ip;
+        break;
+      case Kind::kApiKey:
+        if (!context.api_key_id) return false;
+        out += *context.api_key_id;
+        break;
+      case Kind::kClient:
+        // An unknown key would let a caller mint fresh counters at will: use the address.
+        out +=
+            context.api_key_known && context.api_key_id ? *context.api_key_id : context.client_ip;
+        break;
+      case Kind::kTier:
+        out += context.tier;
+        break;
+      case Kind::kHeader: {
+        const auto value = context.request.header(part.name);
+        if (!value) return false;
+        out += *value;
+        break;
+      }
+      case Kind::kCookie: {
+        const auto header = context.request.header("cookie");
+        const auto value = header ? findCookie(*header, part.name) : std::nullopt;
+        if (!value) return false;
+        out += *value;
+        break;
+      }
+      case Kind::kJwtClaim: {
+        const auto value = context.claims ? claimText(*context.claims, part.name) : std::nullopt;
+        if (!value) return false;
+        out += *value;
+        break;
+      }
+      case Kind::kJsonPath: {
+        const auto value = part.path->findText(context.document());
+        if (!value) return false;
+        out += *value;
+        break;
+      }
+      case Kind::kMethod:
+        out += context.request.method;
+        break;
+      case Kind::kPath:
+        out += context.request.path;
+        break;
+      case Kind::kRoute:
+        out += route;
+        break;
+    }
+  }
+  return true;
+}
+
+bool KeySelector::usesClaims() const noexcept {
+  for (const Part& part : parts_) {
+    if (part.kind == Kind::kJwtClaim || part.kind == Kind::kJsonPath) return true;
+  }
+  return false;
+}
+
+}  // namespace sluice::policy

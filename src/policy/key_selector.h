@@ -1,0 +1,63 @@
+// How a limit turns a request into a counter key. A selector is one or more parts, joined:
+//   global               one counter for everyone
+//   ip                   the client address (after trusted proxies)
+//   api_key              the presented API key, hashed
+//   client               a known API key if there is one, else the client address
+//   tier                 the caller's tier name
+//   header:<Name>        a request header's value
+//   cookie:<name>        a cookie's value
+//   jwt:<claim>          a claim of a verified JWT
+//   json:<path>          a JSON path over the request document (see RequestContext)
+//   method, path, route  the request method, its path, or the limit's route pattern
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/json_path.h"
+#include "policy/request_context.h"
+#include "sluice/result.h"
+
+namespace sluice::policy {
+
+class KeySelector {
+ public:
+  enum class Kind {
+    kGlobal,
+    kIp,
+    kApiKey,
+    kClient,
+    kTier,
+    kHeader,
+    kCookie,
+    kJwtClaim,
+    kJsonPath,
+    kMethod,
+    kPath,
+    kRoute
+  };
+
+  // Parses each part; the error names the part and what is accepted.
+  static Result<KeySelector> parse(const std::vector<std::string>& parts);
+
+  // Thread-safe. Appends the key for `context` to `out`, parts separated by '|'. `route` is the
+  // limit's route description. Returns false, leaving `out` unspecified, when a part is missing
+  // (no such header, cookie, claim, or API key).
+  bool appendKey(const RequestContext& context, std::string_view route, std::string& out) const;
+
+  [[nodiscard]] bool usesClaims() const noexcept;
+  [[nodiscard]] const std::string& text() const noexcept { return text_; }
+
+ private:
+  struct Part {
+    Kind kind;
+    std::string name;              // header, cookie or claim name
+    std::optional<JsonPath> path;  // for kJsonPath
+  };
+  std::vector<Part> parts_;
+  std::string text_;
+};
+
+}  // namespace sluice::policy

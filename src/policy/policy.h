@@ -1,0 +1,101 @@
+// A compiled, immutable policy: what `sluice serve` enforces. Built from YAML by loadPolicy()
+// (policy_loader.h); swapped atomically on reload, so a request sees one whole policy.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/client_ip.h"
+#include "policy/jwt_verifier.h"
+#include "policy/key_selector.h"
+#include "policy/route_match.h"
+#include "sluice/limit_spec.h"
+#include "sluice/time.h"
+
+namespace sluice::policy {
+
+enum class Action {
+  kReject,    // deny with the limit's status
+  kThrottle,  // wait until the limit allows, up to max_delay, then proceed; longer → reject
+  kShadow,    // never block; report what would have happened
+};
+
+enum class WhenMissing {
+  kUseIp,  // a key part is missing (no header, no claim): key the request by client address
+  kSkip,   // the limit does not apply to this request
+};
+
+struct Tier {
+  std::string name;
+  bool unlimited = false;
+  Rate rate{};                    // sustained rate
+  std::uint64_t burst = 0;        // 0: same as rate.count
+  std::uint64_t daily_quota = 0;  // 0: none
+};
+
+struct Limit {
+  std::string name;
+  RouteMatch match;
+  KeySelector key;
+  std::optional<std::uint64_t> cost;  // fixed cost; otherwise the request's
+  Action action = Action::kReject;
+  Micros max_delay_us = 0;  // throttle only
+  int deny_status = 429;
+  WhenMissing when_missing = WhenMissing::kUseIp;
+  Algorithm algorithm = Algorithm::kTokenBucket;
+  // A fixed spec, or one per tier (and a daily quota per tier) when the limit takes its numbers
+  // from the caller's tier.
+  std::optional<LimitSpec> spec;
+  bool from_tier = false;
+  std::map<std::string, LimitSpec, std::less<>> tier_specs;
+  std::map<std::string, LimitSpec, std::less<>> tier_daily_specs;
+};
+
+struct ServerSettings {
+  std::string listen = "127.0.0.1:8080";
+  std::string admin = "127.0.0.1:9090";
+  unsigned threads = 0;  // 0: one per core
+  std::size_t max_connections = 10'000;
+  // A request, or the wait for the next one on a kept-alive connection, must arrive within this.
+  Micros request_timeout_us = 10 * kMicrosPerSecond;
+  std::size_t max_body_bytes = 1 << 20;
+  // What the auth subrequest endpoint answers on a denial; 0 answers the limit's own deny
+  // status. nginx's auth_request needs 403 (it turns any other status into 500).
+  int auth_deny_status = 0;
+};
+
+struct HeaderSettings {
+  bool x_ratelimit = true;
+  bool ietf = true;
+  bool retry_after = true;
+  std::map<std::string, std::string, std::less<>> names;  // family → header name overrides
+};
+
+struct StoreSettings {
+  std::string type = "memory";
+  std::size_t max_keys = 1'000'000;
+};
+
+struct Policy {
+  std::string source;  // the file it came from
+  ServerSettings server;
+  StoreSettings store;
+  HeaderSettings headers;
+  std::string api_key_header = "Authorization";  // "Authorization" reads "Bearer <key>"
+  ClientIpResolver client_ip{{}};
+  std::optional<JwtVerifier> jwt;
+  std::string jwt_header = "Authorization";
+  std::string tier_claim;  // a JWT claim naming the caller's tier; empty for none
+  std::map<std::string, Tier, std::less<>> tiers;
+  std::map<std::string, std::string, std::less<>> api_key_tiers;  // hashed key → tier
+  std::vector<Limit> limits;
+  // The configuration as loaded, secrets replaced, for GET /admin/config.
+  std::string redacted_yaml;
+};
+
+using PolicyPtr = std::shared_ptr<const Policy>;
+
+}  // namespace sluice::policy

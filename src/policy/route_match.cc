@@ -1,0 +1,85 @@
+#include "policy/route_match.h"
+
+#include <algorithm>
+
+namespace sluice::policy {
+
+RouteMatch::RouteMatch(std::vector<std::string> methods, PathKind kind, std::string path)
+    : methods_(std::move(methods)), kind_(kind), path_(std::move(path)) {}
+
+bool RouteMatch::matches(std::string_view method, std::string_view path) const noexcept {
+  if (!methods_.empty() && std::find(methods_.begin(), methods_.end(), method) == methods_.end()) {
+    return false;
+  }
+  switch (kind_) {
+    case PathKind::kAny:
+      return true;
+    case PathKind::kExact:
+      return path == path_;
+    case PathKind::kPrefix:
+      return path.starts_with(path_);
+    case PathKind::kGlob:
+      return globMatches(path_, path);
+  }
+  return false;
+}
+
+std::string RouteMatch::describe() const {
+  std::string methods;
+  for (const std::string& method : methods_) methods += (methods.empty() ? "" : "|") + method;
+  if (methods.empty()) methods = "*";
+  switch (kind_) {
+    case PathKind::kAny:
+      return methods + " *";
+    case PathKind::kExact:
+      return methods + " " + path_;
+    case PathKind::kPrefix:
+      return methods + " " + path_ + "*";
+    case PathKind::kGlob:
+      return methods + " " + path_;
+  }
+  return methods;
+}
+
+bool globMatches(std::string_view pattern, std::string_view text) noexcept {
+  // Iterative matching with one backtrack point per star kind: no recursion, so a hostile path
+  // cannot blow the stack, and no exponential blow-up. A segment star (`*`) is retried first;
+  // when it cannot grow past a '/', the latest `**` absorbs one more character instead.
+  constexpr std::size_t kNone = std::string_view::npos;
+  std::size_t p = 0;
+  std::size_t t = 0;
+  std::size_t segment_p = kNone;  // pattern position after the latest `*`
+  std::size_t segment_t = 0;      // text position that `*` currently stops at
+  std::size_t deep_p = kNone;     // pattern position after the latest `**`
+  std::size_t deep_t = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      if (p + 1 < pattern.size() && pattern[p + 1] == '*') {
+        p += 2;
+        deep_p = p;
+        deep_t = t;
+        segment_p = kNone;
+      } else {
+        ++p;
+        segment_p = p;
+        segment_t = t;
+      }
+    } else if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p;
+      ++t;
+    } else if (segment_p != kNone && text[segment_t] != '/') {
+      p = segment_p;
+      t = ++segment_t;
+    } else if (deep_p != kNone) {
+      segment_p = kNone;
+      p = deep_p;
+      t = ++deep_t;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace sluice::policy

@@ -1,0 +1,33 @@
+// Which requests a limit applies to: a method and a path, exact, by prefix or by glob.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::policy {
+
+class RouteMatch {
+ public:
+  enum class PathKind { kAny, kExact, kPrefix, kGlob };
+
+  RouteMatch() = default;
+  // `methods` upper case, empty for any. For kGlob, `*` matches within one path segment and `**`
+  // across segments; e.g. /users/*/posts, /static/**.
+  RouteMatch(std::vector<std::string> methods, PathKind kind, std::string path);
+
+  // Thread-safe.
+  [[nodiscard]] bool matches(std::string_view method, std::string_view path) const noexcept;
+  // e.g. "POST /login", "* /api/*" — for route keys and logs.
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  std::vector<std::string> methods_;
+  PathKind kind_ = PathKind::kAny;
+  std::string path_;
+};
+
+// `*` matches any run of characters except '/', `**` any run at all. Thread-safe.
+[[nodiscard]] bool globMatches(std::string_view pattern, std::string_view text) noexcept;
+
+}  // namespace sluice::policy

@@ -1,0 +1,233 @@
+#include "server/http_server.h"
+
+#include <charconv>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+namespace sluice::server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+class Session;
+
+}  // namespace
+
+struct HttpServer::State {
+  State(net::io_context& io_context, HttpServerLimits server_limits, Handler request_handler)
+      : io(io_context), limits(server_limits), handler(std::move(request_handler)) {}
+
+  net::io_context& io;
+  HttpServerLimits limits;
+  Handler handler;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::atomic<std::size_t> connections{0};
+  std::atomic<bool> draining{false};
+  std::mutex sessions_mutex;
+  std::vector<std::weak_ptr<Session>> sessions;  // to close idle ones on shutdown
+};
+
+namespace {
+
+HttpResponse plainResponse(http::status status, std::string_view message, unsigned version) {
+  HttpResponse response{status, version};
+  response.set(http::field::content_type, "application/json");
+  response.body() = std::string(R"({"error":")") + std::string(http::obsolete_reason(status)) +
+                    R"(","message":")" + std::string(message) + R"("})";
+  response.keep_alive(false);
+  response.prepare_payload();
+  return response;
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, std::shared_ptr<HttpServer::State> state)
+      : stream_(std::move(socket)), state_(std::move(state)) {
+    beast::error_code ignored;
+    peer_ = stream_.socket().remote_endpoint(ignored);
+  }
+  ~Session() { state_->connections.fetch_sub(1, std::memory_order_relaxed); }
+
+  void start() {
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::doRead, shared_from_this()));
+  }
+
+  // Refuses the connection with 503: over the connection cap.
+  void refuse() {
+    auto self = shared_from_this();
+    net::dispatch(stream_.get_executor(), [self] {
+      self->write(plainResponse(http::status::service_unavailable, "too many connections", 11));
+    });
+  }
+
+  // On shutdown: closes the connection now if it is waiting for a request.
+  void closeIfIdle() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_) self->close();
+    });
+  }
+
+ private:
+  void doRead() {
+    if (state_->draining.load()) return close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
+    parser_->body_limit(state_->limits.max_body_bytes);
+    stream_.expires_after(std::chrono::microseconds(state_->limits.request_timeout_us));
+    busy_ = false;
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::onRead, shared_from_this()));
+  }
+
+  void onRead(beast::error_code ec, std::size_t /*bytes*/) {
+    busy_ = true;
+    if (ec == http::error::end_of_stream || ec == net::error::operation_aborted) return close();
+    if (ec == beast::error::timeout) return close();  // slow or idle: the socket is already shut
+    if (ec == http::error::header_limit) {
+      return write(plainResponse(http::status::request_header_fields_too_large,
+                                 "the request header block is over the limit", 11));
+    }
+    if (ec == http::error::body_limit) {
+      return write(plainResponse(http::status::payload_too_large, "the request body is over the limit", 11));
+    }
+    if (ec) {
+      if (ec.category() == http::make_error_code(http::error::bad_target).category()) {
+        return write(plainResponse(http::status::bad_request, "malformed HTTP request", 11));
+      }
+      return close();
+    }
+    stream_.expires_never();  // the handler may wait (throttle); its answer is bounded instead
+    HttpRequest request = parser_->release();
+    const bool keep_alive = request.keep_alive();
+    auto self = shared_from_this();
+    state_->handler(std::move(request), peer_, [self, keep_alive](HttpResponse&& response) {
+      auto shared = std::make_shared<HttpResponse>(std::move(response));
+      net::dispatch(self->stream_.get_executor(), [self, shared, keep_alive] {
+        shared->keep_alive(keep_alive && shared->keep_alive() && !self->state_->draining.load());
+        self->write(std::move(*shared));
+      });
+    });
+  }
+
+  void write(HttpResponse&& response) {
+    auto shared = std::make_shared<HttpResponse>(std::move(response));
+    stream_.expires_after(std::chrono::microseconds(state_->limits.request_timeout_us));
+    http::async_write(stream_, *shared,
+                      [self = shared_from_this(), shared](beast::error_code ec, std::size_t) {
+                        if (ec || !shared->keep_alive()) return self->close();
+                        self->doRead();
+                      });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<HttpServer::State> state_;
+  tcp::endpoint peer_;
+  bool busy_ = false;  // a request is being handled (only touched on the strand)
+};
+
+void accept(const std::shared_ptr<HttpServer::State>& state, tcp::acceptor& acceptor) {
+  acceptor.async_accept(net::make_strand(state->io), [state, &acceptor](beast::error_code ec,
+                                                                        tcp::socket socket) {
+    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+    if (!ec) {
+      const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;
+      auto session = std::make_shared<Session>(std::move(socket), state);
+      if (open > state->limits.max_connections || state->draining.load()) {
+        session->refuse();
+      } else {
+        {
+          std::lock_guard lock(state->sessions_mutex);
+          // Forget finished sessions now and then, so the list stays the size of the live ones.
+          if (state->sessions.size() > 2 * open + 64) {
+            std::erase_if(state->sessions, [](const auto& weak) { return weak.expired(); });
+          }
+          state->sessions.push_back(session);
+        }
+        session->start();
+      }
+    }
+    accept(state, acceptor);
+  });
+}
+
+}  // namespace
+
+Result<tcp::endpoint> parseEndpoint(const std::string& address) {
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return Error{"\"" + address + "\": expected host:port"};
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned port = 0;
+  const std::string port_text = address.substr(colon + 1);
+  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
+    return Error{"\"" + address + "\": the port must be 0..65535"};
+  }
+  beast::error_code parse_error;
+  const net::ip::address ip = net::ip::make_address(host, parse_error);
+  if (parse_error) return Error{"\"" + address + "\": \"" + host + "\" is not an IP address"};
+  return tcp::endpoint(ip, static_cast<unsigned short>(port));
+}
+
+HttpServer::HttpServer(net::io_context& io, HttpServerLimits limits, Handler handler)
+    : state_(std::make_shared<State>(io, limits, std::move(handler))) {}
+
+HttpServer::~HttpServer() { shutdown(); }
+
+Result<tcp::endpoint> HttpServer::listen(const std::string& address) {
+  Result<tcp::endpoint> endpoint = parseEndpoint(address);
+  if (!endpoint.ok()) return endpoint;
+  auto acceptor = std::make_unique<tcp::acceptor>(net::make_strand(state_->io));
+  beast::error_code ec;
+  acceptor->open(endpoint.value().protocol(), ec);
+  if (!ec) acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor->bind(endpoint.value(), ec);
+  if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return Error{"cannot listen on " + address + ": " + ec.message()};
+  const tcp::endpoint bound = acceptor->local_endpoint(ec);
+  accept(state_, *acceptor);
+  state_->acceptors.push_back(std::move(acceptor));
+  return bound;
+}
+
+void HttpServer::shutdown() {
+  if (state_->draining.exchange(true)) return;
+  for (auto& acceptor : state_->acceptors) {
+    net::post(acceptor->get_executor(), [acceptor = acceptor.get()] {
+      beast::error_code ignored;
+      acceptor->close(ignored);
+    });
+  }
+  std::lock_guard lock(state_->sessions_mutex);
+  for (const auto& weak : state_->sessions) {
+    if (auto session = weak.lock()) session->closeIfIdle();
+  }
+}
+
+std::size_t HttpServer::openConnections() const noexcept {
+  return state_->connections.load(std::memory_order_relaxed);
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,63 @@
+// An HTTP/1.1 server on Boost.Beast: keep-alive, bounded header and body sizes, a timeout per
+// request, a connection cap, and a graceful stop. It owns only I/O; what a request means is the
+// handler's business (see service.h).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "sluice/result.h"
+#include "sluice/time.h"
+
+namespace sluice::server {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+// Called exactly once per request, from any thread.
+using Respond = std::function<void(HttpResponse&&)>;
+// Handles one request; may answer later (a throttled request waits on a timer).
+using Handler = std::function<void(HttpRequest&& request,
+                                   const boost::asio::ip::tcp::endpoint& peer, Respond respond)>;
+
+struct HttpServerLimits {
+  std::size_t max_header_bytes = 16 * 1024;  // larger → 431
+  std::size_t max_body_bytes = 1 << 20;      // larger → 413
+  Micros request_timeout_us = 10 * kMicrosPerSecond;
+  std::size_t max_connections = 10'000;      // more → 503 and close
+};
+
+class HttpServer {
+ public:
+  HttpServer(boost::asio::io_context& io, HttpServerLimits limits, Handler handler);
+  ~HttpServer();
+
+  // Binds and listens on "host:port" (port 0 picks a free one). Error says what failed.
+  Result<boost::asio::ip::tcp::endpoint> listen(const std::string& address);
+
+  // Stops accepting, closes idle connections, lets requests in flight finish and close after
+  // their response. Thread-safe.
+  void shutdown();
+
+  // Thread-safe.
+  [[nodiscard]] std::size_t openConnections() const noexcept;
+
+  struct State;  // shared with the sessions, which may outlive a call
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// Parses "host:port" ("127.0.0.1:8080", "[::1]:0"). Error says what is wrong.
+Result<boost::asio::ip::tcp::endpoint> parseEndpoint(const std::string& address);
+
+}  // namespace sluice::server

@@ -1,0 +1,90 @@
+#include "server/metrics.h"
+
+#include <sstream>
+
+namespace sluice::server {
+namespace {
+
+std::string_view resultName(Metrics::Result result) {
+  switch (result) {
+    case Metrics::Result::kAllowed:
+      return "allowed";
+    case Metrics::Result::kDenied:
+      return "denied";
+    case Metrics::Result::kThrottled:
+      return "throttled";
+    case Metrics::Result::kShadowDenied:
+      return "shadow_denied";
+  }
+  return "unknown";
+}
+
+// Prometheus label values escape backslash, double quote and newline.
+std::string labelValue(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+void Metrics::countDecision(const std::string& limit, Result result) {
+  std::lock_guard lock(mutex_);
+  ++decisions_[{limit, result}];
+}
+
+void Metrics::observeDecisionLatency(Micros latency_us) noexcept {
+  const double seconds = static_cast<double>(latency_us) / 1e6;
+  std::size_t bucket = 0;
+  while (bucket < kLatencyBucketsSeconds.size() && seconds > kLatencyBucketsSeconds[bucket]) ++bucket;
+  latency_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+  latency_sum_us_.fetch_add(static_cast<std::uint64_t>(latency_us), std::memory_order_relaxed);
+  latency_count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string Metrics::render(std::size_t keys_held) const {
+  std::ostringstream out;
+  out << "# HELP sluice_decisions_total Limit decisions by limit and result.\n"
+      << "# TYPE sluice_decisions_total counter\n";
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, count] : decisions_) {
+      out << "sluice_decisions_total{limit=\"" << labelValue(key.first) << "\",result=\""
+          << resultName(key.second) << "\"} " << count << "\n";
+    }
+  }
+  out << "# HELP sluice_decision_duration_seconds Time to decide one request.\n"
+      << "# TYPE sluice_decision_duration_seconds histogram\n";
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < kLatencyBucketsSeconds.size(); ++i) {
+    cumulative += latency_buckets_[i].load(std::memory_order_relaxed);
+    out << "sluice_decision_duration_seconds_bucket{le=\"" << kLatencyBucketsSeconds[i] << "\"} "
+        << cumulative << "\n";
+  }
+  cumulative += latency_buckets_.back().load(std::memory_order_relaxed);
+  out << "sluice_decision_duration_seconds_bucket{le=\"+Inf\"} " << cumulative << "\n"
+      << "sluice_decision_duration_seconds_sum "
+      << static_cast<double>(latency_sum_us_.load(std::memory_order_relaxed)) / 1e6 << "\n"
+      << "sluice_decision_duration_seconds_count " << latency_count_.load(std::memory_order_relaxed)
+      << "\n"
+      << "# HELP sluice_store_errors_total Store calls that failed.\n"
+      << "# TYPE sluice_store_errors_total counter\n"
+      << "sluice_store_errors_total " << store_errors_.load() << "\n"
+      << "# HELP sluice_keys Counters held by the store.\n"
+      << "# TYPE sluice_keys gauge\n"
+      << "sluice_keys " << keys_held << "\n"
+      << "# HELP sluice_config_reloads_total Configuration reloads by result.\n"
+      << "# TYPE sluice_config_reloads_total counter\n"
+      << "sluice_config_reloads_total{result=\"ok\"} " << reloads_ok_.load() << "\n"
+      << "sluice_config_reloads_total{result=\"failed\"} " << reloads_failed_.load() << "\n";
+  return out.str();
+}
+
+}  // namespace sluice::server

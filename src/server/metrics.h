@@ -1,0 +1,43 @@
+// Counters for the admin /metrics endpoint, in Prometheus text format.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "sluice/time.h"
+
+namespace sluice::server {
+
+class Metrics {
+ public:
+  // What happened to one limit of one request.
+  enum class Result { kAllowed, kDenied, kThrottled, kShadowDenied };
+
+  // Thread-safe.
+  void countDecision(const std::string& limit, Result result);
+  void observeDecisionLatency(Micros latency_us) noexcept;
+  void countStoreError() noexcept { store_errors_.fetch_add(1, std::memory_order_relaxed); }
+  void countReload(bool ok) noexcept { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1); }
+
+  // Thread-safe. The whole exposition; `keys_held` is the store's current key count.
+  [[nodiscard]] std::string render(std::size_t keys_held) const;
+
+ private:
+  static constexpr std::array<double, 12> kLatencyBucketsSeconds{
+      0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1};
+
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, Result>, std::uint64_t> decisions_;
+  std::array<std::atomic<std::uint64_t>, kLatencyBucketsSeconds.size() + 1> latency_buckets_{};
+  std::atomic<std::uint64_t> latency_sum_us_{0};
+  std::atomic<std::uint64_t> latency_count_{0};
+  std::atomic<std::uint64_t> store_errors_{0};
+  std::atomic<std::uint64_t> reloads_ok_{0};
+  std::atomic<std::uint64_t> reloads_failed_{0};
+};
+
+}  // namespace sluice::server

@@ -1,0 +1,278 @@
+#include "server/service.h"
+
+#include <chrono>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "http/auth_subrequest.h"
+#include "http/check_api.h"
+#include "policy/policy_loader.h"
+
+namespace sluice::server {
+
+namespace http = boost::beast::http;
+namespace net = boost::asio;
+
+namespace {
+
+Micros steadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+HttpResponse jsonResponse(http::status status, std::string body, unsigned version) {
+  HttpResponse response{status, version};
+  response.set(http::field::content_type, "application/json");
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
+
+HttpResponse errorResponse(http::status status, std::string_view message, unsigned version) {
+  return jsonResponse(status,
+                      boost::json::serialize(boost::json::object{
+                          {"error", std::string(http::obsolete_reason(status))},
+                          {"message", message}}),
+                      version);
+}
+
+sluice::http::HeaderOptions headerOptions(const policy::HeaderSettings& settings) {
+  sluice::http::HeaderOptions options;
+  options.x_ratelimit = settings.x_ratelimit;
+  options.ietf = settings.ietf;
+  options.retry_after = settings.retry_after;
+  const auto rename = [&](std::string_view family, std::string& name) {
+    if (const auto found = settings.names.find(family); found != settings.names.end()) name = found->second;
+  };
+  rename("limit", options.names.limit);
+  rename("remaining", options.names.remaining);
+  rename("reset", options.names.reset);
+  rename("retry_after", options.names.retry_after);
+  rename("ratelimit", options.names.ratelimit);
+  rename("ratelimit_policy", options.names.ratelimit_policy);
+  return options;
+}
+
+std::int64_t unixSeconds(const Clock& clock) { return clock.now() / kMicrosPerSecond; }
+
+}  // namespace
+
+struct Service::Pending {
+  enum class Kind { kCheck, kAuth };
+  Kind kind = Kind::kCheck;
+  policy::PolicyPtr policy;  // one policy for the whole request, across throttle waits
+  sluice::http::CheckBody body;
+  std::optional<policy::RequestView> auth_view;
+  std::vector<std::optional<policy::PolicyDecision>> decisions;
+  std::vector<Micros> waited_us;
+  std::vector<std::string> errors;  // per item, for a named limit that does not exist
+  std::size_t next = 0;
+  unsigned version = 11;
+  Respond respond;
+  std::unique_ptr<net::steady_timer> timer;
+};
+
+Service::Service(net::io_context& io, policy::PolicyPtr initial, std::string config_path,
+                 const Clock& clock)
+    : io_(io),
+      policy_(initial),
+      config_path_(std::move(config_path)),
+      clock_(clock),
+      store_(MemoryStoreOptions{initial->store.max_keys}),
+      engine_(store_, clock) {}
+
+std::vector<std::string> Service::reload() {
+  policy::LoadResult loaded = policy::loadPolicy(config_path_);
+  metrics_.countReload(loaded.policy != nullptr);
+  if (loaded.policy != nullptr) policy_.store(loaded.policy);
+  return loaded.errors;
+}
+
+void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer, Respond respond) {
+  const std::string_view target(request.target().data(), request.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  auto pending = std::make_shared<Pending>();
+  pending->policy = policy_.load();
+  pending->version = request.version();
+  pending->respond = std::move(respond);
+  if (path == "/v1/check") {
+    if (request.method() != http::verb::post) {
+      return pending->respond(errorResponse(http::status::method_not_allowed, "use POST", request.version()));
+    }
+    Result<sluice::http::CheckBody> body = sluice::http::parseCheckBody(request.body(), peer.address());
+    if (!body.ok()) {
+      return pending->respond(errorResponse(http::status::bad_request, body.error(), request.version()));
+    }
+    pending->kind = Pending::Kind::kCheck;
+    pending->body = std::move(body).value();
+  } else if (path == "/v1/auth" || path.starts_with("/v1/auth/")) {
+    pending->kind = Pending::Kind::kAuth;
+    pending->auth_view = sluice::http::viewFromSubrequest(request, peer.address());
+  } else {
+    return pending->respond(errorResponse(http::status::not_found,
+                                          "unknown path; the API serves POST /v1/check and /v1/auth",
+                                          request.version()));
+  }
+  const std::size_t items = pending->kind == Pending::Kind::kAuth ? 1 : pending->body.items.size();
+  pending->decisions.resize(items);
+  pending->waited_us.assign(items, 0);
+  pending->errors.resize(items);
+  decideAndRespond(std::move(pending));
+}
+
+void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
+  const policy::Policy& policy = *pending->policy;
+  while (pending->next < pending->decisions.size()) {
+    const std::size_t index = pending->next;
+    const Micros started_us = steadyMicros();
+    policy::PolicyDecision decision;
+    if (pending->kind == Pending::Kind::kAuth) {
+      const policy::RequestContext context =
+          policy::resolveIdentity(policy, *pending->auth_view, unixSeconds(clock_));
+      decision = policy::decide(policy, context, engine_, pending->waited_us[index]);
+    } else if (const auto& item = pending->body.items[index]; item.request) {
+      const policy::RequestContext context =
+          policy::resolveIdentity(policy, *item.request, unixSeconds(clock_));
+      decision = policy::decide(policy, context, engine_, pending->waited_us[index]);
+    } else {
+      Result<policy::PolicyDecision> named = policy::decideNamed(
+          policy, item.limit, item.key, item.tier, item.cost, engine_, pending->waited_us[index]);
+      if (!named.ok()) {
+        pending->errors[index] = named.error();
+        ++pending->next;
+        continue;
+      }
+      decision = std::move(named).value();
+    }
+    metrics_.observeDecisionLatency(steadyMicros() - started_us);
+    if (decision.throttle_wait_us > 0) {
+      // Hold the request on a timer, no thread blocked, then decide again.
+      metrics_.countDecision(decision.binding()->label, Metrics::Result::kThrottled);
+      pending->waited_us[index] += decision.throttle_wait_us;
+      pending->timer = std::make_unique<net::steady_timer>(io_);
+      pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
+      pending->timer->async_wait([this, pending](const boost::system::error_code&) {
+        decideAndRespond(pending);
+      });
+      return;
+    }
+    for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
+      const bool allowed = decision.enforced.statuses[i].allowed;
+      if (decision.allowed || !allowed) {
+        metrics_.countDecision(decision.enforced_checks[i].label,
+                               allowed ? Metrics::Result::kAllowed : Metrics::Result::kDenied);
+      }
+    }
+    for (const std::string& name : decision.shadowDenials()) {
+      metrics_.countDecision(name, Metrics::Result::kShadowDenied);
+    }
+    pending->decisions[index] = std::move(decision);
+    ++pending->next;
+  }
+  respondCheck(pending);
+}
+
+void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
+  const policy::Policy& policy = *pending->policy;
+  const sluice::http::HeaderOptions options = headerOptions(policy.headers);
+  if (pending->kind == Pending::Kind::kAuth) {
+    const policy::PolicyDecision& decision = *pending->decisions[0];
+    HttpResponse response{http::status::ok, pending->version};
+    sluice::http::HeaderList headers;
+    const std::vector<sluice::http::LimitLabel> labels = sluice::http::enforcedLabels(decision);
+    sluice::http::appendRateLimitHeaders(decision.enforced, labels, options, headers);
+    for (const auto& [name, value] : headers) response.set(name, value);
+    if (const auto shadow = decision.shadowDenials(); !shadow.empty()) {
+      std::string names;
+      for (const std::string& name : shadow) names += (names.empty() ? "" : ", ") + name;
+      response.set("X-RateLimit-Shadow", names);
+    }
+    if (!decision.allowed) {
+      const int status = policy.server.auth_deny_status != 0 ? policy.server.auth_deny_status
+                                                             : decision.status;
+      response.result(static_cast<unsigned>(status));
+      response.set("X-RateLimit-Status", std::to_string(decision.status));
+      response.set(http::field::content_type, "application/json");
+      response.body() = sluice::http::deniedBody(decision.enforced, labels);
+    }
+    if (pending->waited_us[0] > 0) {
+      response.set("X-RateLimit-Delayed-Ms", std::to_string((pending->waited_us[0] + 999) / 1000));
+    }
+    response.prepare_payload();
+    return pending->respond(std::move(response));
+  }
+  std::vector<std::string> rendered;
+  for (std::size_t i = 0; i < pending->decisions.size(); ++i) {
+    if (!pending->errors[i].empty()) {
+      rendered.push_back(boost::json::serialize(
+          boost::json::object{{"error", "bad_request"}, {"message", pending->errors[i]}}));
+    } else {
+      rendered.push_back(sluice::http::renderDecision(*pending->decisions[i], options, pending->waited_us[i]));
+    }
+  }
+  if (!pending->body.batch) {
+    if (!pending->errors[0].empty()) {
+      return pending->respond(errorResponse(http::status::bad_request, pending->errors[0], pending->version));
+    }
+    HttpResponse response = jsonResponse(http::status::ok, std::move(rendered[0]), pending->version);
+    sluice::http::HeaderList headers;
+    const std::vector<sluice::http::LimitLabel> labels = sluice::http::enforcedLabels(*pending->decisions[0]);
+    sluice::http::appendRateLimitHeaders(pending->decisions[0]->enforced, labels, options, headers);
+    for (const auto& [name, value] : headers) response.set(name, value);
+    response.prepare_payload();
+    return pending->respond(std::move(response));
+  }
+  std::string body = "{\"results\":[";
+  for (std::size_t i = 0; i < rendered.size(); ++i) body += (i == 0 ? "" : ",") + rendered[i];
+  body += "]}";
+  pending->respond(jsonResponse(http::status::ok, std::move(body), pending->version));
+}
+
+void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /*peer*/,
+                          Respond respond) {
+  const std::string_view target(request.target().data(), request.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const unsigned version = request.version();
+  if (path == "/healthz") {
+    return respond(jsonResponse(http::status::ok, R"({"status":"ok"})", version));
+  }
+  if (path == "/readyz") {
+    return respond(ready_.load() ? jsonResponse(http::status::ok, R"({"status":"ready"})", version)
+                                 : errorResponse(http::status::service_unavailable, "starting or stopping", version));
+  }
+  if (path == "/metrics") {
+    HttpResponse response{http::status::ok, version};
+    response.set(http::field::content_type, "text/plain; version=0.0.4");
+    response.body() = metrics_.render(store_.keyCount());
+    response.prepare_payload();
+    return respond(std::move(response));
+  }
+  if (path == "/admin/config") {
+    HttpResponse response{http::status::ok, version};
+    response.set(http::field::content_type, "application/yaml");
+    response.body() = policy_.load()->redacted_yaml;
+    response.prepare_payload();
+    return respond(std::move(response));
+  }
+  if (path == "/admin/reload") {
+    if (request.method() != http::verb::post) {
+      return respond(errorResponse(http::status::method_not_allowed, "use POST", version));
+    }
+    const std::vector<std::string> errors = reload();
+    boost::json::array list;
+    for (const std::string& error : errors) list.push_back(boost::json::string(error));
+    return respond(jsonResponse(errors.empty() ? http::status::ok : http::status::unprocessable_entity,
+                                boost::json::serialize(boost::json::object{
+                                    {"reloaded", errors.empty()}, {"errors", std::move(list)}}),
+                                version));
+  }
+  respond(errorResponse(http::status::not_found, "unknown admin path", version));
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,57 @@
+// Sluice as a service: the decision API, the auth subrequest endpoint and the admin endpoints,
+// over one engine and store, with the policy swapped atomically on reload.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "engine/engine.h"
+#include "policy/policy.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "store/memory_store.h"
+
+namespace sluice::server {
+
+class Service {
+ public:
+  // `config_path` is re-read on reload. The store is sized from the initial policy; store
+  // settings take effect on restart.
+  Service(boost::asio::io_context& io, policy::PolicyPtr initial, std::string config_path,
+          const Clock& clock);
+
+  // The API listener: POST /v1/check, and /v1/auth for auth subrequests (any method).
+  void handleApi(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
+                 Respond respond);
+  // The admin listener: /healthz, /readyz, /metrics, /admin/config, POST /admin/reload.
+  void handleAdmin(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
+                   Respond respond);
+
+  // Thread-safe. Re-reads the configuration; on any error keeps the current policy and returns
+  // the errors.
+  std::vector<std::string> reload();
+
+  [[nodiscard]] policy::PolicyPtr policy() const { return policy_.load(); }
+  void setReady(bool ready) noexcept { ready_.store(ready); }
+
+ private:
+  struct Pending;  // a request between decisions while it is throttled
+
+  void decideAndRespond(std::shared_ptr<Pending> pending);
+  void respondCheck(const std::shared_ptr<Pending>& pending);
+
+  boost::asio::io_context& io_;
+  std::atomic<policy::PolicyPtr> policy_;
+  std::string config_path_;
+  const Clock& clock_;
+  MemoryStore store_;
+  Engine engine_;
+  Metrics metrics_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace sluice::server

@@ -1,0 +1,337 @@
+#include "http/rate_limit_headers.h"
+
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+
+#include "engine/engine.h"
+#include "sluice/outcome.h"
+
+namespace sluice::http {
+namespace {
+
+Outcome allowedStatus(std::uint64_t limit, std::uint64_t remaining, Micros reset_after_us) {
+  Outcome outcome;
+  outcome.allowed = true;
+  outcome.limit = limit;
+  outcome.remaining = remaining;
+  outcome.reset_after_us = reset_after_us;
+  return outcome;
+}
+
+Outcome deniedStatus(std::uint64_t limit, Micros reset_after_us, Micros retry_after_us,
+                     DenyReason reason = DenyReason::kOverLimit) {
+  Outcome outcome;
+  outcome.allowed = false;
+  outcome.reason = reason;
+  outcome.limit = limit;
+  outcome.remaining = 0;
+  outcome.reset_after_us = reset_after_us;
+  outcome.retry_after_us = retry_after_us;
+  return outcome;
+}
+
+Decision decisionOf(std::vector<Outcome> statuses) {
+  Decision decision;
+  for (const Outcome& status : statuses) decision.statuses.push_back(status);
+  summarize(decision);
+  return decision;
+}
+
+boost::property_tree::ptree parseJson(const std::string& body) {
+  std::istringstream stream(body);
+  boost::property_tree::ptree tree;
+  boost::property_tree::read_json(stream, tree);
+  return tree;
+}
+
+constexpr Micros kMinute = kMicrosPerMinute;
+constexpr Micros kHour = kMicrosPerHour;
+constexpr Micros kSecond = kMicrosPerSecond;
+
+class RateLimitHeadersTest : public ::testing::Test {
+ protected:
+  HeaderList render(const Decision& decision, const std::vector<LimitLabel>& labels) const {
+    HeaderList headers;
+    appendRateLimitHeaders(decision, labels, options_, headers);
+    return headers;
+  }
+
+  HeaderOptions options_;
+  const std::vector<LimitLabel> default_only_{{"default", kMinute}};
+  const std::vector<LimitLabel> default_and_hourly_{{"default", kMinute}, {"hourly", kHour}};
+};
+
+// The fact sheet's worked example: 100 per 60 s, 37 remaining, 12 s to reset.
+TEST_F(RateLimitHeadersTest, WorkedExample) {
+  const Decision decision = decisionOf({allowedStatus(100, 37, 12 * kSecond)});
+  const HeaderList expected{
+      {"X-RateLimit-Limit", "100"},
+      {"X-RateLimit-Remaining", "37"},
+      {"X-RateLimit-Reset", "12"},
+      {"RateLimit-Policy", R"("default";q=100;w=60)"},
+      {"RateLimit", R"("default";r=37;t=12)"},
+  };
+  EXPECT_EQ(render(decision, default_only_), expected);
+}
+
+// Two policies are joined by ", "; X-RateLimit-* describe the one with the fewest units left.
+TEST_F(RateLimitHeadersTest, TwoPoliciesJoined) {
+  const Decision decision =
+      decisionOf({allowedStatus(100, 37, 12 * kSecond), allowedStatus(1000, 900, 2412 * kSecond)});
+  const HeaderList expected{
+      {"X-RateLimit-Limit", "100"},
+      {"X-RateLimit-Remaining", "37"},
+      {"X-RateLimit-Reset", "12"},
+      {"RateLimit-Policy", R"("default";q=100;w=60, "hourly";q=1000;w=3600)"},
+      {"RateLimit", R"("default";r=37;t=12, "hourly";r=900;t=2412)"},
+  };
+  EXPECT_EQ(render(decision, default_and_hourly_), expected);
+}
+
+// When the second policy has fewer units left, it binds the X-RateLimit-* headers.
+TEST_F(RateLimitHeadersTest, XRateLimitFollowsTheBindingPolicy) {
+  const Decision decision =
+      decisionOf({allowedStatus(100, 37, 12 * kSecond), allowedStatus(1000, 5, 2412 * kSecond)});
+  const HeaderList headers = render(decision, default_and_hourly_);
+  ASSERT_GE(headers.size(), 3u);
+  EXPECT_EQ(headers[0], (std::pair<std::string, std::string>{"X-RateLimit-Limit", "1000"}));
+  EXPECT_EQ(headers[1], (std::pair<std::string, std::string>{"X-RateLimit-Remaining", "5"}));
+  EXPECT_EQ(headers[2], (std::pair<std::string, std::string>{"X-RateLimit-Reset", "2412"}));
+}
+
+// A denial adds Retry-After, rounded up: 1.2 s → 2; the binding is the denying limit.
+TEST_F(RateLimitHeadersTest, DenialAddsRetryAfterRoundedUp) {
+  const Decision decision = decisionOf(
+      {allowedStatus(100, 37, 12 * kSecond), deniedStatus(1000, 2412 * kSecond, 1'200'000)});
+  ASSERT_FALSE(decision.allowed);
+  const HeaderList expected{
+      {"X-RateLimit-Limit", "1000"},
+      {"X-RateLimit-Remaining", "0"},
+      {"X-RateLimit-Reset", "2412"},
+      {"RateLimit-Policy", R"("default";q=100;w=60, "hourly";q=1000;w=3600)"},
+      {"RateLimit", R"("default";r=37;t=12, "hourly";r=0;t=2412)"},
+      {"Retry-After", "2"},
+  };
+  EXPECT_EQ(render(decision, default_and_hourly_), expected);
+}
+
+// An allowed decision never carries Retry-After, even when asked for.
+TEST_F(RateLimitHeadersTest, AllowedHasNoRetryAfter) {
+  const Decision decision = decisionOf({allowedStatus(100, 0, 12 * kSecond)});
+  for (const auto& [name, value] : render(decision, default_only_)) {
+    EXPECT_NE(name, "Retry-After") << value;
+  }
+}
+
+// A store-unavailable denial waits 0 s, and says so: Retry-After: 0.
+TEST_F(RateLimitHeadersTest, StoreUnavailableRetriesNow) {
+  Outcome unavailable;
+  unavailable.reason = DenyReason::kStoreUnavailable;
+  const Decision decision = decisionOf({unavailable});
+  const HeaderList headers = render(decision, default_only_);
+  ASSERT_FALSE(headers.empty());
+  EXPECT_EQ(headers.back(), (std::pair<std::string, std::string>{"Retry-After", "0"}));
+}
+
+// No limit checked: no header at all.
+TEST_F(RateLimitHeadersTest, NoStatusesNoHeaders) {
+  const Decision decision = decisionOf({});
+  EXPECT_TRUE(render(decision, {}).empty());
+}
+
+// Headers are appended after whatever the list already holds.
+TEST_F(RateLimitHeadersTest, AppendsToExistingHeaders) {
+  HeaderList headers{{"Content-Type", "application/json"}};
+  const Decision decision = decisionOf({allowedStatus(100, 37, 12 * kSecond)});
+  appendRateLimitHeaders(decision, default_only_, options_, headers);
+  ASSERT_EQ(headers.size(), 6u);
+  EXPECT_EQ(headers[0].first, "Content-Type");
+  EXPECT_EQ(headers[1].first, "X-RateLimit-Limit");
+}
+
+// Every header name can be renamed.
+TEST_F(RateLimitHeadersTest, RenamedHeaders) {
+  options_.names =
+      HeaderNames{"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "retry-after",
+                  "ratelimit",         "ratelimit-policy"};
+  const Decision decision = decisionOf({deniedStatus(100, 12 * kSecond, 12 * kSecond)});
+  const HeaderList expected{
+      {"x-ratelimit-limit", "100"},
+      {"x-ratelimit-remaining", "0"},
+      {"x-ratelimit-reset", "12"},
+      {"ratelimit-policy", R"("default";q=100;w=60)"},
+      {"ratelimit", R"("default";r=0;t=12)"},
+      {"retry-after", "12"},
+  };
+  EXPECT_EQ(render(decision, default_only_), expected);
+}
+
+// x_ratelimit off: only the IETF fields and Retry-After remain.
+TEST_F(RateLimitHeadersTest, XRateLimitSwitchedOff) {
+  options_.x_ratelimit = false;
+  const Decision decision = decisionOf({deniedStatus(100, 12 * kSecond, 12 * kSecond)});
+  const HeaderList expected{
+      {"RateLimit-Policy", R"("default";q=100;w=60)"},
+      {"RateLimit", R"("default";r=0;t=12)"},
+      {"Retry-After", "12"},
+  };
+  EXPECT_EQ(render(decision, default_only_), expected);
+}
+
+// ietf off: only X-RateLimit-* and Retry-After remain.
+TEST_F(RateLimitHeadersTest, IetfSwitchedOff) {
+  options_.ietf = false;
+  const Decision decision = decisionOf({deniedStatus(100, 12 * kSecond, 12 * kSecond)});
+  const HeaderList expected{
+      {"X-RateLimit-Limit", "100"},
+      {"X-RateLimit-Remaining", "0"},
+      {"X-RateLimit-Reset", "12"},
+      {"Retry-After", "12"},
+  };
+  EXPECT_EQ(render(decision, default_only_), expected);
+}
+
+// retry_after off: a denial carries the limit headers only.
+TEST_F(RateLimitHeadersTest, RetryAfterSwitchedOff) {
+  options_.retry_after = false;
+  const Decision decision = decisionOf({deniedStatus(100, 12 * kSecond, 12 * kSecond)});
+  const HeaderList expected{
+      {"X-RateLimit-Limit", "100"},
+      {"X-RateLimit-Remaining", "0"},
+      {"X-RateLimit-Reset", "12"},
+      {"RateLimit-Policy", R"("default";q=100;w=60)"},
+      {"RateLimit", R"("default";r=0;t=12)"},
+  };
+  EXPECT_EQ(render(decision, default_only_), expected);
+}
+
+// Everything off: nothing.
+TEST_F(RateLimitHeadersTest, AllFamiliesSwitchedOff) {
+  options_.x_ratelimit = false;
+  options_.ietf = false;
+  options_.retry_after = false;
+  const Decision decision = decisionOf({deniedStatus(100, 12 * kSecond, 12 * kSecond)});
+  EXPECT_TRUE(render(decision, default_only_).empty());
+}
+
+// Names become SF Strings: '"' and '\' escaped, control and non-ASCII bytes (each UTF-8 byte of
+// "é") replaced by '_'.
+TEST_F(RateLimitHeadersTest, NameEscaping) {
+  const std::vector<LimitLabel> labels{{"a\"b\\c\td\xc3\xa9~", kMinute}};
+  options_.x_ratelimit = false;
+  const Decision decision = decisionOf({allowedStatus(100, 37, 12 * kSecond)});
+  const HeaderList expected{
+      {"RateLimit-Policy", R"("a\"b\\c_d__~";q=100;w=60)"},
+      {"RateLimit", R"("a\"b\\c_d__~";r=37;t=12)"},
+  };
+  EXPECT_EQ(render(decision, labels), expected);
+}
+
+// w= is whole seconds rounded up and at least 1: 500 ms → 1, 1.5 s → 2, 0 → 1.
+TEST_F(RateLimitHeadersTest, WindowRoundsUpToAtLeastOneSecond) {
+  const std::vector<LimitLabel> labels{
+      {"half", 500 * kMicrosPerMilli}, {"one-and-half", 1'500 * kMicrosPerMilli}, {"none", 0}};
+  options_.x_ratelimit = false;
+  const Decision decision = decisionOf(
+      {allowedStatus(5, 4, 1), allowedStatus(5, 4, 1), allowedStatus(5, 4, kSecond + 1)});
+  const HeaderList expected{
+      {"RateLimit-Policy", R"("half";q=5;w=1, "one-and-half";q=5;w=2, "none";q=5;w=1)"},
+      {"RateLimit", R"("half";r=4;t=1, "one-and-half";r=4;t=1, "none";r=4;t=2)"},
+  };
+  EXPECT_EQ(render(decision, labels), expected);
+}
+
+// Integers above the SF limit of 15 digits are capped at 999999999999999.
+TEST_F(RateLimitHeadersTest, IntegersCappedAtSfLimit) {
+  const std::uint64_t huge = std::numeric_limits<std::uint64_t>::max();
+  const Decision decision = decisionOf({allowedStatus(huge, huge, 12 * kSecond)});
+  const HeaderList expected{
+      {"X-RateLimit-Limit", "999999999999999"},
+      {"X-RateLimit-Remaining", "999999999999999"},
+      {"X-RateLimit-Reset", "12"},
+      {"RateLimit-Policy", R"("default";q=999999999999999;w=60)"},
+      {"RateLimit", R"("default";r=999999999999999;t=12)"},
+  };
+  EXPECT_EQ(render(decision, default_only_), expected);
+}
+
+// A cost larger than the limit never fits: no Retry-After, and the body's retry_after is null.
+TEST_F(RateLimitHeadersTest, CostExceedsLimit) {
+  const Decision decision =
+      decisionOf({allowedStatus(100, 37, 12 * kSecond),
+                  deniedStatus(1000, 2412 * kSecond, kNever, DenyReason::kCostExceedsLimit)});
+  ASSERT_EQ(decision.binding, 1u);
+  ASSERT_EQ(decision.retry_after_us, kNever);
+  const HeaderList expected{
+      {"X-RateLimit-Limit", "1000"},
+      {"X-RateLimit-Remaining", "0"},
+      {"X-RateLimit-Reset", "2412"},
+      {"RateLimit-Policy", R"("default";q=100;w=60, "hourly";q=1000;w=3600)"},
+      {"RateLimit", R"("default";r=37;t=12, "hourly";r=0;t=2412)"},
+  };
+  EXPECT_EQ(render(decision, default_and_hourly_), expected);
+
+  const std::string body = deniedBody(decision, default_and_hourly_);
+  const boost::property_tree::ptree json = parseJson(body);
+  EXPECT_EQ(json.get<std::string>("error"), "rate_limited");
+  EXPECT_EQ(json.get<std::string>("limit"), "hourly");
+  EXPECT_NE(json.get<std::string>("message").find("never fit"), std::string::npos);
+  EXPECT_NE(body.find(R"("retry_after":null})"), std::string::npos) << body;
+}
+
+// The denial body parses back: error, message, binding name, retry_after rounded up.
+TEST_F(RateLimitHeadersTest, DeniedBodyParsesBack) {
+  const Decision decision = decisionOf(
+      {allowedStatus(100, 37, 12 * kSecond), deniedStatus(1000, 2412 * kSecond, 1'200'000)});
+  const std::string body = deniedBody(decision, default_and_hourly_);
+  EXPECT_EQ(body, R"({"error":"rate_limited","message":"Too many requests; retry after 2 s.",)"
+                  R"("limit":"hourly","retry_after":2})");
+  const boost::property_tree::ptree json = parseJson(body);
+  EXPECT_EQ(json.get<std::string>("error"), "rate_limited");
+  EXPECT_EQ(json.get<std::string>("message"), "Too many requests; retry after 2 s.");
+  EXPECT_EQ(json.get<std::string>("limit"), "hourly");
+  // Read as text: ptree's integer path trips a GCC 12 -Wmaybe-uninitialized false positive.
+  EXPECT_EQ(json.get<std::string>("retry_after"), "2");
+}
+
+// A name with quotes, a backslash and non-ASCII bytes stays valid JSON, and matches the
+// sanitized name the RateLimit header carries.
+TEST_F(RateLimitHeadersTest, DeniedBodyEscapesTheName) {
+  const std::vector<LimitLabel> labels{{"a\"b\\c\td\xc3\xa9", kMinute}};
+  const Decision decision = decisionOf({deniedStatus(100, 12 * kSecond, 12 * kSecond)});
+  const std::string body = deniedBody(decision, labels);
+  EXPECT_NE(body.find(R"("limit":"a\"b\\c_d__")"), std::string::npos) << body;
+  EXPECT_EQ(parseJson(body).get<std::string>("limit"), "a\"b\\c_d__");
+}
+
+// headerSeconds: whole seconds, rounded up, with the edges pinned.
+struct SecondsCase {
+  Micros us;
+  std::int64_t seconds;
+};
+
+class HeaderSecondsTest : public ::testing::TestWithParam<SecondsCase> {};
+
+// Each duration renders as the expected whole number of seconds.
+TEST_P(HeaderSecondsTest, RoundsUp) {
+  EXPECT_EQ(headerSeconds(GetParam().us), GetParam().seconds) << GetParam().us << " us";
+}
+
+INSTANTIATE_TEST_SUITE_P(Edges, HeaderSecondsTest,
+                         ::testing::Values(SecondsCase{0, 0}, SecondsCase{-1, 0},
+                                           SecondsCase{std::numeric_limits<Micros>::min(), 0},
+                                           SecondsCase{1, 1}, SecondsCase{999'999, 1},
+                                           SecondsCase{1'000'000, 1}, SecondsCase{1'000'001, 2},
+                                           SecondsCase{1'200'000, 2}, SecondsCase{12 * kSecond, 12},
+                                           SecondsCase{kNever - 1, 9'223'372'036'855},
+                                           SecondsCase{kNever, kMaxHeaderInteger}));
+
+}  // namespace
+}  // namespace sluice::http
