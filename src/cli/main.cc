@@ -6,11 +6,11 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "policy/policy_loader.h"
 #include "server/http_server.h"
@@ -36,7 +36,8 @@ int validate(const std::string& path) {
 // Waits, off the I/O threads' backs, until every connection has closed or the grace period is
 // over, then stops the loop.
 void stopWhenDrained(net::io_context& io, std::shared_ptr<net::steady_timer> timer,
-                     std::vector<HttpServer*> servers, std::chrono::steady_clock::time_point deadline) {
+                     std::vector<HttpServer*> servers,
+                     std::chrono::steady_clock::time_point deadline) {
   std::size_t open = 0;
   for (HttpServer* server : servers) open += server->openConnections();
   if (open == 0 || std::chrono::steady_clock::now() >= deadline) {
@@ -56,8 +57,9 @@ int serve(const std::string& path) {
     return 2;
   }
   const sluice::policy::Policy& policy = *loaded.policy;
-  const unsigned threads =
-      policy.server.threads != 0 ? policy.server.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = policy.server.threads != 0
+                               ? policy.server.threads
+                               : std::max(1u, std::thread::hardware_concurrency());
   net::io_context io(static_cast<int>(threads));
   sluice::SystemClock clock;
   sluice::server::Service service(io, loaded.policy, path, clock);
@@ -75,7 +77,8 @@ int serve(const std::string& path) {
   const auto api_endpoint = api.listen(policy.server.listen);
   const auto admin_endpoint = admin.listen(policy.server.admin);
   if (!api_endpoint.ok() || !admin_endpoint.ok()) {
-    std::fprintf(stderr, "%s\n", (!api_endpoint.ok() ? api_endpoint : admin_endpoint).error().c_str());
+    std::fprintf(stderr, "%s\n",
+                 (!api_endpoint.ok() ? api_endpoint : admin_endpoint).error().c_str());
     return 2;
   }
   net::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
@@ -85,7 +88,8 @@ int serve(const std::string& path) {
     if (signal == SIGHUP) {
       const std::vector<std::string> errors = service.reload();
       if (errors.empty()) spdlog::info("reloaded {}", path);
-      for (const std::string& error : errors) spdlog::error("reload refused, keeping the old policy: {}", error);
+      for (const std::string& error : errors)
+        spdlog::error("reload refused, keeping the old policy: {}", error);
       signals.async_wait(on_signal);
       return;
     }
@@ -116,7 +120,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Sluice: a rate limiter"};
   app.require_subcommand(1);
   std::string config_path;
-  CLI::App* serve_command = app.add_subcommand("serve", "serve the decision API and admin endpoints");
+  CLI::App* serve_command =
+      app.add_subcommand("serve", "serve the decision API and admin endpoints");
   serve_command->add_option("-c,--config", config_path, "configuration file")->required();
   std::string validate_path;
   CLI::App* validate_command = app.add_subcommand("validate", "check a configuration file");

@@ -19,8 +19,10 @@ policy::RequestView viewFromSubrequest(
   view.method = first_of({"X-Original-Method", "X-Forwarded-Method"})
                     .value_or(std::string(subrequest.method_string()));
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-  view.path = first_of({"X-Original-URI", "X-Forwarded-Uri"}).value_or(std::string(subrequest.target()));
-  if (const std::size_t query = view.path.find('?'); query != std::string::npos) view.path.resize(query);
+  view.path =
+      first_of({"X-Original-URI", "X-Forwarded-Uri"}).value_or(std::string(subrequest.target()));
+  if (const std::size_t query = view.path.find('?'); query != std::string::npos)
+    view.path.resize(query);
   if (view.path.empty()) view.path = "/";
   return view;
 }

@@ -13,7 +13,8 @@ std::optional<std::uint64_t> costOf(const json::object& object, std::string& err
   const json::value* cost = object.if_contains("cost");
   if (cost == nullptr) return 1;
   if (cost->is_uint64()) return cost->as_uint64();
-  if (cost->is_int64() && cost->as_int64() >= 0) return static_cast<std::uint64_t>(cost->as_int64());
+  if (cost->is_int64() && cost->as_int64() >= 0)
+    return static_cast<std::uint64_t>(cost->as_int64());
   error = "\"cost\" must be a whole number of 0 or more";
   return std::nullopt;
 }
@@ -42,7 +43,8 @@ Result<policy::RequestView> parseRequest(const json::value& value,
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
   view.path = stringField(object, "path", false, error).value_or("/");
   if (!error.empty()) return Error{"request: " + error};
-  if (const std::size_t query = view.path.find('?'); query != std::string::npos) view.path.resize(query);
+  if (const std::size_t query = view.path.find('?'); query != std::string::npos)
+    view.path.resize(query);
   view.peer = peer;
   if (const json::value* ip = object.if_contains("client_ip")) {
     if (!ip->is_string()) return Error{"request: \"client_ip\" must be a string"};
@@ -142,8 +144,10 @@ std::string renderDecision(const policy::PolicyDecision& decision, const HeaderO
   const Outcome* binding = decision.enforced.bindingStatus();
   out["limit"] = binding != nullptr ? json::value(decision.binding()->label) : json::value(nullptr);
   out["remaining"] = binding != nullptr ? json::value(binding->remaining) : json::value(nullptr);
-  out["reset_after_ms"] = binding != nullptr ? millis(binding->reset_after_us) : json::value(nullptr);
-  out["retry_after_ms"] = decision.allowed ? json::value(0) : millis(decision.enforced.retry_after_us);
+  out["reset_after_ms"] =
+      binding != nullptr ? millis(binding->reset_after_us) : json::value(nullptr);
+  out["retry_after_ms"] =
+      decision.allowed ? json::value(0) : millis(decision.enforced.retry_after_us);
   out["delayed_ms"] = millis(delayed_us);
   json::array limits;
   for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {

@@ -412,7 +412,8 @@ void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy
     return;
   }
   for (const auto& [name, tier] : policy.tiers) {
-    if (tier.unlimited) continue;
+    if (tier.unlimited || tier.rate.count == 0)
+      continue;  // a tier without a rate is reported already
     Result<LimitSpec> spec =
         LimitSpec::make(limit.algorithm, tier.rate, tier.burst == 0 ? tier.rate.count : tier.burst);
     if (!spec.ok()) {
@@ -518,7 +519,7 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
     if (spec.ok()) {
       limit.spec = std::move(spec).value();
     } else {
-      errors.add(node, where + ": " + spec.error());
+      errors.add(node["burst"] ? node["burst"] : node["rate"], where + ": " + spec.error());
     }
   }
   policy.limits.push_back(std::move(limit));

@@ -63,7 +63,8 @@ class Session : public std::enable_shared_from_this<Session> {
   ~Session() { state_->connections.fetch_sub(1, std::memory_order_relaxed); }
 
   void start() {
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::doRead, shared_from_this()));
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Session::doRead, shared_from_this()));
   }
 
   // Refuses the connection with 503: over the connection cap.
@@ -102,7 +103,8 @@ class Session : public std::enable_shared_from_this<Session> {
                                  "the request header block is over the limit", 11));
     }
     if (ec == http::error::body_limit) {
-      return write(plainResponse(http::status::payload_too_large, "the request body is over the limit", 11));
+      return write(
+          plainResponse(http::status::payload_too_large, "the request body is over the limit", 11));
     }
     if (ec) {
       if (ec.category() == http::make_error_code(http::error::bad_target).category()) {
@@ -148,28 +150,28 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 void accept(const std::shared_ptr<HttpServer::State>& state, tcp::acceptor& acceptor) {
-  acceptor.async_accept(net::make_strand(state->io), [state, &acceptor](beast::error_code ec,
-                                                                        tcp::socket socket) {
-    if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-    if (!ec) {
-      const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;
-      auto session = std::make_shared<Session>(std::move(socket), state);
-      if (open > state->limits.max_connections || state->draining.load()) {
-        session->refuse();
-      } else {
-        {
-          std::lock_guard lock(state->sessions_mutex);
-          // Forget finished sessions now and then, so the list stays the size of the live ones.
-          if (state->sessions.size() > 2 * open + 64) {
-            std::erase_if(state->sessions, [](const auto& weak) { return weak.expired(); });
+  acceptor.async_accept(
+      net::make_strand(state->io), [state, &acceptor](beast::error_code ec, tcp::socket socket) {
+        if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+        if (!ec) {
+          const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;
+          auto session = std::make_shared<Session>(std::move(socket), state);
+          if (open > state->limits.max_connections || state->draining.load()) {
+            session->refuse();
+          } else {
+            {
+              std::lock_guard lock(state->sessions_mutex);
+              // Forget finished sessions now and then, so the list stays the size of the live ones.
+              if (state->sessions.size() > 2 * open + 64) {
+                std::erase_if(state->sessions, [](const auto& weak) { return weak.expired(); });
+              }
+              state->sessions.push_back(session);
+            }
+            session->start();
           }
-          state->sessions.push_back(session);
         }
-        session->start();
-      }
-    }
-    accept(state, acceptor);
-  });
+        accept(state, acceptor);
+      });
 }
 
 }  // namespace
@@ -178,10 +180,12 @@ Result<tcp::endpoint> parseEndpoint(const std::string& address) {
   const std::size_t colon = address.rfind(':');
   if (colon == std::string::npos) return Error{"\"" + address + "\": expected host:port"};
   std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   unsigned port = 0;
   const std::string port_text = address.substr(colon + 1);
-  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
     return Error{"\"" + address + "\": the port must be 0..65535"};
   }

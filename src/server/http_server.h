@@ -33,7 +33,7 @@ struct HttpServerLimits {
   std::size_t max_header_bytes = 16 * 1024;  // larger → 431
   std::size_t max_body_bytes = 1 << 20;      // larger → 413
   Micros request_timeout_us = 10 * kMicrosPerSecond;
-  std::size_t max_connections = 10'000;      // more → 503 and close
+  std::size_t max_connections = 10'000;  // more → 503 and close
 };
 
 class HttpServer {

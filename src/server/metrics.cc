@@ -43,7 +43,8 @@ void Metrics::countDecision(const std::string& limit, Result result) {
 void Metrics::observeDecisionLatency(Micros latency_us) noexcept {
   const double seconds = static_cast<double>(latency_us) / 1e6;
   std::size_t bucket = 0;
-  while (bucket < kLatencyBucketsSeconds.size() && seconds > kLatencyBucketsSeconds[bucket]) ++bucket;
+  while (bucket < kLatencyBucketsSeconds.size() && seconds > kLatencyBucketsSeconds[bucket])
+    ++bucket;
   latency_buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
   latency_sum_us_.fetch_add(static_cast<std::uint64_t>(latency_us), std::memory_order_relaxed);
   latency_count_.fetch_add(1, std::memory_order_relaxed);

@@ -35,11 +35,11 @@ HttpResponse jsonResponse(http::status status, std::string body, unsigned versio
 }
 
 HttpResponse errorResponse(http::status status, std::string_view message, unsigned version) {
-  return jsonResponse(status,
-                      boost::json::serialize(boost::json::object{
-                          {"error", std::string(http::obsolete_reason(status))},
-                          {"message", message}}),
-                      version);
+  return jsonResponse(
+      status,
+      boost::json::serialize(boost::json::object{
+          {"error", std::string(http::obsolete_reason(status))}, {"message", message}}),
+      version);
 }
 
 sluice::http::HeaderOptions headerOptions(const policy::HeaderSettings& settings) {
@@ -48,7 +48,8 @@ sluice::http::HeaderOptions headerOptions(const policy::HeaderSettings& settings
   options.ietf = settings.ietf;
   options.retry_after = settings.retry_after;
   const auto rename = [&](std::string_view family, std::string& name) {
-    if (const auto found = settings.names.find(family); found != settings.names.end()) name = found->second;
+    if (const auto found = settings.names.find(family); found != settings.names.end())
+      name = found->second;
   };
   rename("limit", options.names.limit);
   rename("remaining", options.names.remaining);
@@ -94,7 +95,8 @@ std::vector<std::string> Service::reload() {
   return loaded.errors;
 }
 
-void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer, Respond respond) {
+void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer,
+                        Respond respond) {
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   auto pending = std::make_shared<Pending>();
@@ -103,11 +105,14 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
   pending->respond = std::move(respond);
   if (path == "/v1/check") {
     if (request.method() != http::verb::post) {
-      return pending->respond(errorResponse(http::status::method_not_allowed, "use POST", request.version()));
+      return pending->respond(
+          errorResponse(http::status::method_not_allowed, "use POST", request.version()));
     }
-    Result<sluice::http::CheckBody> body = sluice::http::parseCheckBody(request.body(), peer.address());
+    Result<sluice::http::CheckBody> body =
+        sluice::http::parseCheckBody(request.body(), peer.address());
     if (!body.ok()) {
-      return pending->respond(errorResponse(http::status::bad_request, body.error(), request.version()));
+      return pending->respond(
+          errorResponse(http::status::bad_request, body.error(), request.version()));
     }
     pending->kind = Pending::Kind::kCheck;
     pending->body = std::move(body).value();
@@ -115,9 +120,9 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
     pending->kind = Pending::Kind::kAuth;
     pending->auth_view = sluice::http::viewFromSubrequest(request, peer.address());
   } else {
-    return pending->respond(errorResponse(http::status::not_found,
-                                          "unknown path; the API serves POST /v1/check and /v1/auth",
-                                          request.version()));
+    return pending->respond(errorResponse(
+        http::status::not_found, "unknown path; the API serves POST /v1/check and /v1/auth",
+        request.version()));
   }
   const std::size_t items = pending->kind == Pending::Kind::kAuth ? 1 : pending->body.items.size();
   pending->decisions.resize(items);
@@ -157,9 +162,8 @@ void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
       pending->waited_us[index] += decision.throttle_wait_us;
       pending->timer = std::make_unique<net::steady_timer>(io_);
       pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
-      pending->timer->async_wait([this, pending](const boost::system::error_code&) {
-        decideAndRespond(pending);
-      });
+      pending->timer->async_wait(
+          [this, pending](const boost::system::error_code&) { decideAndRespond(pending); });
       return;
     }
     for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
@@ -194,8 +198,8 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
       response.set("X-RateLimit-Shadow", names);
     }
     if (!decision.allowed) {
-      const int status = policy.server.auth_deny_status != 0 ? policy.server.auth_deny_status
-                                                             : decision.status;
+      const int status =
+          policy.server.auth_deny_status != 0 ? policy.server.auth_deny_status : decision.status;
       response.result(static_cast<unsigned>(status));
       response.set("X-RateLimit-Status", std::to_string(decision.status));
       response.set(http::field::content_type, "application/json");
@@ -213,16 +217,20 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
       rendered.push_back(boost::json::serialize(
           boost::json::object{{"error", "bad_request"}, {"message", pending->errors[i]}}));
     } else {
-      rendered.push_back(sluice::http::renderDecision(*pending->decisions[i], options, pending->waited_us[i]));
+      rendered.push_back(
+          sluice::http::renderDecision(*pending->decisions[i], options, pending->waited_us[i]));
     }
   }
   if (!pending->body.batch) {
     if (!pending->errors[0].empty()) {
-      return pending->respond(errorResponse(http::status::bad_request, pending->errors[0], pending->version));
+      return pending->respond(
+          errorResponse(http::status::bad_request, pending->errors[0], pending->version));
     }
-    HttpResponse response = jsonResponse(http::status::ok, std::move(rendered[0]), pending->version);
+    HttpResponse response =
+        jsonResponse(http::status::ok, std::move(rendered[0]), pending->version);
     sluice::http::HeaderList headers;
-    const std::vector<sluice::http::LimitLabel> labels = sluice::http::enforcedLabels(*pending->decisions[0]);
+    const std::vector<sluice::http::LimitLabel> labels =
+        sluice::http::enforcedLabels(*pending->decisions[0]);
     sluice::http::appendRateLimitHeaders(pending->decisions[0]->enforced, labels, options, headers);
     for (const auto& [name, value] : headers) response.set(name, value);
     response.prepare_payload();
@@ -244,7 +252,8 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
   }
   if (path == "/readyz") {
     return respond(ready_.load() ? jsonResponse(http::status::ok, R"({"status":"ready"})", version)
-                                 : errorResponse(http::status::service_unavailable, "starting or stopping", version));
+                                 : errorResponse(http::status::service_unavailable,
+                                                 "starting or stopping", version));
   }
   if (path == "/metrics") {
     HttpResponse response{http::status::ok, version};
@@ -267,10 +276,11 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
     const std::vector<std::string> errors = reload();
     boost::json::array list;
     for (const std::string& error : errors) list.push_back(boost::json::string(error));
-    return respond(jsonResponse(errors.empty() ? http::status::ok : http::status::unprocessable_entity,
-                                boost::json::serialize(boost::json::object{
-                                    {"reloaded", errors.empty()}, {"errors", std::move(list)}}),
-                                version));
+    return respond(
+        jsonResponse(errors.empty() ? http::status::ok : http::status::unprocessable_entity,
+                     boost::json::serialize(boost::json::object{{"reloaded", errors.empty()},
+                                                                {"errors", std::move(list)}}),
+                     version));
   }
   respond(errorResponse(http::status::not_found, "unknown admin path", version));
 }

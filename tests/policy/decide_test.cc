@@ -1,0 +1,221 @@
+#include "policy/decide.h"
+
+#include <jwt.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "store/memory_store.h"
+#include "support/policy_text.h"
+#include "support/specs.h"
+
+namespace sluice::policy {
+namespace {
+
+using sluice::testing::kJan2026;
+using sluice::testing::policyFrom;
+
+constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+
+std::string hs256Token(const std::string& subject, std::int64_t expires_s, const char* secret) {
+  jwt_t* token = nullptr;
+  jwt_new(&token);
+  jwt_add_grant(token, "sub", subject.c_str());
+  jwt_add_grant_int(token, "exp", expires_s);
+  jwt_set_alg(token, JWT_ALG_HS256, reinterpret_cast<const unsigned char*>(secret),
+              static_cast<int>(std::strlen(secret)));
+  char* encoded = jwt_encode_str(token);
+  std::string text = encoded == nullptr ? "" : encoded;
+  std::free(encoded);
+  jwt_free(token);
+  return text;
+}
+
+class DecideTest : public ::testing::Test {
+ protected:
+  void load(const std::string& yaml) { policy_ = policyFrom(yaml); }
+
+  RequestView request(const std::string& path, const std::string& ip = "198.51.100.7") {
+    RequestView view;
+    view.method = "GET";
+    view.path = path;
+    view.peer = boost::asio::ip::make_address(ip);
+    return view;
+  }
+  PolicyDecision decideFor(const RequestView& view, Micros waited_us = 0) {
+    const RequestContext context = resolveIdentity(*policy_, view, clock_.now() / kMicrosPerSecond);
+    return decide(*policy_, context, engine_, waited_us);
+  }
+
+  FakeClock clock_{kJan2026};
+  MemoryStore store_{MemoryStoreOptions{10'000, 4}};
+  Engine engine_{store_, clock_};
+  PolicyPtr policy_;
+};
+
+// Tiers: anonymous callers by address, known API keys by key with their tier's numbers, and an
+// unknown key is no way around the anonymous limit.
+TEST_F(DecideTest, TiersAndApiKeys) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/decide-keys.yaml") << "keys:\n  - { key: gold-key, tier: premium }\n";
+  policy_ = policyFrom(R"(
+identity: { keys_file: decide-keys.yaml }
+tiers:
+  anonymous: { rate: 1/min, burst: 2 }
+  premium: { rate: 10/min, burst: 5 }
+limits:
+  - { name: per-client, key: client, from_tier: true }
+)",
+                       dir);
+  ASSERT_NE(policy_, nullptr);
+  EXPECT_TRUE(decideFor(request("/a")).allowed);
+  EXPECT_TRUE(decideFor(request("/a")).allowed);
+  EXPECT_FALSE(decideFor(request("/a")).allowed);
+  RequestView unknown = request("/a");
+  unknown.headers.emplace_back("Authorization", "Bearer made-up-key");
+  EXPECT_FALSE(decideFor(unknown).allowed);  // same address, same anonymous counter
+  RequestView premium = request("/a");
+  premium.headers.emplace_back("Authorization", "Bearer gold-key");
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(decideFor(premium).allowed) << i;
+  const PolicyDecision sixth = decideFor(premium);
+  EXPECT_FALSE(sixth.allowed);
+  EXPECT_EQ(sixth.binding()->spec->burst(), 5u);
+  EXPECT_EQ(sixth.binding()->key.find("gold-key"), std::string::npos);  // hashed, never as is
+}
+
+// Several limits, all-or-nothing: a denial by one consumes none; the binding limit's status.
+TEST_F(DecideTest, AllOrNothingAndDenyStatus) {
+  load(R"(
+limits:
+  - { name: global, key: global, rate: 3/min, deny_status: 503 }
+  - { name: per-ip, key: ip, rate: 1/min }
+)");
+  EXPECT_TRUE(decideFor(request("/", "192.0.2.1")).allowed);
+  const PolicyDecision denied = decideFor(request("/", "192.0.2.1"));
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_EQ(denied.binding()->label, "per-ip");
+  EXPECT_TRUE(decideFor(request("/", "192.0.2.2")).allowed);  // global had 1 left after the denial
+  EXPECT_TRUE(decideFor(request("/", "192.0.2.3")).allowed);
+  const PolicyDecision global = decideFor(request("/", "192.0.2.4"));
+  EXPECT_FALSE(global.allowed);
+  EXPECT_EQ(global.status, 503);
+}
+
+// Shadow limits count and report but never block, and never block the enforced ones either.
+TEST_F(DecideTest, ShadowNeverBlocks) {
+  load(R"(
+limits:
+  - { name: watch, key: ip, rate: 1/min, action: shadow }
+  - { name: real, key: ip, rate: 10/min }
+)");
+  EXPECT_TRUE(decideFor(request("/")).shadowDenials().empty());
+  const PolicyDecision second = decideFor(request("/"));
+  EXPECT_TRUE(second.allowed);
+  ASSERT_EQ(second.shadowDenials().size(), 1u);
+  EXPECT_EQ(second.shadowDenials()[0], "watch");
+  EXPECT_EQ(second.enforced.statuses.at(0).remaining, 8u);
+}
+
+// Throttle: a wait within max_delay is returned to the caller; past it, a plain denial.
+TEST_F(DecideTest, ThrottleWaitsWithinMaxDelay) {
+  load(R"(
+limits:
+  - { name: slow, key: ip, algorithm: gcra, rate: 2/s, burst: 1, action: throttle, max_delay: 1s }
+)");
+  EXPECT_TRUE(decideFor(request("/")).allowed);
+  const PolicyDecision wait = decideFor(request("/"));
+  EXPECT_FALSE(wait.allowed);
+  EXPECT_EQ(wait.throttle_wait_us, 500 * kMicrosPerMilli);
+  clock_.advance(wait.throttle_wait_us);
+  EXPECT_TRUE(decideFor(request("/"), wait.throttle_wait_us).allowed);
+  const PolicyDecision too_long = decideFor(request("/"), 800 * kMicrosPerMilli);
+  EXPECT_FALSE(too_long.allowed);
+  EXPECT_EQ(too_long.throttle_wait_us, 0);
+  EXPECT_EQ(too_long.status, 429);
+}
+
+// A missing key part falls back to the address, or skips the limit.
+TEST_F(DecideTest, WhenMissing) {
+  load(R"(
+limits:
+  - { name: by-user, key: "header:X-User", rate: 1/min }
+  - { name: by-team, key: "header:X-Team", rate: 1/min, when_missing: skip }
+)");
+  const PolicyDecision first = decideFor(request("/"));
+  ASSERT_EQ(first.enforced_checks.size(), 1u);
+  EXPECT_NE(first.enforced_checks[0].key.find("ip=198.51.100.7"), std::string::npos);
+  EXPECT_FALSE(decideFor(request("/")).allowed);
+  RequestView user = request("/");
+  user.headers.emplace_back("x-user", "alice");
+  user.headers.emplace_back("X-Team", "red");
+  EXPECT_TRUE(decideFor(user).allowed);
+  EXPECT_EQ(decideFor(user).enforced_checks.size(), 2u);
+}
+
+// X-Forwarded-For counts only from a trusted proxy; a client cannot pick its own address.
+TEST_F(DecideTest, ForwardedForOnlyFromTrustedProxies) {
+  load(R"(
+identity: { trusted_proxies: [10.0.0.0/8] }
+limits:
+  - { name: per-ip, key: ip, rate: 1/min }
+)");
+  RequestView spoofed = request("/", "198.51.100.7");
+  spoofed.headers.emplace_back("X-Forwarded-For", "203.0.113.99");
+  EXPECT_EQ(resolveIdentity(*policy_, spoofed, 0).client_ip, "198.51.100.7");
+  RequestView proxied = request("/", "10.1.2.3");
+  proxied.headers.emplace_back("X-Forwarded-For", "203.0.113.99, 10.9.9.9");
+  EXPECT_EQ(resolveIdentity(*policy_, proxied, 0).client_ip, "203.0.113.99");
+}
+
+// JWT claims key a limit only after verification: forged, unsigned and expired tokens fall
+// back to the address.
+TEST_F(DecideTest, JwtClaimsOnlyWhenVerified) {
+  load(std::string(R"(
+identity:
+  jwt:
+    keys: [{ algorithm: HS256, secret: ")") +
+       kSecret + R"(" }]
+limits:
+  - { name: per-user, key: "jwt:sub", rate: 5/min }
+)");
+  const std::int64_t now_s = kJan2026 / kMicrosPerSecond;
+  const auto keyFor = [&](const std::string& token) {
+    RequestView view = request("/");
+    view.headers.emplace_back("Authorization", "Bearer " + token);
+    const RequestContext context = resolveIdentity(*policy_, view, now_s);
+    return planChecks(*policy_, context).at(0).key;
+  };
+  EXPECT_EQ(keyFor(hs256Token("alice", now_s + 60, kSecret)), "per-user:alice");
+  EXPECT_EQ(keyFor(hs256Token("alice", now_s - 60, kSecret)), "per-user:ip=198.51.100.7");
+  EXPECT_EQ(keyFor(hs256Token("alice", now_s + 60, "another-secret-another-secret-xx")),
+            "per-user:ip=198.51.100.7");
+  // alg none: header {"alg":"none"}, payload {"sub":"mallory"}, no signature.
+  EXPECT_EQ(keyFor("eyJhbGciOiJub25lIn0.eyJzdWIiOiJtYWxsb3J5In0."), "per-user:ip=198.51.100.7");
+}
+
+// JSON-path selectors read the request document.
+TEST_F(DecideTest, JsonPathSelector) {
+  load(R"(
+limits:
+  - { name: per-user, key: "json:$.request.http.headers['X-User-Id'][0]", rate: 5/min }
+)");
+  RequestView view = request("/");
+  view.headers.emplace_back("x-user-id", "u-17");
+  const RequestContext context = resolveIdentity(*policy_, view, 0);
+  EXPECT_EQ(planChecks(*policy_, context).at(0).key, "per-user:u-17");
+}
+
+// The decision API's direct form: a named limit with the caller's key.
+TEST_F(DecideTest, NamedLimit) {
+  load("limits:\n  - { name: login, key: ip, rate: 1/min }\n");
+  EXPECT_TRUE(decideNamed(*policy_, "login", "k", "anonymous", 1, engine_).value().allowed);
+  EXPECT_FALSE(decideNamed(*policy_, "login", "k", "anonymous", 1, engine_).value().allowed);
+  EXPECT_FALSE(decideNamed(*policy_, "nope", "k", "anonymous", 1, engine_).ok());
+}
+
+}  // namespace
+}  // namespace sluice::policy

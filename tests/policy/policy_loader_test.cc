@@ -1,0 +1,163 @@
+#include "policy/policy_loader.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "support/policy_text.h"
+
+namespace sluice::policy {
+namespace {
+
+using testing::errorsOf;
+using testing::policyFrom;
+
+// True if some error is exactly at `line` and mentions `text`.
+bool hasError(const std::vector<std::string>& errors, int line, const std::string& text) {
+  const std::string place = "test.yaml:" + std::to_string(line) + ":";
+  for (const std::string& error : errors) {
+    if (error.starts_with(place) && error.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string describe(const std::vector<std::string>& errors) {
+  std::string out;
+  for (const std::string& error : errors) out += error + "\n";
+  return out;
+}
+
+// The shipped example configuration loads.
+TEST(PolicyLoader, ExampleConfigLoads) {
+  const LoadResult loaded = loadPolicy(SLUICE_SOURCE_DIR "/examples/sluice.yaml");
+  ASSERT_NE(loaded.policy, nullptr) << describe(loaded.errors);
+  EXPECT_EQ(loaded.policy->limits.size(), 5u);
+  EXPECT_EQ(loaded.policy->tiers.size(), 4u);
+  EXPECT_EQ(loaded.policy->api_key_tiers.size(), 3u);
+}
+
+// A complete limit: match, key, algorithm, rate, burst, cost, action, status.
+TEST(PolicyLoader, ParsesALimit) {
+  const PolicyPtr policy = policyFrom(R"(
+limits:
+  - name: login
+    match: { method: [post, PUT], path_prefix: /login }
+    key: [ip, header:X-User]
+    algorithm: sliding_window
+    rate: 10/h
+    cost: 2
+    action: throttle
+    max_delay: 1500ms
+    deny_status: 503
+    when_missing: skip
+)");
+  ASSERT_NE(policy, nullptr);
+  const Limit& limit = policy->limits.at(0);
+  EXPECT_EQ(limit.name, "login");
+  EXPECT_TRUE(limit.match.matches("POST", "/login/x"));
+  EXPECT_FALSE(limit.match.matches("GET", "/login"));
+  EXPECT_EQ(limit.key.text(), "ip+header:X-User");
+  EXPECT_EQ(limit.spec->algorithm(), Algorithm::kSlidingWindowCounter);
+  EXPECT_EQ(limit.spec->rate().count, 10u);
+  EXPECT_EQ(limit.cost, 2u);
+  EXPECT_EQ(limit.action, Action::kThrottle);
+  EXPECT_EQ(limit.max_delay_us, 1500 * kMicrosPerMilli);
+  EXPECT_EQ(limit.deny_status, 503);
+  EXPECT_EQ(limit.when_missing, WhenMissing::kSkip);
+}
+
+// Every problem is reported, each with its line, in one pass.
+TEST(PolicyLoader, ReportsEveryErrorWithItsLine) {
+  const std::vector<std::string> errors = errorsOf(R"(server:
+  listen: 127.0.0.1:8080
+  threads: lots
+store: { type: redis }
+tiers:
+  free: { burst: 3 }
+limits:
+  - name: a
+    rate: 10/fortnight
+  - name: a
+    rate: 5/s
+    algorithm: magic
+  - name: c
+    rate: 5/s
+    action: throttle
+  - name: d
+    rate: 5/s
+    burst: 0
+    algorithm: gcra
+  - name: e
+    rate: 5/s
+    key: bogus
+    colour: blue
+  - name: f
+  - name: g
+    from_tier: true
+    rate: 1/s
+    deny_status: 200
+)");
+  EXPECT_TRUE(hasError(errors, 3, "server.threads")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 4, "store.type \"redis\"")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 6, "tier free needs a rate")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 9, "unknown period unit \"fortnight\"")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 10, "used twice")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 12, "algorithm \"magic\" is unknown")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 13, "needs max_delay")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 18, "burst (capacity) must be at least 1")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 22, "key part \"bogus\" is unknown")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 23, "unknown key \"colour\"")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 24, "needs a rate")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 25, "remove them here")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 28, "deny_status must be 400..599")) << describe(errors);
+}
+
+// YAML syntax errors carry their line too; an empty or wrong-shaped file is refused.
+TEST(PolicyLoader, SyntaxAndShape) {
+  EXPECT_TRUE(hasError(errorsOf("limits:\n  - name: [unclosed\n"), 3, ""))
+      << describe(errorsOf("limits:\n  - name: [unclosed\n"));
+  EXPECT_FALSE(errorsOf("").empty());
+  EXPECT_FALSE(errorsOf("- just\n- a list\n").empty());
+  EXPECT_TRUE(hasError(errorsOf("limits: []\n"), 1, "at least one limit"));
+  const LoadResult missing = loadPolicy("/nonexistent/sluice.yaml");
+  ASSERT_EQ(missing.errors.size(), 1u);
+  EXPECT_NE(missing.errors[0].find("cannot read"), std::string::npos);
+}
+
+// Tiers and a keys file: keys map to tiers, by value or by SHA-256; unknown tiers are errors.
+TEST(PolicyLoader, KeysFile) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/keys-good.yaml") << "keys:\n  - { key: k1, tier: gold }\n"
+                                            "  - { sha256: "
+                                         << std::string(64, 'a') << ", tier: gold }\n";
+  std::ofstream(dir + "/keys-bad.yaml") << "keys:\n  - { key: k2, tier: platinum }\n";
+  const std::string base =
+      "tiers:\n  gold: { rate: 10/s }\nlimits:\n  - { name: a, rate: 1/s }\n"
+      "identity:\n  keys_file: ";
+  const PolicyPtr policy = policyFrom(base + "keys-good.yaml\n", dir);
+  ASSERT_NE(policy, nullptr);
+  EXPECT_EQ(policy->api_key_tiers.size(), 2u);
+  const std::vector<std::string> errors = errorsOf(base + "keys-bad.yaml\n", dir);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].find("keys-bad.yaml:2:"), std::string::npos) << describe(errors);
+  EXPECT_NE(errors[0].find("tier \"platinum\" is not defined"), std::string::npos)
+      << describe(errors);
+}
+
+// Secrets never appear in the configuration the admin endpoint shows.
+TEST(PolicyLoader, RedactsSecrets) {
+  const PolicyPtr policy = policyFrom(R"(
+identity:
+  jwt:
+    keys:
+      - { algorithm: HS256, secret: hunter2-hunter2-hunter2-hunter2-hunter2 }
+limits:
+  - { name: a, rate: 1/s, key: "jwt:sub" }
+)");
+  ASSERT_NE(policy, nullptr);
+  EXPECT_EQ(policy->redacted_yaml.find("hunter2"), std::string::npos);
+  EXPECT_NE(policy->redacted_yaml.find("<redacted>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::policy

@@ -1,0 +1,34 @@
+#include "policy/route_match.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::policy {
+namespace {
+
+// `*` stays within a segment; `**` crosses them; backtracking finds late matches.
+TEST(Glob, SegmentAndDeepStars) {
+  EXPECT_TRUE(globMatches("/users/*/posts", "/users/42/posts"));
+  EXPECT_FALSE(globMatches("/users/*/posts", "/users/4/2/posts"));
+  EXPECT_TRUE(globMatches("/static/**", "/static/a/b/c.css"));
+  EXPECT_TRUE(globMatches("/**/x/*", "/a/x/b/x/c"));
+  EXPECT_TRUE(globMatches("/a*b*c", "/aXbYbZc"));
+  EXPECT_FALSE(globMatches("/a*b", "/a/b"));
+  EXPECT_TRUE(globMatches("*", "anything-without-slash"));
+  EXPECT_FALSE(globMatches("/exact", "/exact/more"));
+  // A long hostile path finishes (no exponential backtracking).
+  EXPECT_FALSE(globMatches("/**a**a**a**a**b", "/" + std::string(5000, 'a')));
+}
+
+// Methods and path kinds combine.
+TEST(RouteMatch, MethodsAndPaths) {
+  const RouteMatch login({"POST"}, RouteMatch::PathKind::kExact, "/login");
+  EXPECT_TRUE(login.matches("POST", "/login"));
+  EXPECT_FALSE(login.matches("GET", "/login"));
+  EXPECT_FALSE(login.matches("POST", "/login/"));
+  const RouteMatch any;
+  EXPECT_TRUE(any.matches("DELETE", "/whatever"));
+  EXPECT_EQ(login.describe(), "POST /login");
+}
+
+}  // namespace
+}  // namespace sluice::policy
