@@ -1,0 +1,252 @@
+// The service end to end over loopback: a real server on 127.0.0.1, real HTTP.
+#include "server/service.h"
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <sys/socket.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/json/parse.hpp>
+#include <gtest/gtest.h>
+
+#include "policy/policy_loader.h"
+#include "server/http_server.h"
+#include "support/http_client.h"
+
+namespace sluice::server {
+namespace {
+
+namespace http = boost::beast::http;
+using boost::asio::ip::tcp;
+using testing::httpCall;
+using testing::HttpReply;
+
+constexpr const char* kConfig = R"(
+server: { request_timeout: 300ms, max_connections: 8, max_body_bytes: 4096 }
+identity: { trusted_proxies: [127.0.0.1/32] }
+limits:
+  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 3/min }
+  - { name: watch, key: ip, rate: 1/min, action: shadow }
+  - name: search
+    match: { path_prefix: /search }
+    key: ip
+    algorithm: gcra
+    rate: 20/s
+    burst: 1
+    action: throttle
+    max_delay: 1s
+)";
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_path_ = ::testing::TempDir() + "/service-test-" +
+                   std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".yaml";
+    writeConfig(kConfig);
+    policy::LoadResult loaded = policy::loadPolicy(config_path_);
+    ASSERT_NE(loaded.policy, nullptr) << (loaded.errors.empty() ? "" : loaded.errors[0]);
+    service_ = std::make_unique<Service>(io_, loaded.policy, config_path_, clock_);
+    const HttpServerLimits limits{.max_header_bytes = 16 * 1024,
+                                  .max_body_bytes = loaded.policy->server.max_body_bytes,
+                                  .request_timeout_us = loaded.policy->server.request_timeout_us,
+                                  .max_connections = loaded.policy->server.max_connections};
+    api_ = std::make_unique<HttpServer>(io_, limits, [this](auto&& request, const auto& peer, auto respond) {
+      service_->handleApi(std::move(request), peer, std::move(respond));
+    });
+    admin_ = std::make_unique<HttpServer>(io_, limits, [this](auto&& request, const auto& peer, auto respond) {
+      service_->handleAdmin(std::move(request), peer, std::move(respond));
+    });
+    api_endpoint_ = api_->listen("127.0.0.1:0").value();
+    admin_endpoint_ = admin_->listen("127.0.0.1:0").value();
+    service_->setReady(true);
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+  }
+
+  void TearDown() override {
+    api_->shutdown();
+    admin_->shutdown();
+    io_.stop();
+    for (std::thread& thread : threads_) thread.join();
+  }
+
+  void writeConfig(const std::string& text) { std::ofstream(config_path_) << text; }
+
+  HttpReply auth(const std::string& uri, const std::string& client = "203.0.113.5") {
+    return httpCall(api_endpoint_, http::verb::get, "/v1/auth", "",
+                    {{"X-Original-URI", uri}, {"X-Original-Method", "GET"}, {"X-Forwarded-For", client}});
+  }
+  HttpReply check(const std::string& body) {
+    return httpCall(api_endpoint_, http::verb::post, "/v1/check", body);
+  }
+
+  boost::asio::io_context io_{2};
+  SystemClock clock_;
+  std::string config_path_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpServer> api_;
+  std::unique_ptr<HttpServer> admin_;
+  tcp::endpoint api_endpoint_;
+  tcp::endpoint admin_endpoint_;
+  std::vector<std::thread> threads_;
+};
+
+// Auth subrequests: 200 with exact headers while allowed, then 429 with Retry-After, the JSON
+// body and the marker header; the client address comes from the trusted proxy's header.
+TEST_F(ServiceTest, AuthSubrequestAllowsThenDenies) {
+  for (int i = 0; i < 3; ++i) {
+    const HttpReply allowed = auth("/x");
+    ASSERT_EQ(allowed.status, 200) << allowed.body;
+    EXPECT_EQ(allowed.header("x-ratelimit-limit"), "3");
+    EXPECT_EQ(allowed.header("x-ratelimit-remaining"), std::to_string(2 - i));
+    EXPECT_NE(allowed.header("ratelimit").find("\"per-ip\";r=" + std::to_string(2 - i)), std::string::npos);
+    EXPECT_NE(allowed.header("ratelimit-policy").find("\"per-ip\";q=3;w=60"), std::string::npos);
+  }
+  const HttpReply denied = auth("/x");
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_EQ(denied.header("x-ratelimit-status"), "429");
+  EXPECT_EQ(denied.header("x-ratelimit-remaining"), "0");
+  const int retry_after = std::stoi(denied.header("retry-after"));
+  EXPECT_GE(retry_after, 1);
+  EXPECT_LE(retry_after, 60);
+  const auto body = boost::json::parse(denied.body).as_object();
+  EXPECT_EQ(body.at("error").as_string(), "rate_limited");
+  EXPECT_EQ(body.at("retry_after").as_int64(), retry_after);
+  // Another client behind the same proxy has its own counter.
+  EXPECT_EQ(auth("/x", "203.0.113.6").status, 200);
+}
+
+// Shadow limits say what would have happened in a header, and never block.
+TEST_F(ServiceTest, ShadowHeader) {
+  EXPECT_EQ(auth("/y", "198.51.100.1").header("x-ratelimit-shadow"), "");
+  const HttpReply second = auth("/y", "198.51.100.1");
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.header("x-ratelimit-shadow"), "watch");
+}
+
+// The decision API: JSON in, JSON out, with the same headers; both forms and a batch.
+TEST_F(ServiceTest, DecisionApi) {
+  const HttpReply named = check(R"({"limit": "per-ip", "key": "k1", "cost": 2})");
+  ASSERT_EQ(named.status, 200) << named.body;
+  const auto decision = boost::json::parse(named.body).as_object();
+  EXPECT_TRUE(decision.at("allowed").as_bool());
+  EXPECT_EQ(decision.at("remaining").as_int64(), 1);
+  EXPECT_EQ(named.header("x-ratelimit-remaining"), "1");
+  EXPECT_EQ(decision.at("headers").as_object().at("X-RateLimit-Remaining").as_string(), "1");
+
+  const HttpReply described =
+      check(R"({"request": {"method": "GET", "path": "/a", "client_ip": "192.0.2.44"}})");
+  ASSERT_EQ(described.status, 200) << described.body;
+  EXPECT_EQ(boost::json::parse(described.body).at("limits").as_array().size(), 1u);
+
+  const HttpReply batch = check(R"({"checks": [{"limit": "per-ip", "key": "k1"},
+                                               {"limit": "per-ip", "key": "k1"},
+                                               {"limit": "nope", "key": "k1"}]})");
+  ASSERT_EQ(batch.status, 200) << batch.body;
+  const auto results = boost::json::parse(batch.body).at("results").as_array();
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_TRUE(results[0].at("allowed").as_bool());
+  EXPECT_FALSE(results[1].at("allowed").as_bool());
+  EXPECT_EQ(results[1].at("status").as_int64(), 429);
+  EXPECT_NE(results[2].at("message").as_string().find("no limit named"), std::string::npos);
+}
+
+// Bad input gets a clear status and message, never a crash.
+TEST_F(ServiceTest, BadRequests) {
+  EXPECT_EQ(check("{not json").status, 400);
+  EXPECT_NE(check("{not json").body.find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(check(R"({"limit": 5})").status, 400);
+  EXPECT_EQ(check(R"({"limit": "per-ip", "key": "k", "cost": -1})").status, 400);
+  EXPECT_EQ(check(R"({"limit": "nope", "key": "k"})").status, 400);
+  EXPECT_EQ(httpCall(api_endpoint_, http::verb::get, "/v1/check").status, 405);
+  EXPECT_EQ(httpCall(api_endpoint_, http::verb::get, "/elsewhere").status, 404);
+  const HttpReply big_header = httpCall(api_endpoint_, http::verb::get, "/v1/auth", "",
+                                        {{"X-Big", std::string(17 * 1024, 'a')}});
+  EXPECT_EQ(big_header.status, 431);
+  EXPECT_EQ(check(std::string(5000, ' ')).status, 413);
+  // The server is still serving.
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/healthz").status, 200);
+}
+
+// A client that sends half a request and stalls is cut off after request_timeout.
+TEST_F(ServiceTest, SlowClientIsTimedOut) {
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(api_endpoint_);
+  boost::asio::write(socket, boost::asio::buffer(std::string("GET /v1/auth HTTP/1.1\r\nHost: x\r\n")));
+  const auto started = std::chrono::steady_clock::now();
+  char byte = 0;
+  boost::system::error_code ec;
+  // The read returns when the server closes; a receive timeout is the watchdog that keeps a
+  // broken server from hanging the test.
+  const timeval watchdog{.tv_sec = 10, .tv_usec = 0};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &watchdog, sizeof watchdog);
+  boost::asio::read(socket, boost::asio::buffer(&byte, 1), ec);
+  EXPECT_TRUE(ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) << ec.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(9));
+}
+
+// Throttle: the second request waits on a timer for its slot, then passes.
+TEST_F(ServiceTest, ThrottleDelaysThenAllows) {
+  EXPECT_EQ(auth("/search/q", "192.0.2.80").status, 200);
+  const HttpReply delayed = auth("/search/q", "192.0.2.80");
+  EXPECT_EQ(delayed.status, 200);
+  const int delayed_ms = std::stoi(delayed.header("x-ratelimit-delayed-ms").empty()
+                                       ? "0" : delayed.header("x-ratelimit-delayed-ms"));
+  EXPECT_GE(delayed_ms, 1);
+  EXPECT_LE(delayed_ms, 1000);
+}
+
+// Reload: a broken file is refused with its errors and the old policy keeps serving; a good
+// one takes effect.
+TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
+  writeConfig("limits:\n  - { name: per-ip, rate: 3/fortnight }\n");
+  const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(refused.status, 422);
+  EXPECT_NE(refused.body.find("fortnight"), std::string::npos);
+  EXPECT_NE(refused.body.find(":2:"), std::string::npos);  // file:line
+  EXPECT_EQ(auth("/z", "192.0.2.90").header("x-ratelimit-limit"), "3");
+
+  writeConfig("limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n");
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(auth("/z", "192.0.2.91").header("x-ratelimit-limit"), "7");
+}
+
+// Admin: health, readiness, metrics in Prometheus text, the configuration.
+TEST_F(ServiceTest, AdminEndpoints) {
+  EXPECT_EQ(auth("/m").status, 200);
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/healthz").status, 200);
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/readyz").status, 200);
+  const HttpReply metrics = httpCall(admin_endpoint_, http::verb::get, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("sluice_decisions_total{limit=\"per-ip\",result=\"allowed\"} 1"),
+            std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("sluice_decision_duration_seconds_count 1"), std::string::npos);
+  EXPECT_NE(metrics.body.find("sluice_keys "), std::string::npos);
+  EXPECT_NE(httpCall(admin_endpoint_, http::verb::get, "/admin/config").body.find("per-ip"),
+            std::string::npos);
+  service_->setReady(false);
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/readyz").status, 503);
+}
+
+// Past max_connections, a new connection is answered 503 and closed.
+TEST_F(ServiceTest, ConnectionCap) {
+  boost::asio::io_context io;
+  std::vector<tcp::socket> held;
+  for (int i = 0; i < 8; ++i) {
+    held.emplace_back(io);
+    held.back().connect(api_endpoint_);
+  }
+  // The server counts a connection once it has accepted it; wait until it has seen them all.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (api_->openConnections() < 8 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(auth("/c").status, 503);
+}
+
+}  // namespace
+}  // namespace sluice::server

@@ -1,0 +1,63 @@
+// Test helper: a blocking HTTP/1.1 client over loopback, one connection per call, with a 10 s
+// watchdog so a broken server fails the test instead of hanging it.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+namespace sluice::testing {
+
+struct HttpReply {
+  int status = 0;  // 0 when the connection failed or closed without an answer
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+
+  [[nodiscard]] std::string header(const std::string& lower_name) const {
+    const auto found = headers.find(lower_name);
+    return found == headers.end() ? "" : found->second;
+  }
+};
+
+inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server, boost::beast::http::verb method,
+                          const std::string& target, const std::string& body = "",
+                          const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  boost::asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  beast::error_code ec;
+  stream.connect(server, ec);
+  if (ec) return {};
+  http::request<http::string_body> request{method, target, 11};
+  request.set(http::field::host, "127.0.0.1");
+  for (const auto& [name, value] : headers) request.set(name, value);
+  request.body() = body;
+  request.prepare_payload();
+  http::write(stream, request, ec);
+  if (ec) return {};
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 << 20);
+  http::read(stream, buffer, parser, ec);
+  if (ec) return {};
+  HttpReply reply;
+  reply.status = static_cast<int>(parser.get().result_int());
+  for (const auto& field : parser.get()) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    reply.headers[name] = std::string(field.value());
+  }
+  reply.body = parser.get().body();
+  return reply;
+}
+
+}  // namespace sluice::testing
