@@ -5,8 +5,10 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git curl ca-certificates
-  libboost1.81-dev
+  libboost1.81-dev libboost-json1.81-dev
+  libyaml-cpp-dev libjwt-dev libssl-dev libspdlog-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  nginx-light wrk
 )
 
 missing=()
@@ -22,5 +24,16 @@ echo "installing: ${missing[*]}"
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -q
-"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# Packages such as nginx start their service on install (on 0.0.0.0:80); the tests start their
+# own on loopback ports, so keep package daemons from starting while we install.
+made_policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo_cmd[@]}" tee /usr/sbin/policy-rc.d > /dev/null
+  "${sudo_cmd[@]}" chmod +x /usr/sbin/policy-rc.d
+  made_policy=yes
+fi
+status=0
+{ "${sudo_cmd[@]}" apt-get update -q &&
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"; } || status=$?
+if [ -n "$made_policy" ]; then "${sudo_cmd[@]}" rm -f /usr/sbin/policy-rc.d; fi
+exit "$status"

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Real nginx (Debian's nginx-light) in front of a backend, with Sluice as its auth_request
+# service, using examples/nginx/ as shipped (only the ports are changed). At the nginx port:
+# 200s while the limit allows, then 429 with Retry-After and the rate-limit headers.
+# Usage: nginx_auth_request_test.sh SLUICE_BINARY EXAMPLES_NGINX_DIR
+set -euo pipefail
+sluice_bin="$1"
+example_dir="$2"
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A port nobody listens on (a small race with other processes is acceptable for a test).
+free_port() {
+  local port
+  for _ in $(seq 1 100); do
+    port=$((20000 + RANDOM % 20000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
+  done
+  fail "no free port"
+}
+
+wait_for_port() {
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
+    sleep 0.05
+  done
+  fail "nothing listens on port $1"
+}
+
+front=$(free_port); backend=$(free_port); sluice_port=$(free_port); admin=$(free_port)
+sed -e "s/127.0.0.1:8080/127.0.0.1:$sluice_port/; s/127.0.0.1:9090/127.0.0.1:$admin/" \
+  "$example_dir/sluice.yaml" > "$work/sluice.yaml"
+sed -e "s/127.0.0.1:8000/127.0.0.1:$front/; s/127.0.0.1:8081/127.0.0.1:$backend/g; s/127.0.0.1:8080/127.0.0.1:$sluice_port/" \
+  "$example_dir/nginx.conf" > "$work/nginx.conf"
+mkdir -p "$work/tmp"
+
+"$sluice_bin" serve --config "$work/sluice.yaml" > "$work/sluice.log" 2>&1 &
+pids+=($!)
+nginx -p "$work" -c "$work/nginx.conf" -g 'daemon off;' > "$work/nginx.log" 2>&1 &
+pids+=($!)
+wait_for_port "$sluice_port"
+wait_for_port "$front"
+
+request() { curl -s -D "$work/headers" -o "$work/body" -w '%{http_code}' --max-time 10 "http://127.0.0.1:$front/hello"; }
+header() { grep -i "^$1:" "$work/headers" | head -1 | cut -d' ' -f2- | tr -d '\r'; }
+
+for i in 1 2 3; do
+  status=$(request)
+  [ "$status" = 200 ] || fail "request $i: status $status, body $(cat "$work/body"); nginx: $(cat "$work/nginx.log")"
+  grep -q "backend ok" "$work/body" || fail "request $i did not reach the backend"
+  [ "$(header X-RateLimit-Limit)" = 3 ] || fail "request $i: X-RateLimit-Limit '$(header X-RateLimit-Limit)'"
+  [ "$(header X-RateLimit-Remaining)" = $((3 - i)) ] || fail "request $i: X-RateLimit-Remaining '$(header X-RateLimit-Remaining)'"
+  header RateLimit-Policy | grep -q '"per-ip";q=3;w=60' || fail "request $i: RateLimit-Policy '$(header RateLimit-Policy)'"
+done
+status=$(request)
+[ "$status" = 429 ] || fail "4th request: status $status, expected 429"
+retry_after=$(header Retry-After)
+[[ "$retry_after" =~ ^[0-9]+$ ]] && [ "$retry_after" -ge 1 ] && [ "$retry_after" -le 60 ] ||
+  fail "4th request: Retry-After '$retry_after'"
+[ "$(header X-RateLimit-Remaining)" = 0 ] || fail "4th request: X-RateLimit-Remaining '$(header X-RateLimit-Remaining)'"
+header RateLimit | grep -q '"per-ip";r=0' || fail "4th request: RateLimit '$(header RateLimit)'"
+grep -q rate_limited "$work/body" || fail "4th request: body $(cat "$work/body")"
+echo "nginx auth_request: 3 allowed, then 429 with Retry-After $retry_after"
+echo "1 passed, 0 failed"
