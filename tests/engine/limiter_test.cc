@@ -39,17 +39,14 @@ TEST(SystemClock, IsMonotonicAndNearWallTime) {
 // The ticking clock starts at the system time and moves forward; waiting for its first tick is
 // bounded by a watchdog, never asserted as a duration.
 TEST(TickingClock, TicksForward) {
-  const SystemClock system;
   const TickingClock clock(100);
   const Micros first = clock.now();
-  EXPECT_GT(first, kJan2026 - 365 * kMicrosPerDay);
-  EXPECT_LE(first, system.now());
+  EXPECT_GT(first, kJan2026 - 365 * kMicrosPerDay);  // anchored to the Unix epoch, not boot
   const auto watchdog = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (clock.now() == first && std::chrono::steady_clock::now() < watchdog) {
     std::this_thread::yield();
   }
   EXPECT_GT(clock.now(), first);
-  EXPECT_LE(clock.now(), system.now());
 }
 
 }  // namespace

@@ -1,0 +1,71 @@
+#include "policy/key_selector.h"
+
+#include <gtest/gtest.h>
+
+#include "policy/api_key_hash.h"
+
+namespace sluice::policy {
+namespace {
+
+class KeySelectorTest : public ::testing::Test {
+ protected:
+  KeySelectorTest() : context_(view_) {
+    view_.method = "POST";
+    view_.path = "/orders/7";
+    view_.headers = {{"X-User-Id", "u1"}, {"Cookie", "theme=dark; user-id=\"u2\"; id=short"}};
+    context_.client_ip = "192.0.2.5";
+    context_.api_key_id = hashApiKey("secret-key");
+    context_.tier = "free";
+  }
+  std::optional<std::string> key(std::vector<std::string> parts,
+                                 std::string_view route = "POST /orders/*") {
+    Result<KeySelector> selector = KeySelector::parse(parts);
+    EXPECT_TRUE(selector.ok()) << (selector.ok() ? "" : selector.error());
+    std::string out;
+    if (!selector.ok() || !selector.value().appendKey(context_, route, out)) return std::nullopt;
+    return out;
+  }
+
+  RequestView view_;
+  RequestContext context_;
+};
+
+// Each part reads its own piece of the request; parts join with '|'.
+TEST_F(KeySelectorTest, PartsAndCombinations) {
+  EXPECT_EQ(key({"global"}), "global");
+  EXPECT_EQ(key({"ip"}), "192.0.2.5");
+  EXPECT_EQ(key({"header:x-user-id"}), "u1");
+  EXPECT_EQ(key({"cookie:user-id"}), "u2");
+  EXPECT_EQ(key({"cookie:id"}), "short");
+  EXPECT_EQ(key({"tier", "method", "path"}), "free|POST|/orders/7");
+  EXPECT_EQ(key({"ip", "route"}), "192.0.2.5|POST /orders/*");
+  EXPECT_EQ(key({"api_key"}), hashApiKey("secret-key"));
+  EXPECT_EQ(key({"api_key"})->find("secret"), std::string::npos);
+}
+
+// `client` is the API key only when the key is known; otherwise the address.
+TEST_F(KeySelectorTest, ClientPrefersKnownKeys) {
+  EXPECT_EQ(key({"client"}), "192.0.2.5");
+  context_.api_key_known = true;
+  EXPECT_EQ(key({"client"}), hashApiKey("secret-key"));
+}
+
+// A missing part makes the whole key missing.
+TEST_F(KeySelectorTest, MissingParts) {
+  EXPECT_EQ(key({"ip", "header:X-Absent"}), std::nullopt);
+  EXPECT_EQ(key({"cookie:nope"}), std::nullopt);
+  EXPECT_EQ(key({"jwt:sub"}), std::nullopt);
+  context_.api_key_id.reset();
+  EXPECT_EQ(key({"api_key"}), std::nullopt);
+}
+
+// Unknown parts and empty names are configuration errors.
+TEST(KeySelectorParse, Errors) {
+  EXPECT_NE(KeySelector::parse({"ipv4"}).error().find("unknown"), std::string::npos);
+  EXPECT_NE(KeySelector::parse({"header:"}).error().find("a name must follow"), std::string::npos);
+  EXPECT_NE(KeySelector::parse({"json:$.a["}).error().find("json:$.a["), std::string::npos);
+  EXPECT_FALSE(KeySelector::parse({}).ok());
+}
+
+}  // namespace
+}  // namespace sluice::policy
