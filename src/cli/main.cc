@@ -14,6 +14,7 @@
 
 #include "policy/policy_loader.h"
 #include "server/http_server.h"
+#include "server/io_pool.h"
 #include "server/service.h"
 
 namespace {
@@ -33,20 +34,20 @@ int validate(const std::string& path) {
   return 0;
 }
 
-// Waits, off the I/O threads' backs, until every connection has closed or the grace period is
-// over, then stops the loop.
-void stopWhenDrained(net::io_context& io, std::shared_ptr<net::steady_timer> timer,
+// Polls, on a timer rather than blocking a loop, until every connection has closed or the grace
+// period is over, then stops the loops.
+void stopWhenDrained(sluice::server::IoPool& pool, std::shared_ptr<net::steady_timer> timer,
                      std::vector<HttpServer*> servers,
                      std::chrono::steady_clock::time_point deadline) {
   std::size_t open = 0;
   for (HttpServer* server : servers) open += server->openConnections();
   if (open == 0 || std::chrono::steady_clock::now() >= deadline) {
-    io.stop();
+    pool.stop();
     return;
   }
   timer->expires_after(std::chrono::milliseconds(20));
-  timer->async_wait([&io, timer, servers, deadline](const boost::system::error_code&) {
-    stopWhenDrained(io, timer, servers, deadline);
+  timer->async_wait([&pool, timer, servers, deadline](const boost::system::error_code&) {
+    stopWhenDrained(pool, timer, servers, deadline);
   });
 }
 
@@ -60,7 +61,8 @@ int serve(const std::string& path) {
   const unsigned threads = policy.server.threads != 0
                                ? policy.server.threads
                                : std::max(1u, std::thread::hardware_concurrency());
-  net::io_context io(static_cast<int>(threads));
+  sluice::server::IoPool pool(threads);
+  net::io_context& io = pool.first();  // signals, drain polling and throttle timers
   sluice::SystemClock clock;
   sluice::server::Service service(io, loaded.policy, path, clock);
   const sluice::server::HttpServerLimits limits{
@@ -68,10 +70,10 @@ int serve(const std::string& path) {
       .max_body_bytes = policy.server.max_body_bytes,
       .request_timeout_us = policy.server.request_timeout_us,
       .max_connections = policy.server.max_connections};
-  HttpServer api(io, limits, [&service](auto&& request, const auto& peer, auto respond) {
+  HttpServer api(pool, limits, [&service](auto&& request, const auto& peer, auto respond) {
     service.handleApi(std::move(request), peer, std::move(respond));
   });
-  HttpServer admin(io, limits, [&service](auto&& request, const auto& peer, auto respond) {
+  HttpServer admin(pool, limits, [&service](auto&& request, const auto& peer, auto respond) {
     service.handleAdmin(std::move(request), peer, std::move(respond));
   });
   const auto api_endpoint = api.listen(policy.server.listen);
@@ -97,7 +99,7 @@ int serve(const std::string& path) {
     service.setReady(false);
     api.shutdown();
     admin.shutdown();
-    stopWhenDrained(io, std::make_shared<net::steady_timer>(io), {&api, &admin},
+    stopWhenDrained(pool, std::make_shared<net::steady_timer>(io), {&api, &admin},
                     std::chrono::steady_clock::now() + std::chrono::seconds(10));
   };
   signals.async_wait(on_signal);
@@ -106,10 +108,7 @@ int serve(const std::string& path) {
               api_endpoint.value().address().to_string().c_str(), api_endpoint.value().port(),
               admin_endpoint.value().address().to_string().c_str(), admin_endpoint.value().port());
   std::fflush(stdout);
-  std::vector<std::thread> workers;
-  for (unsigned i = 1; i < threads; ++i) workers.emplace_back([&io] { io.run(); });
-  io.run();
-  for (std::thread& worker : workers) worker.join();
+  pool.run();
   spdlog::info("stopped");
   return 0;
 }

@@ -42,9 +42,12 @@ struct CheckBody {
 // The labels for rendering headers, parallel to decision.enforced.statuses.
 [[nodiscard]] std::vector<LimitLabel> enforcedLabels(const policy::PolicyDecision& decision);
 
-// One decision as a JSON object text, with the headers a response would carry. `delayed_us` is
-// how long a throttled request was held before this answer.
+// One decision as a JSON object text, with `headers` (appendRateLimitHeaders' output for it),
+// which a response would carry. `delayed_us` is how long a throttled request was held.
 [[nodiscard]] std::string renderDecision(const policy::PolicyDecision& decision,
-                                         const HeaderOptions& headers, Micros delayed_us);
+                                         const HeaderList& headers, Micros delayed_us);
+
+// Appends `text` as a JSON string literal, quotes included.
+void appendJsonString(std::string& out, std::string_view text);
 
 }  // namespace sluice::http

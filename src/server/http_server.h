@@ -16,6 +16,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "server/io_pool.h"
 #include "sluice/result.h"
 #include "sluice/time.h"
 
@@ -38,7 +39,8 @@ struct HttpServerLimits {
 
 class HttpServer {
  public:
-  HttpServer(boost::asio::io_context& io, HttpServerLimits limits, Handler handler);
+  // Connections are spread over the pool's loops; the pool must outlive the server.
+  HttpServer(IoPool& pool, HttpServerLimits limits, Handler handler);
   ~HttpServer();
 
   // Binds and listens on "host:port" (port 0 picks a free one). Error says what failed.

@@ -212,14 +212,18 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
     return pending->respond(std::move(response));
   }
   std::vector<std::string> rendered;
+  sluice::http::HeaderList headers;
   for (std::size_t i = 0; i < pending->decisions.size(); ++i) {
     if (!pending->errors[i].empty()) {
       rendered.push_back(boost::json::serialize(
           boost::json::object{{"error", "bad_request"}, {"message", pending->errors[i]}}));
-    } else {
-      rendered.push_back(
-          sluice::http::renderDecision(*pending->decisions[i], options, pending->waited_us[i]));
+      continue;
     }
+    const policy::PolicyDecision& decision = *pending->decisions[i];
+    headers.clear();
+    const std::vector<sluice::http::LimitLabel> labels = sluice::http::enforcedLabels(decision);
+    sluice::http::appendRateLimitHeaders(decision.enforced, labels, options, headers);
+    rendered.push_back(sluice::http::renderDecision(decision, headers, pending->waited_us[i]));
   }
   if (!pending->body.batch) {
     if (!pending->errors[0].empty()) {
@@ -228,11 +232,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
     }
     HttpResponse response =
         jsonResponse(http::status::ok, std::move(rendered[0]), pending->version);
-    sluice::http::HeaderList headers;
-    const std::vector<sluice::http::LimitLabel> labels =
-        sluice::http::enforcedLabels(*pending->decisions[0]);
-    sluice::http::appendRateLimitHeaders(pending->decisions[0]->enforced, labels, options, headers);
-    for (const auto& [name, value] : headers) response.set(name, value);
+    for (const auto& [name, value] : headers) response.set(name, value);  // the one decision's
     response.prepare_payload();
     return pending->respond(std::move(response));
   }

@@ -7,11 +7,11 @@
 
 #include <sys/socket.h>
 
+#include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json/parse.hpp>
-#include <gtest/gtest.h>
 
 #include "policy/policy_loader.h"
 #include "server/http_server.h"
@@ -49,41 +49,43 @@ class ServiceTest : public ::testing::Test {
     writeConfig(kConfig);
     policy::LoadResult loaded = policy::loadPolicy(config_path_);
     ASSERT_NE(loaded.policy, nullptr) << (loaded.errors.empty() ? "" : loaded.errors[0]);
-    service_ = std::make_unique<Service>(io_, loaded.policy, config_path_, clock_);
+    service_ = std::make_unique<Service>(pool_.first(), loaded.policy, config_path_, clock_);
     const HttpServerLimits limits{.max_header_bytes = 16 * 1024,
                                   .max_body_bytes = loaded.policy->server.max_body_bytes,
                                   .request_timeout_us = loaded.policy->server.request_timeout_us,
                                   .max_connections = loaded.policy->server.max_connections};
-    api_ = std::make_unique<HttpServer>(io_, limits, [this](auto&& request, const auto& peer, auto respond) {
-      service_->handleApi(std::move(request), peer, std::move(respond));
-    });
-    admin_ = std::make_unique<HttpServer>(io_, limits, [this](auto&& request, const auto& peer, auto respond) {
-      service_->handleAdmin(std::move(request), peer, std::move(respond));
-    });
+    api_ = std::make_unique<HttpServer>(
+        pool_, limits, [this](auto&& request, const auto& peer, auto respond) {
+          service_->handleApi(std::move(request), peer, std::move(respond));
+        });
+    admin_ = std::make_unique<HttpServer>(
+        pool_, limits, [this](auto&& request, const auto& peer, auto respond) {
+          service_->handleAdmin(std::move(request), peer, std::move(respond));
+        });
     api_endpoint_ = api_->listen("127.0.0.1:0").value();
     admin_endpoint_ = admin_->listen("127.0.0.1:0").value();
     service_->setReady(true);
-    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+    pool_.run(/*block=*/false);
   }
 
   void TearDown() override {
     api_->shutdown();
     admin_->shutdown();
-    io_.stop();
-    for (std::thread& thread : threads_) thread.join();
+    pool_.stop();
   }
 
   void writeConfig(const std::string& text) { std::ofstream(config_path_) << text; }
 
   HttpReply auth(const std::string& uri, const std::string& client = "203.0.113.5") {
-    return httpCall(api_endpoint_, http::verb::get, "/v1/auth", "",
-                    {{"X-Original-URI", uri}, {"X-Original-Method", "GET"}, {"X-Forwarded-For", client}});
+    return httpCall(
+        api_endpoint_, http::verb::get, "/v1/auth", "",
+        {{"X-Original-URI", uri}, {"X-Original-Method", "GET"}, {"X-Forwarded-For", client}});
   }
   HttpReply check(const std::string& body) {
     return httpCall(api_endpoint_, http::verb::post, "/v1/check", body);
   }
 
-  boost::asio::io_context io_{2};
+  IoPool pool_{2};
   SystemClock clock_;
   std::string config_path_;
   std::unique_ptr<Service> service_;
@@ -91,7 +93,6 @@ class ServiceTest : public ::testing::Test {
   std::unique_ptr<HttpServer> admin_;
   tcp::endpoint api_endpoint_;
   tcp::endpoint admin_endpoint_;
-  std::vector<std::thread> threads_;
 };
 
 // Auth subrequests: 200 with exact headers while allowed, then 429 with Retry-After, the JSON
@@ -102,7 +103,8 @@ TEST_F(ServiceTest, AuthSubrequestAllowsThenDenies) {
     ASSERT_EQ(allowed.status, 200) << allowed.body;
     EXPECT_EQ(allowed.header("x-ratelimit-limit"), "3");
     EXPECT_EQ(allowed.header("x-ratelimit-remaining"), std::to_string(2 - i));
-    EXPECT_NE(allowed.header("ratelimit").find("\"per-ip\";r=" + std::to_string(2 - i)), std::string::npos);
+    EXPECT_NE(allowed.header("ratelimit").find("\"per-ip\";r=" + std::to_string(2 - i)),
+              std::string::npos);
     EXPECT_NE(allowed.header("ratelimit-policy").find("\"per-ip\";q=3;w=60"), std::string::npos);
   }
   const HttpReply denied = auth("/x");
@@ -176,7 +178,8 @@ TEST_F(ServiceTest, SlowClientIsTimedOut) {
   boost::asio::io_context io;
   tcp::socket socket(io);
   socket.connect(api_endpoint_);
-  boost::asio::write(socket, boost::asio::buffer(std::string("GET /v1/auth HTTP/1.1\r\nHost: x\r\n")));
+  boost::asio::write(socket,
+                     boost::asio::buffer(std::string("GET /v1/auth HTTP/1.1\r\nHost: x\r\n")));
   const auto started = std::chrono::steady_clock::now();
   char byte = 0;
   boost::system::error_code ec;
@@ -185,7 +188,8 @@ TEST_F(ServiceTest, SlowClientIsTimedOut) {
   const timeval watchdog{.tv_sec = 10, .tv_usec = 0};
   setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &watchdog, sizeof watchdog);
   boost::asio::read(socket, boost::asio::buffer(&byte, 1), ec);
-  EXPECT_TRUE(ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) << ec.message();
+  EXPECT_TRUE(ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset)
+      << ec.message();
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(9));
 }
 
@@ -195,7 +199,8 @@ TEST_F(ServiceTest, ThrottleDelaysThenAllows) {
   const HttpReply delayed = auth("/search/q", "192.0.2.80");
   EXPECT_EQ(delayed.status, 200);
   const int delayed_ms = std::stoi(delayed.header("x-ratelimit-delayed-ms").empty()
-                                       ? "0" : delayed.header("x-ratelimit-delayed-ms"));
+                                       ? "0"
+                                       : delayed.header("x-ratelimit-delayed-ms"));
   EXPECT_GE(delayed_ms, 1);
   EXPECT_LE(delayed_ms, 1000);
 }
@@ -223,7 +228,8 @@ TEST_F(ServiceTest, AdminEndpoints) {
   const HttpReply metrics = httpCall(admin_endpoint_, http::verb::get, "/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("sluice_decisions_total{limit=\"per-ip\",result=\"allowed\"} 1"),
-            std::string::npos) << metrics.body;
+            std::string::npos)
+      << metrics.body;
   EXPECT_NE(metrics.body.find("sluice_decision_duration_seconds_count 1"), std::string::npos);
   EXPECT_NE(metrics.body.find("sluice_keys "), std::string::npos);
   EXPECT_NE(httpCall(admin_endpoint_, http::verb::get, "/admin/config").body.find("per-ip"),

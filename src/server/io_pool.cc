@@ -1,0 +1,39 @@
+#include "server/io_pool.h"
+
+#include <algorithm>
+
+namespace sluice::server {
+
+IoPool::IoPool(std::size_t loops) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, loops); ++i) {
+    loops_.push_back(std::make_unique<boost::asio::io_context>(1));  // one thread: no locking
+    guards_.push_back(boost::asio::make_work_guard(*loops_.back()));
+  }
+}
+
+IoPool::~IoPool() {
+  stop();
+  for (std::thread& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+void IoPool::run(bool block) {
+  for (std::size_t i = block ? 1 : 0; i < loops_.size(); ++i) {
+    threads_.emplace_back([loop = loops_[i].get()] { loop->run(); });
+  }
+  if (!block) return;
+  loops_.front()->run();
+  for (std::thread& thread : threads_) thread.join();
+  threads_.clear();
+}
+
+void IoPool::stop() {
+  for (auto& loop : loops_) loop->stop();
+}
+
+boost::asio::io_context& IoPool::next() noexcept {
+  return *loops_[next_.fetch_add(1, std::memory_order_relaxed) % loops_.size()];
+}
+
+}  // namespace sluice::server
