@@ -64,18 +64,21 @@ int serve(const std::string& path) {
   sluice::server::IoPool pool(threads);
   net::io_context& io = pool.first();  // signals, drain polling and throttle timers
   sluice::SystemClock clock;
-  sluice::server::Service service(io, loaded.policy, path, clock);
+  sluice::server::Service service(loaded.policy, path, clock);
   const sluice::server::HttpServerLimits limits{
       .max_header_bytes = 16 * 1024,
       .max_body_bytes = policy.server.max_body_bytes,
       .request_timeout_us = policy.server.request_timeout_us,
       .max_connections = policy.server.max_connections};
-  HttpServer api(pool, limits, [&service](auto&& request, const auto& peer, auto respond) {
-    service.handleApi(std::move(request), peer, std::move(respond));
-  });
-  HttpServer admin(pool, limits, [&service](auto&& request, const auto& peer, auto respond) {
-    service.handleAdmin(std::move(request), peer, std::move(respond));
-  });
+  HttpServer api(pool, limits,
+                 [&service](auto&& request, const auto& peer, const auto& executor, auto respond) {
+                   service.handleApi(std::move(request), peer, executor, std::move(respond));
+                 });
+  HttpServer admin(
+      pool, limits,
+      [&service](auto&& request, const auto& peer, const auto& executor, auto respond) {
+        service.handleAdmin(std::move(request), peer, executor, std::move(respond));
+      });
   const auto api_endpoint = api.listen(policy.server.listen);
   const auto admin_endpoint = admin.listen(policy.server.admin);
   if (!api_endpoint.ok() || !admin_endpoint.ok()) {

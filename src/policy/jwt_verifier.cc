@@ -1,5 +1,8 @@
 #include "policy/jwt_verifier.h"
 
+#include <mutex>
+#include <unordered_map>
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -223,6 +226,14 @@ Result<JwtVerifier> JwtVerifier::create(std::vector<JwtKey> keys, std::int64_t l
   return JwtVerifier(std::move(checked), leeway_s);
 }
 
+struct JwtVerifier::VerifiedCache {
+  std::mutex mutex;
+  std::unordered_map<std::string, boost::json::object> payloads;
+};
+
+JwtVerifier::JwtVerifier(std::vector<Key> keys, std::int64_t leeway_s)
+    : keys_(std::move(keys)), leeway_s_(leeway_s), cache_(std::make_shared<VerifiedCache>()) {}
+
 std::optional<boost::json::object> JwtVerifier::verify(std::string_view token,
                                                        std::int64_t now_s) const noexcept {
   const std::optional<Segments> segments = split(token);
@@ -231,13 +242,32 @@ std::optional<boost::json::object> JwtVerifier::verify(std::string_view token,
   // (which libjwt 1.10 would take for HS256) find no key.
   const std::optional<std::string> algorithm = headerAlgorithm(segments->header);
   if (!algorithm) return std::nullopt;
-  const std::string terminated(token);  // libjwt takes a C string
+  std::optional<boost::json::object> claims;
+  {
+    std::lock_guard lock(cache_->mutex);
+    const auto cached = cache_->payloads.find(std::string(token));
+    if (cached != cache_->payloads.end()) claims = cached->second;
+  }
+  if (!claims) {
+    claims = verifySignature(token, *algorithm);
+    if (!claims) return std::nullopt;
+    std::lock_guard lock(cache_->mutex);
+    // Bounded: when full, start over (the tokens in use come back at once).
+    if (cache_->payloads.size() >= kCachedTokens) cache_->payloads.clear();
+    cache_->payloads.emplace(std::string(token), *claims);
+  }
+  if (!isTimely(*claims, now_s, leeway_s_)) return std::nullopt;
+  return claims;
+}
 
+std::optional<boost::json::object> JwtVerifier::verifySignature(
+    std::string_view token, const std::string& algorithm) const {
+  const std::string terminated(token);  // libjwt takes a C string
   std::unique_ptr<char, MallocFree> payload_json;
   for (const Key& key : keys_) {
-    if (key.algorithm != *algorithm) continue;
+    if (key.algorithm != algorithm) continue;
     // For RS256 and ES256, libjwt 1.10 re-reads the PEM key on every call: about 0.7 ms with
-    // OpenSSL 3, some 25 times the signature check itself.
+    // OpenSSL 3, some 25 times the signature check itself (hence the cache in verify()).
     jwt_t* decoded = nullptr;
     const int status = jwt_decode(&decoded, terminated.c_str(),
                                   reinterpret_cast<const unsigned char*>(key.bytes.data()),
@@ -263,7 +293,7 @@ std::optional<boost::json::object> JwtVerifier::verify(std::string_view token,
   boost::system::error_code error;
   boost::json::value payload = boost::json::parse(payload_json.get(), error);
   boost::json::object* claims = error ? nullptr : payload.if_object();
-  if (claims == nullptr || !isTimely(*claims, now_s, leeway_s_)) return std::nullopt;
+  if (claims == nullptr) return std::nullopt;
   return std::move(*claims);
 }
 

@@ -34,7 +34,10 @@ struct HttpServer::State {
   IoPool& pool;
   HttpServerLimits limits;
   Handler handler;
-  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  // The acceptors live on the pool's first loop. Their pending accepts own them, so an acceptor
+  // dies with that loop's operations; sessions on other loops keep this State alive and must not
+  // keep an acceptor of a loop that is already gone.
+  std::vector<std::weak_ptr<tcp::acceptor>> acceptors;
   std::atomic<std::size_t> connections{0};
   std::atomic<bool> draining{false};
   std::mutex sessions_mutex;
@@ -116,15 +119,17 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest request = parser_->release();
     const bool keep_alive = request.keep_alive();
     auto self = shared_from_this();
-    state_->handler(std::move(request), peer_, [self, keep_alive](HttpResponse&& response) {
-      // Runs inline when the handler answers on this connection's loop; a throttled answer
-      // from a timer elsewhere is carried over to it.
-      net::dispatch(
-          self->stream_.get_executor(), [self, keep_alive, answer = std::move(response)]() mutable {
-            answer.keep_alive(keep_alive && answer.keep_alive() && !self->state_->draining.load());
-            self->write(std::move(answer));
-          });
-    });
+    state_->handler(std::move(request), peer_, stream_.get_executor(),
+                    [self, keep_alive](HttpResponse&& response) {
+                      // Runs inline when the handler answers on this connection's loop; a throttled
+                      // answer from a timer elsewhere is carried over to it.
+                      net::dispatch(self->stream_.get_executor(),
+                                    [self, keep_alive, answer = std::move(response)]() mutable {
+                                      answer.keep_alive(keep_alive && answer.keep_alive() &&
+                                                        !self->state_->draining.load());
+                                      self->write(std::move(answer));
+                                    });
+                    });
   }
 
   // Serializes the response into one buffer and writes it with one call. Beast's serializer
@@ -171,11 +176,12 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string out_;  // the response being written
 };
 
-void accept(const std::shared_ptr<HttpServer::State>& state, tcp::acceptor& acceptor) {
+void accept(const std::shared_ptr<HttpServer::State>& state,
+            const std::shared_ptr<tcp::acceptor>& acceptor) {
   // Each connection goes to the next loop of the pool and stays there, so it needs no strand.
-  acceptor.async_accept(
-      state->pool.next(), [state, &acceptor](beast::error_code ec, tcp::socket socket) {
-        if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+  acceptor->async_accept(
+      state->pool.next(), [state, acceptor](beast::error_code ec, tcp::socket socket) {
+        if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
         if (!ec) {
           const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;
           auto session = std::make_shared<Session>(std::move(socket), state);
@@ -226,7 +232,7 @@ HttpServer::~HttpServer() { shutdown(); }
 Result<tcp::endpoint> HttpServer::listen(const std::string& address) {
   Result<tcp::endpoint> endpoint = parseEndpoint(address);
   if (!endpoint.ok()) return endpoint;
-  auto acceptor = std::make_unique<tcp::acceptor>(state_->pool.first());
+  auto acceptor = std::make_shared<tcp::acceptor>(state_->pool.first());
   beast::error_code ec;
   acceptor->open(endpoint.value().protocol(), ec);
   if (!ec) acceptor->set_option(net::socket_base::reuse_address(true), ec);
@@ -234,18 +240,20 @@ Result<tcp::endpoint> HttpServer::listen(const std::string& address) {
   if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) return Error{"cannot listen on " + address + ": " + ec.message()};
   const tcp::endpoint bound = acceptor->local_endpoint(ec);
-  accept(state_, *acceptor);
-  state_->acceptors.push_back(std::move(acceptor));
+  accept(state_, acceptor);
+  state_->acceptors.push_back(acceptor);
   return bound;
 }
 
 void HttpServer::shutdown() {
   if (state_->draining.exchange(true)) return;
-  for (auto& acceptor : state_->acceptors) {
-    net::post(acceptor->get_executor(), [acceptor = acceptor.get()] {
-      beast::error_code ignored;
-      acceptor->close(ignored);
-    });
+  for (const auto& weak : state_->acceptors) {
+    if (auto acceptor = weak.lock()) {
+      net::post(acceptor->get_executor(), [acceptor] {
+        beast::error_code ignored;
+        acceptor->close(ignored);
+      });
+    }
   }
   std::lock_guard lock(state_->sessions_mutex);
   for (const auto& weak : state_->sessions) {

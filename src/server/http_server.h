@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
@@ -26,9 +27,11 @@ using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 // Called exactly once per request, from any thread.
 using Respond = std::function<void(HttpResponse&&)>;
-// Handles one request; may answer later (a throttled request waits on a timer).
-using Handler = std::function<void(HttpRequest&& request,
-                                   const boost::asio::ip::tcp::endpoint& peer, Respond respond)>;
+// Handles one request; may answer later (a throttled request waits on a timer, which should run
+// on `executor`, the connection's own loop, so nothing outlives the loop it belongs to).
+using Handler =
+    std::function<void(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
+                       const boost::asio::any_io_executor& executor, Respond respond)>;
 
 struct HttpServerLimits {
   std::size_t max_header_bytes = 16 * 1024;  // larger → 431

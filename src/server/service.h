@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
+#include <boost/asio/any_io_executor.hpp>
 
 #include "engine/engine.h"
 #include "policy/policy.h"
@@ -21,15 +21,15 @@ class Service {
  public:
   // `config_path` is re-read on reload. The store is sized from the initial policy; store
   // settings take effect on restart.
-  Service(boost::asio::io_context& io, policy::PolicyPtr initial, std::string config_path,
-          const Clock& clock);
+  Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock);
 
   // The API listener: POST /v1/check, and /v1/auth for auth subrequests (any method).
+  // `executor` is the connection's loop; a throttled request waits on a timer there.
   void handleApi(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
-                 Respond respond);
+                 const boost::asio::any_io_executor& executor, Respond respond);
   // The admin listener: /healthz, /readyz, /metrics, /admin/config, POST /admin/reload.
   void handleAdmin(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
-                   Respond respond);
+                   const boost::asio::any_io_executor& executor, Respond respond);
 
   // Thread-safe. Re-reads the configuration; on any error keeps the current policy and returns
   // the errors.
@@ -44,7 +44,6 @@ class Service {
   void decideAndRespond(std::shared_ptr<Pending> pending);
   void respondCheck(const std::shared_ptr<Pending>& pending);
 
-  boost::asio::io_context& io_;
   std::atomic<policy::PolicyPtr> policy_;
   std::string config_path_;
   const Clock& clock_;

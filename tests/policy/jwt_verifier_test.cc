@@ -283,6 +283,20 @@ TEST_P(JwtVerifierAlgorithmTest, PayloadChangedAfterSigningIsRejected) {
   EXPECT_EQ(ownVerifier().verify(forged, kNowS), std::nullopt);
 }
 
+// A verified token is remembered, and its exp still applies on every later use: a token that was
+// valid at first is refused once it has expired, even from the cache.
+TEST_P(JwtVerifierAlgorithmTest, RememberedTokensStillExpire) {
+  const JwtVerifier verifier = ownVerifier();
+  const std::string token = signedToken();
+  ASSERT_TRUE(verifier.verify(token, kNowS).has_value());
+  EXPECT_EQ(verifier.verify(token, kNowS + 1).value().at("sub"), "alice");
+  EXPECT_EQ(verifier.verify(token, kNowS + 60), std::nullopt);
+  // A forged twin is not the same text, so it is checked, and refused.
+  const std::string forged = withPayload(
+      token, R"({"exp":)" + std::to_string(kNowS + 60) + R"(,"sub":"mallory","tier":"premium"})");
+  EXPECT_EQ(verifier.verify(forged, kNowS), std::nullopt);
+}
+
 // A token signed with a key that is not configured is rejected.
 TEST_P(JwtVerifierAlgorithmTest, OtherKeyIsRejected) {
   const std::string token =

@@ -49,18 +49,20 @@ class ServiceTest : public ::testing::Test {
     writeConfig(kConfig);
     policy::LoadResult loaded = policy::loadPolicy(config_path_);
     ASSERT_NE(loaded.policy, nullptr) << (loaded.errors.empty() ? "" : loaded.errors[0]);
-    service_ = std::make_unique<Service>(pool_.first(), loaded.policy, config_path_, clock_);
+    service_ = std::make_unique<Service>(loaded.policy, config_path_, clock_);
     const HttpServerLimits limits{.max_header_bytes = 16 * 1024,
                                   .max_body_bytes = loaded.policy->server.max_body_bytes,
                                   .request_timeout_us = loaded.policy->server.request_timeout_us,
                                   .max_connections = loaded.policy->server.max_connections};
     api_ = std::make_unique<HttpServer>(
-        pool_, limits, [this](auto&& request, const auto& peer, auto respond) {
-          service_->handleApi(std::move(request), peer, std::move(respond));
+        pool_, limits,
+        [this](auto&& request, const auto& peer, const auto& executor, auto respond) {
+          service_->handleApi(std::move(request), peer, executor, std::move(respond));
         });
     admin_ = std::make_unique<HttpServer>(
-        pool_, limits, [this](auto&& request, const auto& peer, auto respond) {
-          service_->handleAdmin(std::move(request), peer, std::move(respond));
+        pool_, limits,
+        [this](auto&& request, const auto& peer, const auto& executor, auto respond) {
+          service_->handleAdmin(std::move(request), peer, executor, std::move(respond));
         });
     api_endpoint_ = api_->listen("127.0.0.1:0").value();
     admin_endpoint_ = admin_->listen("127.0.0.1:0").value();
