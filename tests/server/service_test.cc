@@ -27,8 +27,13 @@ using testing::HttpReply;
 
 constexpr const char* kConfig = R"(
 server: { request_timeout: 300ms, max_connections: 8, max_body_bytes: 4096 }
-identity: { trusted_proxies: [127.0.0.1/32] }
+identity: { trusted_proxies: [127.0.0.1/32], keys_file: service-test-keys.yaml }
+tiers:
+  anonymous: { rate: 2/min, burst: 2 }
+  premium: { rate: 60/min, burst: 4, daily_quota: 5 }
+  internal: { unlimited: true }
 limits:
+  - { name: tiered, match: { path_prefix: /tiered }, key: client, from_tier: true }
   - { name: per-ip, key: ip, algorithm: fixed_window, rate: 3/min }
   - { name: watch, key: ip, rate: 1/min, action: shadow }
   - name: search
@@ -46,6 +51,8 @@ class ServiceTest : public ::testing::Test {
   void SetUp() override {
     config_path_ = ::testing::TempDir() + "/service-test-" +
                    std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".yaml";
+    std::ofstream(::testing::TempDir() + "/service-test-keys.yaml")
+        << "keys:\n  - { key: gold, tier: premium }\n  - { key: staff, tier: internal }\n";
     writeConfig(kConfig);
     policy::LoadResult loaded = policy::loadPolicy(config_path_);
     ASSERT_NE(loaded.policy, nullptr) << (loaded.errors.empty() ? "" : loaded.errors[0]);
@@ -254,6 +261,34 @@ TEST_F(ServiceTest, ConnectionCap) {
     std::this_thread::yield();
   }
   EXPECT_EQ(auth("/c").status, 503);
+}
+
+// Tiers end to end: anonymous callers get the anonymous numbers, a premium key its own burst and
+// daily quota (the binding limit once the burst is refilled), an internal key no tier limit.
+TEST_F(ServiceTest, TiersByApiKey) {
+  // Each call from its own address except where noted, so the 3/min per-ip limit stays out of
+  // the way; a known key's counter follows the key, not the address.
+  int call = 0;
+  const auto tiered = [&](const std::string& key, std::string ip = "") {
+    if (ip.empty()) ip = "192.0.2." + std::to_string(100 + ++call);
+    std::vector<std::pair<std::string, std::string>> headers{{"X-Original-URI", "/tiered"},
+                                                             {"X-Forwarded-For", ip}};
+    if (!key.empty()) headers.emplace_back("Authorization", "Bearer " + key);
+    return httpCall(api_endpoint_, http::verb::get, "/v1/auth", "", headers);
+  };
+  EXPECT_EQ(tiered("", "192.0.2.200").status, 200);
+  EXPECT_EQ(tiered("", "192.0.2.200").status, 200);
+  EXPECT_EQ(tiered("", "192.0.2.200").status, 429);
+  // An unknown key is still the same address, and the same anonymous counter.
+  EXPECT_EQ(tiered("not-a-key", "192.0.2.200").status, 429);
+  const HttpReply premium = tiered("gold");
+  EXPECT_EQ(premium.status, 200);
+  EXPECT_NE(premium.header("ratelimit-policy").find("\"tiered\";q=4;w=60"), std::string::npos);
+  EXPECT_NE(premium.header("ratelimit-policy").find("\"tiered:daily\";q=5;w=86400"),
+            std::string::npos);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(tiered("gold").status, 200);
+  EXPECT_EQ(tiered("gold").status, 429);
+  EXPECT_EQ(tiered("staff").header("ratelimit-policy").find("tiered"), std::string::npos);
 }
 
 }  // namespace
