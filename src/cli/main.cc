@@ -71,14 +71,13 @@ int serve(const std::string& path) {
       .request_timeout_us = policy.server.request_timeout_us,
       .max_connections = policy.server.max_connections};
   HttpServer api(pool, limits,
-                 [&service](auto&& request, const auto& peer, const auto& executor, auto respond) {
-                   service.handleApi(std::move(request), peer, executor, std::move(respond));
+                 [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
+                   service.handleApi(std::move(request), peer, loop, std::move(respond));
                  });
-  HttpServer admin(
-      pool, limits,
-      [&service](auto&& request, const auto& peer, const auto& executor, auto respond) {
-        service.handleAdmin(std::move(request), peer, executor, std::move(respond));
-      });
+  HttpServer admin(pool, limits,
+                   [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
+                     service.handleAdmin(std::move(request), peer, loop, std::move(respond));
+                   });
   const auto api_endpoint = api.listen(policy.server.listen);
   const auto admin_endpoint = admin.listen(policy.server.admin);
   if (!api_endpoint.ok() || !admin_endpoint.ok()) {

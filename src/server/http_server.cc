@@ -58,8 +58,8 @@ HttpResponse plainResponse(http::status status, std::string_view message, unsign
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, std::shared_ptr<HttpServer::State> state)
-      : stream_(std::move(socket)), state_(std::move(state)) {
+  Session(tcp::socket&& socket, net::io_context& loop, std::shared_ptr<HttpServer::State> state)
+      : stream_(std::move(socket)), loop_(loop), state_(std::move(state)) {
     beast::error_code ignored;
     peer_ = stream_.socket().remote_endpoint(ignored);
   }
@@ -119,17 +119,15 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest request = parser_->release();
     const bool keep_alive = request.keep_alive();
     auto self = shared_from_this();
-    state_->handler(std::move(request), peer_, stream_.get_executor(),
-                    [self, keep_alive](HttpResponse&& response) {
-                      // Runs inline when the handler answers on this connection's loop; a throttled
-                      // answer from a timer elsewhere is carried over to it.
-                      net::dispatch(self->stream_.get_executor(),
-                                    [self, keep_alive, answer = std::move(response)]() mutable {
-                                      answer.keep_alive(keep_alive && answer.keep_alive() &&
-                                                        !self->state_->draining.load());
-                                      self->write(std::move(answer));
-                                    });
-                    });
+    state_->handler(std::move(request), peer_, loop_, [self, keep_alive](HttpResponse&& response) {
+      // Runs inline when the handler answers on this connection's loop; a throttled
+      // answer from a timer elsewhere is carried over to it.
+      net::dispatch(
+          self->stream_.get_executor(), [self, keep_alive, answer = std::move(response)]() mutable {
+            answer.keep_alive(keep_alive && answer.keep_alive() && !self->state_->draining.load());
+            self->write(std::move(answer));
+          });
+    });
   }
 
   // Serializes the response into one buffer and writes it with one call. Beast's serializer
@@ -167,6 +165,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  net::io_context& loop_;  // the loop this connection lives on
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::State> state_;
@@ -179,28 +178,28 @@ class Session : public std::enable_shared_from_this<Session> {
 void accept(const std::shared_ptr<HttpServer::State>& state,
             const std::shared_ptr<tcp::acceptor>& acceptor) {
   // Each connection goes to the next loop of the pool and stays there, so it needs no strand.
-  acceptor->async_accept(
-      state->pool.next(), [state, acceptor](beast::error_code ec, tcp::socket socket) {
-        if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
-        if (!ec) {
-          const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;
-          auto session = std::make_shared<Session>(std::move(socket), state);
-          if (open > state->limits.max_connections || state->draining.load()) {
-            session->refuse();
-          } else {
-            {
-              std::lock_guard lock(state->sessions_mutex);
-              // Forget finished sessions now and then, so the list stays the size of the live ones.
-              if (state->sessions.size() > 2 * open + 64) {
-                std::erase_if(state->sessions, [](const auto& weak) { return weak.expired(); });
-              }
-              state->sessions.push_back(session);
-            }
-            session->start();
+  net::io_context& loop = state->pool.next();
+  acceptor->async_accept(loop, [state, acceptor, &loop](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
+    if (!ec) {
+      const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;
+      auto session = std::make_shared<Session>(std::move(socket), loop, state);
+      if (open > state->limits.max_connections || state->draining.load()) {
+        session->refuse();
+      } else {
+        {
+          std::lock_guard lock(state->sessions_mutex);
+          // Forget finished sessions now and then, so the list stays the size of the live ones.
+          if (state->sessions.size() > 2 * open + 64) {
+            std::erase_if(state->sessions, [](const auto& weak) { return weak.expired(); });
           }
+          state->sessions.push_back(session);
         }
-        accept(state, acceptor);
-      });
+        session->start();
+      }
+    }
+    accept(state, acceptor);
+  });
 }
 
 }  // namespace

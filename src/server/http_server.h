@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
@@ -28,10 +27,10 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 // Called exactly once per request, from any thread.
 using Respond = std::function<void(HttpResponse&&)>;
 // Handles one request; may answer later (a throttled request waits on a timer, which should run
-// on `executor`, the connection's own loop, so nothing outlives the loop it belongs to).
+// on `loop`, the connection's own, so nothing outlives the loop it belongs to).
 using Handler =
     std::function<void(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
-                       const boost::asio::any_io_executor& executor, Respond respond)>;
+                       boost::asio::io_context& loop, Respond respond)>;
 
 struct HttpServerLimits {
   std::size_t max_header_bytes = 16 * 1024;  // larger → 431

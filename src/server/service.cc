@@ -76,7 +76,7 @@ struct Service::Pending {
   std::size_t next = 0;
   unsigned version = 11;
   Respond respond;
-  net::any_io_executor executor;  // the connection's loop, where throttle waits happen
+  net::io_context* loop = nullptr;  // the connection's loop, where throttle waits happen
   std::unique_ptr<net::steady_timer> timer;
 };
 
@@ -95,14 +95,14 @@ std::vector<std::string> Service::reload() {
 }
 
 void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer,
-                        const net::any_io_executor& executor, Respond respond) {
+                        net::io_context& loop, Respond respond) {
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   auto pending = std::make_shared<Pending>();
   pending->policy = policy_.load();
   pending->version = request.version();
   pending->respond = std::move(respond);
-  pending->executor = executor;
+  pending->loop = &loop;
   if (path == "/v1/check") {
     if (request.method() != http::verb::post) {
       return pending->respond(
@@ -160,7 +160,7 @@ void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
       // Hold the request on a timer, no thread blocked, then decide again.
       metrics_.countDecision(decision.binding()->label, Metrics::Result::kThrottled);
       pending->waited_us[index] += decision.throttle_wait_us;
-      pending->timer = std::make_unique<net::steady_timer>(pending->executor);
+      pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
       pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
       pending->timer->async_wait(
           [this, pending](const boost::system::error_code&) { decideAndRespond(pending); });
@@ -243,7 +243,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
 }
 
 void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /*peer*/,
-                          const net::any_io_executor& /*executor*/, Respond respond) {
+                          net::io_context& /*loop*/, Respond respond) {
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const unsigned version = request.version();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
 
 #include "engine/engine.h"
 #include "policy/policy.h"
@@ -24,12 +24,12 @@ class Service {
   Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock);
 
   // The API listener: POST /v1/check, and /v1/auth for auth subrequests (any method).
-  // `executor` is the connection's loop; a throttled request waits on a timer there.
+  // `loop` is the connection's; a throttled request waits on a timer there.
   void handleApi(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
-                 const boost::asio::any_io_executor& executor, Respond respond);
+                 boost::asio::io_context& loop, Respond respond);
   // The admin listener: /healthz, /readyz, /metrics, /admin/config, POST /admin/reload.
   void handleAdmin(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
-                   const boost::asio::any_io_executor& executor, Respond respond);
+                   boost::asio::io_context& loop, Respond respond);
 
   // Thread-safe. Re-reads the configuration; on any error keeps the current policy and returns
   // the errors.

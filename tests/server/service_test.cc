@@ -62,14 +62,12 @@ class ServiceTest : public ::testing::Test {
                                   .request_timeout_us = loaded.policy->server.request_timeout_us,
                                   .max_connections = loaded.policy->server.max_connections};
     api_ = std::make_unique<HttpServer>(
-        pool_, limits,
-        [this](auto&& request, const auto& peer, const auto& executor, auto respond) {
-          service_->handleApi(std::move(request), peer, executor, std::move(respond));
+        pool_, limits, [this](auto&& request, const auto& peer, auto& loop, auto respond) {
+          service_->handleApi(std::move(request), peer, loop, std::move(respond));
         });
     admin_ = std::make_unique<HttpServer>(
-        pool_, limits,
-        [this](auto&& request, const auto& peer, const auto& executor, auto respond) {
-          service_->handleAdmin(std::move(request), peer, executor, std::move(respond));
+        pool_, limits, [this](auto&& request, const auto& peer, auto& loop, auto respond) {
+          service_->handleAdmin(std::move(request), peer, loop, std::move(respond));
         });
     api_endpoint_ = api_->listen("127.0.0.1:0").value();
     admin_endpoint_ = admin_->listen("127.0.0.1:0").value();
