@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -118,6 +119,8 @@ int serve(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Logs go to stderr; stdout carries only the "listening" line that scripts read.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
   CLI::App app{"Sluice: a rate limiter"};
   app.require_subcommand(1);
   std::string config_path;
