@@ -6,7 +6,10 @@ set -euo pipefail
 sluice_bin="$1"
 work="$(mktemp -d)"
 sluice_pid=""
-cleanup() { [ -n "$sluice_pid" ] && kill -9 "$sluice_pid" 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+  if [ -n "$sluice_pid" ]; then kill -TERM "$sluice_pid" 2>/dev/null && wait "$sluice_pid" 2>/dev/null; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
