@@ -7,7 +7,7 @@ sluice_bin="$1"
 work="$(mktemp -d)"
 sluice_pid=""
 cleanup() {
-  if [ -n "$sluice_pid" ]; then kill -TERM "$sluice_pid" 2>/dev/null && wait "$sluice_pid" 2>/dev/null; fi
+  if [ -n "$sluice_pid" ]; then { kill -TERM "$sluice_pid" && wait "$sluice_pid"; } 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
