@@ -8,6 +8,8 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -66,11 +68,21 @@ int serve(const std::string& path) {
   net::io_context& io = pool.first();  // signals, drain polling and throttle timers
   sluice::SystemClock clock;
   sluice::server::Service service(loaded.policy, path, clock);
+  // Past the file-descriptor limit accept() fails instead of the cap answering 503: keep the
+  // cap below it, with room for the listeners, logs and store.
+  std::size_t max_connections = policy.server.max_connections;
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+      files.rlim_cur > 64 && max_connections > files.rlim_cur - 64) {
+    spdlog::warn("server.max_connections {} lowered to {} to fit the open-files limit",
+                 max_connections, files.rlim_cur - 64);
+    max_connections = files.rlim_cur - 64;
+  }
   const sluice::server::HttpServerLimits limits{
       .max_header_bytes = 16 * 1024,
       .max_body_bytes = policy.server.max_body_bytes,
       .request_timeout_us = policy.server.request_timeout_us,
-      .max_connections = policy.server.max_connections};
+      .max_connections = max_connections};
   HttpServer api(pool, limits,
                  [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
                    service.handleApi(std::move(request), peer, loop, std::move(respond));

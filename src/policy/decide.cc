@@ -21,6 +21,18 @@ std::optional<std::string_view> credential(const RequestView& request, std::stri
   return value->substr(kBearer.size());
 }
 
+// The limit's name (and tier, for tier limits) namespace its counters: two limits never share
+// one, and a tier's numbers never apply to another tier's state.
+std::string counterPrefix(const Limit& limit, std::string_view tier) {
+  std::string key;
+  appendCounterPart(key, limit.name);
+  if (limit.from_tier) {
+    key += '@';
+    appendCounterPart(key, tier);
+  }
+  return key;
+}
+
 bool looksLikeJwt(std::string_view token) {
   return std::count(token.begin(), token.end(), '.') == 2;
 }
@@ -45,10 +57,16 @@ std::vector<std::string> PolicyDecision::shadowDenials() const {
 RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
                                std::int64_t now_s) {
   RequestContext context(request);
-  context.client_ip = policy.client_ip
-                          .resolve(request.peer, request.joinedHeader("forwarded"),
-                                   request.joinedHeader("x-forwarded-for"))
-                          .to_string();
+  context.client_ip =
+      policy.client_ip
+          .resolve(request.peer,
+                   policy.forwarded_header == Policy::ForwardedHeader::kForwarded
+                       ? request.joinedHeader("forwarded")
+                       : std::string(),
+                   policy.forwarded_header == Policy::ForwardedHeader::kXForwardedFor
+                       ? request.joinedHeader("x-forwarded-for")
+                       : std::string())
+          .to_string();
   std::optional<std::string_view> token =
       policy.jwt ? credential(request, policy.jwt_header) : std::nullopt;
   if (token && looksLikeJwt(*token)) {
@@ -90,17 +108,19 @@ std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext&
       spec = &*limit.spec;
     }
     // The limit's name (and tier) namespace its counters, so two limits never share one.
-    std::string key = limit.name + (limit.from_tier ? "@" + context.tier : "") + ":";
+    std::string key = counterPrefix(limit, context.tier);
+    key += 'k';  // the selector's parts follow
     const std::size_t prefix = key.size();
     if (!limit.key.appendKey(context, limit.match.describe(), key)) {
       if (limit.when_missing == WhenMissing::kSkip) continue;
-      key.resize(prefix);
-      key += "ip=" + context.client_ip;
+      key.resize(prefix - 1);
+      key += 'i';  // the address fallback
+      appendCounterPart(key, context.client_ip);
     }
     const std::uint64_t cost = limit.cost.value_or(context.request.cost);
     planned.push_back({&limit, spec, key, limit.name, cost});
     if (daily != nullptr)
-      planned.push_back({&limit, daily, key + ":daily", limit.name + ":daily", cost});
+      planned.push_back({&limit, daily, key + 'd', limit.name + ":daily", cost});
   }
   return planned;
 }
@@ -116,19 +136,24 @@ PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
         .push_back(std::move(check));
   }
   result.enforced = engine.check(engineChecks(result.enforced_checks));
-  if (!result.shadow_checks.empty())
-    result.shadow = engine.check(engineChecks(result.shadow_checks));
   result.allowed = result.enforced.allowed;
-  if (result.allowed) return result;
-  const PlannedCheck& binding = *result.binding();
-  const Limit& limit = *binding.limit;
-  const Micros wait_us = result.enforced.retry_after_us;
-  if (limit.action == Action::kThrottle && wait_us != kNever &&
-      already_waited_us + wait_us <= limit.max_delay_us) {
-    result.throttle_wait_us = wait_us;
-    return result;
+  if (!result.allowed) {
+    const Limit& limit = *result.binding()->limit;
+    const Micros wait_us = result.enforced.retry_after_us;
+    if (limit.action == Action::kThrottle && wait_us != kNever &&
+        already_waited_us <= limit.max_delay_us - wait_us) {
+      // Not final: the caller waits and decides again. Shadow limits are counted once, on the
+      // final pass, not on every pass of a throttled request.
+      result.throttle_wait_us = wait_us;
+      return result;
+    }
+    result.status = limit.deny_status;
+  } else {
+    result.hold_us = result.enforced.delay_us;  // a shaper's slot
   }
-  result.status = limit.deny_status;
+  if (!result.shadow_checks.empty()) {
+    result.shadow = engine.check(engineChecks(result.shadow_checks));
+  }
   return result;
 }
 
@@ -148,8 +173,9 @@ Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_
   }
   if (limit == nullptr) return Error{"no limit named \"" + std::string(limit_name) + "\""};
   std::vector<PlannedCheck> planned;
-  const std::string counter =
-      limit->name + (limit->from_tier ? "@" + std::string(tier) : "") + ":" + std::string(key);
+  std::string counter = counterPrefix(*limit, tier);
+  counter += 'n';  // a key the caller named
+  appendCounterPart(counter, key);
   if (!limit->from_tier) {
     planned.push_back({limit, &*limit->spec, counter, limit->name, limit->cost.value_or(cost)});
   } else {
@@ -165,8 +191,7 @@ Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_
     planned.push_back({limit, &spec->second, counter, limit->name, charged});
     const auto daily = limit->tier_daily_specs.find(tier);
     if (daily != limit->tier_daily_specs.end()) {
-      planned.push_back(
-          {limit, &daily->second, counter + ":daily", limit->name + ":daily", charged});
+      planned.push_back({limit, &daily->second, counter + 'd', limit->name + ":daily", charged});
     }
   }
   return decidePlanned(std::move(planned), engine, already_waited_us);

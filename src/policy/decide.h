@@ -32,6 +32,9 @@ struct PolicyDecision {
   // > 0: the binding limit throttles and allows after this wait, within its max_delay. The
   // caller waits and decides again (with `already_waited_us`).
   Micros throttle_wait_us = 0;
+  // > 0: allowed, but a leaky-bucket shaper gave the request a slot this far in the future; the
+  // caller holds it that long before letting it through.
+  Micros hold_us = 0;
 
   [[nodiscard]] const PlannedCheck* binding() const noexcept {
     return enforced.binding == Decision::kNoLimit ? nullptr : &enforced_checks[enforced.binding];
@@ -49,8 +52,11 @@ struct PolicyDecision {
 [[nodiscard]] std::vector<PlannedCheck> planChecks(const Policy& policy,
                                                    const RequestContext& context);
 
+// For `already_waited_us`: this request cannot wait (a batch item), so throttling denies.
+inline constexpr Micros kCannotWait = kNever;
+
 // Thread-safe, never throws but for allocation. Plans and decides. `already_waited_us` is how
-// long a throttled request has waited so far (0 on the first pass).
+// long a throttled request has waited so far (0 on the first pass), or kCannotWait.
 [[nodiscard]] PolicyDecision decide(const Policy& policy, const RequestContext& context,
                                     Engine& engine, Micros already_waited_us = 0);
 

@@ -40,6 +40,12 @@ std::optional<std::string> claimText(const boost::json::object& claims, std::str
 
 }  // namespace
 
+void appendCounterPart(std::string& out, std::string_view part) {
+  out += std::to_string(part.size());
+  out += ':';
+  out += part;
+}
+
 Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
   if (parts.empty()) return Error{"key: at least one part is needed, e.g. ip or header:X-User-Id"};
   KeySelector selector;
@@ -77,62 +83,59 @@ Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
 
 bool KeySelector::appendKey(const RequestContext& context, std::string_view route,
                             std::string& out) const {
-  bool first = true;
   for (const Part& part : parts_) {
-    if (!first) out += '|';
-    first = false;
     switch (part.kind) {
       case Kind::kGlobal:
-        out += "global";
+        appendCounterPart(out, "global");
         break;
       case Kind::kIp:
-        out += context.client_ip;
+        appendCounterPart(out, context.client_ip);
         break;
       case Kind::kApiKey:
         if (!context.api_key_id) return false;
-        out += *context.api_key_id;
+        appendCounterPart(out, *context.api_key_id);
         break;
       case Kind::kClient:
         // An unknown key would let a caller mint fresh counters at will: use the address.
-        out +=
-            context.api_key_known && context.api_key_id ? *context.api_key_id : context.client_ip;
+        appendCounterPart(out, context.api_key_known && context.api_key_id ? *context.api_key_id
+                                                                           : context.client_ip);
         break;
       case Kind::kTier:
-        out += context.tier;
+        appendCounterPart(out, context.tier);
         break;
       case Kind::kHeader: {
         const auto value = context.request.header(part.name);
         if (!value) return false;
-        out += *value;
+        appendCounterPart(out, *value);
         break;
       }
       case Kind::kCookie: {
         const auto header = context.request.header("cookie");
         const auto value = header ? findCookie(*header, part.name) : std::nullopt;
         if (!value) return false;
-        out += *value;
+        appendCounterPart(out, *value);
         break;
       }
       case Kind::kJwtClaim: {
         const auto value = context.claims ? claimText(*context.claims, part.name) : std::nullopt;
         if (!value) return false;
-        out += *value;
+        appendCounterPart(out, *value);
         break;
       }
       case Kind::kJsonPath: {
         const auto value = part.path->findText(context.document());
         if (!value) return false;
-        out += *value;
+        appendCounterPart(out, *value);
         break;
       }
       case Kind::kMethod:
-        out += context.request.method;
+        appendCounterPart(out, context.request.method);
         break;
       case Kind::kPath:
-        out += context.request.path;
+        appendCounterPart(out, context.request.path);
         break;
       case Kind::kRoute:
-        out += route;
+        appendCounterPart(out, route);
         break;
     }
   }

@@ -42,9 +42,9 @@ class KeySelector {
   // Parses each part; the error names the part and what is accepted.
   static Result<KeySelector> parse(const std::vector<std::string>& parts);
 
-  // Thread-safe. Appends the key for `context` to `out`, parts separated by '|'. `route` is the
-  // limit's route description. Returns false, leaving `out` unspecified, when a part is missing
-  // (no such header, cookie, claim, or API key).
+  // Thread-safe. Appends the key for `context` to `out`, each part length-prefixed (see
+  // appendCounterPart). `route` is the limit's route description. Returns false, leaving `out`
+  // unspecified, when a part is missing (no such header, cookie, claim, or API key).
   bool appendKey(const RequestContext& context, std::string_view route, std::string& out) const;
 
   [[nodiscard]] bool usesClaims() const noexcept;
@@ -59,5 +59,10 @@ class KeySelector {
   std::vector<Part> parts_;
   std::string text_;
 };
+
+// Appends "<length>:<part>". Counter keys are built only from such pieces and single marker
+// characters, so no header value can spell another client's key (as "a|b" could with a plain
+// separator, or "ip=10.1.2.3" could spell the address fallback).
+void appendCounterPart(std::string& out, std::string_view part);
 
 }  // namespace sluice::policy

@@ -86,6 +86,10 @@ struct Policy {
   HeaderSettings headers;
   std::string api_key_header = "Authorization";  // "Authorization" reads "Bearer <key>"
   ClientIpResolver client_ip{{}};
+  // Which forwarding header the trusted proxies maintain; the other is ignored, because a proxy
+  // passes a client's own copy of a header it does not set straight through.
+  enum class ForwardedHeader { kXForwardedFor, kForwarded };
+  ForwardedHeader forwarded_header = ForwardedHeader::kXForwardedFor;
   std::optional<JwtVerifier> jwt;
   std::string jwt_header = "Authorization";
   std::string tier_claim;  // a JWT claim naming the caller's tier; empty for none

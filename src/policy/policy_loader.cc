@@ -14,6 +14,8 @@
 namespace sluice::policy {
 namespace {
 
+constexpr Micros kMaxThrottleDelayUs = 60 * kMicrosPerSecond;
+
 // Collects errors with their place in the file; every check reports and carries on, so one run
 // of `sluice validate` lists every problem.
 class Errors {
@@ -326,7 +328,18 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
 void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& policy,
                   Errors& errors, std::string& keys_file, YAML::Node& keys_file_node) {
   if (!isMap(node, "identity", errors)) return;
-  checkKeys(node, "identity", {"api_key_header", "trusted_proxies", "jwt", "keys_file"}, errors);
+  checkKeys(node, "identity",
+            {"api_key_header", "trusted_proxies", "forwarded_header", "jwt", "keys_file"}, errors);
+  if (const YAML::Node header = node["forwarded_header"]) {
+    const std::string name = scalar(header, "identity.forwarded_header", errors).value_or("");
+    if (name == "x-forwarded-for" || name == "X-Forwarded-For") {
+      policy.forwarded_header = Policy::ForwardedHeader::kXForwardedFor;
+    } else if (name == "forwarded" || name == "Forwarded") {
+      policy.forwarded_header = Policy::ForwardedHeader::kForwarded;
+    } else {
+      errors.add(header, "identity.forwarded_header must be X-Forwarded-For or Forwarded");
+    }
+  }
   if (node["api_key_header"]) {
     policy.api_key_header =
         scalar(node["api_key_header"], "identity.api_key_header", errors).value_or("");
@@ -494,6 +507,10 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
     limit.max_delay_us = durationValue(node["max_delay"], where + ".max_delay", errors).value_or(0);
   if (limit.action == Action::kThrottle && limit.max_delay_us <= 0) {
     errors.add(node, where + " throttles and needs max_delay, e.g. max_delay: 2s");
+  }
+  // A held request holds a connection; minutes of holding would let a few clients use them up.
+  if (limit.max_delay_us > kMaxThrottleDelayUs) {
+    errors.add(node["max_delay"], where + ".max_delay must be at most 60s");
   }
   if (node["when_missing"]) {
     const std::string value =

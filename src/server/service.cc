@@ -133,21 +133,24 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
 
 void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
   const policy::Policy& policy = *pending->policy;
+  // Items of a batch cannot wait: each would hold the connection in turn.
+  const bool may_wait = pending->decisions.size() == 1;
   while (pending->next < pending->decisions.size()) {
     const std::size_t index = pending->next;
+    const Micros waited_us = may_wait ? pending->waited_us[index] : policy::kCannotWait;
     const Micros started_us = steadyMicros();
     policy::PolicyDecision decision;
     if (pending->kind == Pending::Kind::kAuth) {
       const policy::RequestContext context =
           policy::resolveIdentity(policy, *pending->auth_view, unixSeconds(clock_));
-      decision = policy::decide(policy, context, engine_, pending->waited_us[index]);
+      decision = policy::decide(policy, context, engine_, waited_us);
     } else if (const auto& item = pending->body.items[index]; item.request) {
       const policy::RequestContext context =
           policy::resolveIdentity(policy, *item.request, unixSeconds(clock_));
-      decision = policy::decide(policy, context, engine_, pending->waited_us[index]);
+      decision = policy::decide(policy, context, engine_, waited_us);
     } else {
       Result<policy::PolicyDecision> named = policy::decideNamed(
-          policy, item.limit, item.key, item.tier, item.cost, engine_, pending->waited_us[index]);
+          policy, item.limit, item.key, item.tier, item.cost, engine_, waited_us);
       if (!named.ok()) {
         pending->errors[index] = named.error();
         ++pending->next;
@@ -158,7 +161,9 @@ void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
     metrics_.observeDecisionLatency(steadyMicros() - started_us);
     if (decision.throttle_wait_us > 0) {
       // Hold the request on a timer, no thread blocked, then decide again.
-      metrics_.countDecision(decision.binding()->label, Metrics::Result::kThrottled);
+      if (pending->waited_us[index] == 0) {  // once per request, however many passes
+        metrics_.countDecision(decision.binding()->label, Metrics::Result::kThrottled);
+      }
       pending->waited_us[index] += decision.throttle_wait_us;
       pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
       pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
@@ -176,8 +181,18 @@ void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
     for (const std::string& name : decision.shadowDenials()) {
       metrics_.countDecision(name, Metrics::Result::kShadowDenied);
     }
+    const Micros hold_us = may_wait ? decision.hold_us : 0;
     pending->decisions[index] = std::move(decision);
     ++pending->next;
+    if (hold_us > 0) {
+      // A shaper admitted the request into a later slot: let it through then.
+      pending->waited_us[index] += hold_us;
+      pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
+      pending->timer->expires_after(std::chrono::microseconds(hold_us));
+      pending->timer->async_wait(
+          [this, pending](const boost::system::error_code&) { respondCheck(pending); });
+      return;
+    }
   }
   respondCheck(pending);
 }

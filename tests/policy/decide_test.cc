@@ -147,13 +147,22 @@ limits:
 )");
   const PolicyDecision first = decideFor(request("/"));
   ASSERT_EQ(first.enforced_checks.size(), 1u);
-  EXPECT_NE(first.enforced_checks[0].key.find("ip=198.51.100.7"), std::string::npos);
+  EXPECT_EQ(first.enforced_checks[0].key, "7:by-useri12:198.51.100.7");  // the address fallback
   EXPECT_FALSE(decideFor(request("/")).allowed);
   RequestView user = request("/");
   user.headers.emplace_back("x-user", "alice");
   user.headers.emplace_back("X-Team", "red");
   EXPECT_TRUE(decideFor(user).allowed);
   EXPECT_EQ(decideFor(user).enforced_checks.size(), 2u);
+}
+
+// A header value that spells the address fallback does not touch the address's counter.
+TEST_F(DecideTest, HeaderValuesCannotSpellTheFallback) {
+  load("limits:\n  - { name: by-user, key: \"header:X-User\", rate: 1/min }\n");
+  RequestView crafted = request("/", "192.0.2.9");
+  crafted.headers.emplace_back("X-User", "i12:198.51.100.7");
+  EXPECT_TRUE(decideFor(crafted).allowed);
+  EXPECT_TRUE(decideFor(request("/")).allowed);  // 198.51.100.7's own counter is untouched
 }
 
 // X-Forwarded-For counts only from a trusted proxy; a client cannot pick its own address.
@@ -168,6 +177,9 @@ limits:
   EXPECT_EQ(resolveIdentity(*policy_, spoofed, 0).client_ip, "198.51.100.7");
   RequestView proxied = request("/", "10.1.2.3");
   proxied.headers.emplace_back("X-Forwarded-For", "203.0.113.99, 10.9.9.9");
+  // A Forwarded header the proxy does not maintain reaches us from the client, unchanged:
+  // it is ignored unless configured as the proxy's header.
+  proxied.headers.emplace_back("Forwarded", "for=198.18.0.1");
   EXPECT_EQ(resolveIdentity(*policy_, proxied, 0).client_ip, "203.0.113.99");
 }
 
@@ -189,12 +201,13 @@ limits:
     const RequestContext context = resolveIdentity(*policy_, view, now_s);
     return planChecks(*policy_, context).at(0).key;
   };
-  EXPECT_EQ(keyFor(hs256Token("alice", now_s + 60, kSecret)), "per-user:alice");
-  EXPECT_EQ(keyFor(hs256Token("alice", now_s - 60, kSecret)), "per-user:ip=198.51.100.7");
+  const std::string by_address = "8:per-useri12:198.51.100.7";
+  EXPECT_EQ(keyFor(hs256Token("alice", now_s + 60, kSecret)), "8:per-userk5:alice");
+  EXPECT_EQ(keyFor(hs256Token("alice", now_s - 60, kSecret)), by_address);
   EXPECT_EQ(keyFor(hs256Token("alice", now_s + 60, "another-secret-another-secret-xx")),
-            "per-user:ip=198.51.100.7");
+            by_address);
   // alg none: header {"alg":"none"}, payload {"sub":"mallory"}, no signature.
-  EXPECT_EQ(keyFor("eyJhbGciOiJub25lIn0.eyJzdWIiOiJtYWxsb3J5In0."), "per-user:ip=198.51.100.7");
+  EXPECT_EQ(keyFor("eyJhbGciOiJub25lIn0.eyJzdWIiOiJtYWxsb3J5In0."), by_address);
 }
 
 // JSON-path selectors read the request document.
@@ -206,7 +219,7 @@ limits:
   RequestView view = request("/");
   view.headers.emplace_back("x-user-id", "u-17");
   const RequestContext context = resolveIdentity(*policy_, view, 0);
-  EXPECT_EQ(planChecks(*policy_, context).at(0).key, "per-user:u-17");
+  EXPECT_EQ(planChecks(*policy_, context).at(0).key, "8:per-userk4:u-17");
 }
 
 // The decision API's direct form: a named limit with the caller's key.

@@ -7,6 +7,13 @@
 namespace sluice::policy {
 namespace {
 
+// "<length>:<text>", as counter keys spell each part.
+std::string part(std::string_view text) {
+  std::string out;
+  appendCounterPart(out, text);
+  return out;
+}
+
 class KeySelectorTest : public ::testing::Test {
  protected:
   KeySelectorTest() : context_(view_) {
@@ -32,22 +39,30 @@ class KeySelectorTest : public ::testing::Test {
 
 // Each part reads its own piece of the request; parts join with '|'.
 TEST_F(KeySelectorTest, PartsAndCombinations) {
-  EXPECT_EQ(key({"global"}), "global");
-  EXPECT_EQ(key({"ip"}), "192.0.2.5");
-  EXPECT_EQ(key({"header:x-user-id"}), "u1");
-  EXPECT_EQ(key({"cookie:user-id"}), "u2");
-  EXPECT_EQ(key({"cookie:id"}), "short");
-  EXPECT_EQ(key({"tier", "method", "path"}), "free|POST|/orders/7");
-  EXPECT_EQ(key({"ip", "route"}), "192.0.2.5|POST /orders/*");
-  EXPECT_EQ(key({"api_key"}), hashApiKey("secret-key"));
+  EXPECT_EQ(key({"global"}), "6:global");
+  EXPECT_EQ(key({"ip"}), "9:192.0.2.5");
+  EXPECT_EQ(key({"header:x-user-id"}), "2:u1");
+  EXPECT_EQ(key({"cookie:user-id"}), "2:u2");
+  EXPECT_EQ(key({"cookie:id"}), "5:short");
+  EXPECT_EQ(key({"tier", "method", "path"}), "4:free4:POST9:/orders/7");
+  EXPECT_EQ(key({"ip", "route"}), "9:192.0.2.514:POST /orders/*");
+  EXPECT_EQ(key({"api_key"}), part(hashApiKey("secret-key")));
   EXPECT_EQ(key({"api_key"})->find("secret"), std::string::npos);
 }
 
 // `client` is the API key only when the key is known; otherwise the address.
 TEST_F(KeySelectorTest, ClientPrefersKnownKeys) {
-  EXPECT_EQ(key({"client"}), "192.0.2.5");
+  EXPECT_EQ(key({"client"}), "9:192.0.2.5");
   context_.api_key_known = true;
-  EXPECT_EQ(key({"client"}), hashApiKey("secret-key"));
+  EXPECT_EQ(key({"client"}), part(hashApiKey("secret-key")));
+}
+
+// Parts are length-prefixed, so values containing separators cannot spell other keys.
+TEST_F(KeySelectorTest, ValuesCannotForgeOtherKeys) {
+  view_.headers = {{"A", "x"}, {"B", "y|z"}};
+  const auto split_one_way = key({"header:A", "header:B"});
+  view_.headers = {{"A", "x|y"}, {"B", "z"}};
+  EXPECT_NE(key({"header:A", "header:B"}), split_one_way);
 }
 
 // A missing part makes the whole key missing.
