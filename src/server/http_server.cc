@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <charconv>
+#include <ctime>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -57,6 +58,20 @@ HttpResponse plainResponse(http::status status, std::string_view message, unsign
   return response;
 }
 
+// The IMF-fixdate for the Date header (RFC 9110 5.6.7), formatted once per second per thread.
+std::string_view httpDate() {
+  thread_local std::time_t cached_second = 0;
+  thread_local char text[40] = {};
+  const std::time_t now = std::time(nullptr);
+  if (now != cached_second) {
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &utc);
+    cached_second = now;
+  }
+  return text;
+}
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, net::io_context& loop, std::shared_ptr<HttpServer::State> state)
@@ -94,8 +109,29 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(state_->limits.max_body_bytes);
     stream_.expires_after(std::chrono::microseconds(state_->limits.request_timeout_us));
     busy_ = false;
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::onRead, shared_from_this()));
+    head_request_ = false;
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::onHeader, shared_from_this()));
+  }
+
+  // The header block is in: answer `Expect: 100-continue` before reading the body, or a client
+  // that waits for it would stall until its own timeout.
+  void onHeader(beast::error_code ec, std::size_t bytes) {
+    if (ec) return onRead(ec, bytes);
+    const auto& header = parser_->get();
+    const bool wants_continue =
+        header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");
+    if (!wants_continue || parser_->is_done()) {
+      return http::async_read(stream_, buffer_, *parser_,
+                              beast::bind_front_handler(&Session::onRead, shared_from_this()));
+    }
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                     [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
+                       if (write_ec) return self->close();
+                       http::async_read(self->stream_, self->buffer_, *self->parser_,
+                                        beast::bind_front_handler(&Session::onRead, self));
+                     });
   }
 
   void onRead(beast::error_code ec, std::size_t /*bytes*/) {
@@ -119,6 +155,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();  // the handler may wait (throttle); its answer is bounded instead
     HttpRequest request = parser_->release();
     const bool keep_alive = request.keep_alive();
+    head_request_ = request.method() == http::verb::head;
     auto self = shared_from_this();
     state_->handler(std::move(request), peer_, loop_, [self, keep_alive](HttpResponse&& response) {
       // Runs inline when the handler answers on this connection's loop; a throttled
@@ -149,8 +186,10 @@ class Session : public std::enable_shared_from_this<Session> {
       out_ += field.value();
       out_ += "\r\n";
     }
-    out_ += "\r\n";
-    out_ += response.body();
+    out_ += "Date: ";
+    out_ += httpDate();
+    out_ += "\r\n\r\n";
+    if (!head_request_) out_ += response.body();  // HEAD: the headers, Content-Length included
     stream_.expires_after(std::chrono::microseconds(state_->limits.request_timeout_us));
     net::async_write(stream_, net::buffer(out_),
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -173,7 +212,8 @@ class Session : public std::enable_shared_from_this<Session> {
   tcp::endpoint peer_;
   bool busy_ = false;  // a request is being handled (only touched on the connection's loop)
   bool keep_alive_ = false;
-  std::string out_;  // the response being written
+  bool head_request_ = false;  // the request being answered is a HEAD
+  std::string out_;            // the response being written
 };
 
 void accept(const std::shared_ptr<HttpServer::State>& state,

@@ -105,8 +105,10 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
   pending->loop = &loop;
   if (path == "/v1/check") {
     if (request.method() != http::verb::post) {
-      return pending->respond(
-          errorResponse(http::status::method_not_allowed, "use POST", request.version()));
+      HttpResponse response =
+          errorResponse(http::status::method_not_allowed, "use POST", request.version());
+      response.set(http::field::allow, "POST");
+      return pending->respond(std::move(response));
     }
     Result<sluice::http::CheckBody> body =
         sluice::http::parseCheckBody(request.body(), peer.address());
@@ -286,7 +288,9 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
   }
   if (path == "/admin/reload") {
     if (request.method() != http::verb::post) {
-      return respond(errorResponse(http::status::method_not_allowed, "use POST", version));
+      HttpResponse response = errorResponse(http::status::method_not_allowed, "use POST", version);
+      response.set(http::field::allow, "POST");
+      return respond(std::move(response));
     }
     const std::vector<std::string> errors = reload();
     boost::json::array list;

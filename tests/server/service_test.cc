@@ -289,5 +289,33 @@ TEST_F(ServiceTest, TiersByApiKey) {
   EXPECT_EQ(tiered("staff").header("ratelimit-policy").find("tiered"), std::string::npos);
 }
 
+// HTTP details: HEAD answers carry no body (so pipelined requests stay framed), 405 says what is
+// allowed, every answer is dated, and Expect: 100-continue is answered before the body is read.
+TEST_F(ServiceTest, HttpDetails) {
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(api_endpoint_);
+  const timeval watchdog{.tv_sec = 10, .tv_usec = 0};
+  setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &watchdog, sizeof watchdog);
+  boost::asio::write(socket, boost::asio::buffer(std::string(
+                                 "HEAD /v1/check HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")));
+  std::string received;
+  boost::system::error_code ec;
+  boost::asio::read(socket, boost::asio::dynamic_buffer(received), ec);
+  const std::size_t second = received.find("HTTP/1.1 404");
+  ASSERT_NE(second, std::string::npos) << received;
+  const std::string head_answer = received.substr(0, second);
+  EXPECT_TRUE(head_answer.starts_with("HTTP/1.1 405")) << head_answer;
+  EXPECT_NE(head_answer.find("Allow: POST"), std::string::npos);
+  EXPECT_NE(head_answer.find("Date: "), std::string::npos);
+  EXPECT_TRUE(head_answer.ends_with("\r\n\r\n")) << "a body followed the HEAD answer";
+
+  const HttpReply continued =
+      httpCall(api_endpoint_, http::verb::post, "/v1/check", R"({"limit": "per-ip", "key": "e"})",
+               {{"Expect", "100-continue"}});
+  EXPECT_EQ(continued.status, 200) << continued.body;
+}
+
 }  // namespace
 }  // namespace sluice::server

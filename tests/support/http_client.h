@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,8 +27,9 @@ struct HttpReply {
   }
 };
 
-inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server, boost::beast::http::verb method,
-                          const std::string& target, const std::string& body = "",
+inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server,
+                          boost::beast::http::verb method, const std::string& target,
+                          const std::string& body = "",
                           const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   namespace beast = boost::beast;
   namespace http = beast::http;
@@ -45,10 +47,14 @@ inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server, boost::b
   http::write(stream, request, ec);
   if (ec) return {};
   beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(64 << 20);
-  http::read(stream, buffer, parser, ec);
-  if (ec) return {};
+  std::optional<http::response_parser<http::string_body>> parsed;
+  do {  // interim 1xx answers (100 Continue) come before the real one
+    parsed.emplace();
+    parsed->body_limit(64 << 20);
+    http::read(stream, buffer, *parsed, ec);
+    if (ec) return {};
+  } while (parsed->get().result_int() >= 100 && parsed->get().result_int() < 200);
+  auto& parser = *parsed;
   HttpReply reply;
   reply.status = static_cast<int>(parser.get().result_int());
   for (const auto& field : parser.get()) {
