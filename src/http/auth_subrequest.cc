@@ -21,9 +21,7 @@ policy::RequestView viewFromSubrequest(
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
   view.path =
       first_of({"X-Original-URI", "X-Forwarded-Uri"}).value_or(std::string(subrequest.target()));
-  if (const std::size_t query = view.path.find('?'); query != std::string::npos)
-    view.path.resize(query);
-  if (view.path.empty()) view.path = "/";
+  view.path = policy::normalizePath(view.path);
   return view;
 }
 

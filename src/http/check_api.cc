@@ -44,8 +44,7 @@ Result<policy::RequestView> parseRequest(const json::value& value,
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
   view.path = stringField(object, "path", false, error).value_or("/");
   if (!error.empty()) return Error{"request: " + error};
-  if (const std::size_t query = view.path.find('?'); query != std::string::npos)
-    view.path.resize(query);
+  view.path = policy::normalizePath(view.path);
   view.peer = peer;
   if (const json::value* ip = object.if_contains("client_ip")) {
     if (!ip->is_string()) return Error{"request: \"client_ip\" must be a string"};

@@ -411,6 +411,9 @@ RouteMatch loadMatch(const YAML::Node& node, const std::string& where, Errors& e
     ++paths;
     kind = path_kind;
     path = scalar(node[key], where + ".match." + key, errors).value_or("");
+    // Request paths are normalized before matching; an exact path must be written the same way.
+    if (path_kind == RouteMatch::PathKind::kExact && path.starts_with("/"))
+      path = normalizePath(path);
     if (!path.starts_with("/"))
       errors.add(node[key], where + ".match." + key + " must start with /");
   }

@@ -1,6 +1,7 @@
 #include "policy/request_view.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace sluice::policy {
 
@@ -8,6 +9,59 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept {
   const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
                                             [&](char x, char y) { return lower(x) == lower(y); });
+}
+
+namespace {
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string normalizePath(std::string_view raw) {
+  raw = raw.substr(0, raw.find('?'));
+  // Decode, keeping an encoded slash encoded: it is data, not a segment boundary.
+  std::string decoded;
+  decoded.reserve(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '%' && i + 2 < raw.size() && hexValue(raw[i + 1]) >= 0 &&
+        hexValue(raw[i + 2]) >= 0) {
+      const char c = static_cast<char>(hexValue(raw[i + 1]) * 16 + hexValue(raw[i + 2]));
+      if (c == '/') {
+        decoded += "%2F";
+      } else {
+        decoded += c;
+      }
+      i += 2;
+    } else {
+      decoded += raw[i];
+    }
+  }
+  // Resolve segments.
+  std::vector<std::string_view> segments;
+  std::string_view rest(decoded);
+  while (!rest.empty()) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view segment = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (segment.empty() || segment == ".") continue;
+    if (segment == "..") {
+      if (!segments.empty()) segments.pop_back();
+      continue;
+    }
+    segments.push_back(segment);
+  }
+  std::string path;
+  for (std::string_view segment : segments) {
+    path += '/';
+    path += segment;
+  }
+  if (path.empty()) path = "/";
+  return path;
 }
 
 std::optional<std::string_view> RequestView::header(std::string_view name) const noexcept {

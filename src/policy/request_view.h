@@ -26,6 +26,13 @@ struct RequestView {
   [[nodiscard]] std::string joinedHeader(std::string_view name) const;
 };
 
+// The path as a backend will see it, so a limit on /login cannot be dodged with /%6Cogin,
+// //login, /login/ or /a/../login: percent-encodings decoded (but %2F, which would change the
+// segments), runs of '/' merged, "." and ".." segments resolved (never above the root), a
+// trailing '/' dropped, query removed.
+// Never throws but for allocation.
+[[nodiscard]] std::string normalizePath(std::string_view raw);
+
 // ASCII case-insensitive equality, for header names.
 [[nodiscard]] bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept;
 

@@ -17,7 +17,9 @@ bool RouteMatch::matches(std::string_view method, std::string_view path) const n
     case PathKind::kExact:
       return path == path_;
     case PathKind::kPrefix:
-      return path.starts_with(path_);
+      // Request paths arrive normalized without a trailing '/': "/api" is in "/api/".
+      return path.starts_with(path_) ||
+             (path_.size() == path.size() + 1 && path_.back() == '/' && path_.starts_with(path));
     case PathKind::kGlob:
       return globMatches(path_, path);
   }

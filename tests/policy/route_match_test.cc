@@ -1,5 +1,7 @@
 #include "policy/route_match.h"
 
+#include "policy/request_view.h"
+
 #include <gtest/gtest.h>
 
 namespace sluice::policy {
@@ -28,6 +30,25 @@ TEST(RouteMatch, MethodsAndPaths) {
   const RouteMatch any;
   EXPECT_TRUE(any.matches("DELETE", "/whatever"));
   EXPECT_EQ(login.describe(), "POST /login");
+}
+
+// Paths are compared as a backend will read them, so encodings and extra segments do not dodge a
+// limit.
+TEST(NormalizePath, AsTheBackendSeesIt) {
+  EXPECT_EQ(normalizePath("/login"), "/login");
+  EXPECT_EQ(normalizePath("/%6Cogin"), "/login");
+  EXPECT_EQ(normalizePath("//login"), "/login");
+  EXPECT_EQ(normalizePath("/./login/"), "/login");
+  EXPECT_EQ(normalizePath("/a/b/../../login?x=1"), "/login");
+  EXPECT_EQ(normalizePath("/../../login"), "/login");
+  EXPECT_EQ(normalizePath("/a%2Fb"), "/a%2Fb");  // an encoded slash is data, not a boundary
+  EXPECT_EQ(normalizePath("/bad%zzescape%4"), "/bad%zzescape%4");
+  EXPECT_EQ(normalizePath(""), "/");
+  EXPECT_EQ(normalizePath("/"), "/");
+  const RouteMatch api({}, RouteMatch::PathKind::kPrefix, "/api/");
+  EXPECT_TRUE(api.matches("GET", normalizePath("/api/")));
+  EXPECT_TRUE(api.matches("GET", normalizePath("/api//x")));
+  EXPECT_FALSE(api.matches("GET", normalizePath("/apix")));
 }
 
 }  // namespace
