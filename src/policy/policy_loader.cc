@@ -1,5 +1,7 @@
 #include "policy/policy_loader.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <functional>
@@ -7,6 +9,7 @@
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
+#include <boost/asio/ip/address.hpp>
 
 #include "policy/api_key_hash.h"
 #include "policy/duration.h"
@@ -185,8 +188,15 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   }
   for (const auto& [value, name] :
        {std::pair{server.listen, "server.listen"}, std::pair{server.admin, "server.admin"}}) {
-    if (value.rfind(':') == std::string::npos) {
-      errors.add(node, std::string(name) + " must be host:port, e.g. 127.0.0.1:8080");
+    const std::size_t colon = value.rfind(':');
+    std::string host = colon == std::string::npos ? "" : value.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    boost::system::error_code bad_address;
+    boost::asio::ip::make_address(host, bad_address);
+    if (colon == std::string::npos || bad_address) {
+      errors.add(node, std::string(name) + " must be an IP address and port, e.g. 127.0.0.1:8080");
     }
   }
 }
@@ -225,7 +235,13 @@ void loadHeaders(const YAML::Node& node, HeaderSettings& headers, Errors& errors
               {"limit", "remaining", "reset", "retry_after", "ratelimit", "ratelimit_policy"},
               errors);
     for (const auto& entry : names) {
-      if (auto value = scalar(entry.second, "headers.names." + entry.first.Scalar(), errors)) {
+      const std::string where = "headers.names." + entry.first.Scalar();
+      if (auto value = scalar(entry.second, where, errors)) {
+        const bool token = !value->empty() && std::all_of(value->begin(), value->end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) ||
+                 std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+        });
+        if (!token) errors.add(entry.second, where + " \"" + *value + "\" is not a header name");
         headers.names[entry.first.Scalar()] = *value;
       }
     }
@@ -587,6 +603,14 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
     } else {
       std::set<std::string> names;
       for (const auto& limit : root["limits"]) loadLimit(limit, *policy, errors, names);
+      const bool tiered = std::any_of(policy->limits.begin(), policy->limits.end(),
+                                      [](const Limit& limit) { return limit.from_tier; });
+      if (tiered && !policy->tiers.empty() && !policy->tiers.contains("anonymous")) {
+        // Otherwise callers without a known key would silently have no tier limit at all.
+        errors.add(root["tiers"],
+                   "a limit takes its numbers from_tier, so tiers.anonymous must be defined "
+                   "(anonymous: {unlimited: true} exempts callers without a key)");
+      }
     }
     policy->redacted_yaml = redact(root);
   } catch (const YAML::Exception& error) {

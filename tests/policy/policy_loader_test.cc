@@ -159,5 +159,22 @@ limits:
   EXPECT_NE(policy->redacted_yaml.find("<redacted>"), std::string::npos);
 }
 
+// Settings that would only fail later are refused up front.
+TEST(PolicyLoader, RefusesWhatWouldFailLater) {
+  EXPECT_TRUE(
+      hasError(errorsOf("server: { listen: localhost:8080 }\nlimits: [{ name: a, rate: 1/s }]\n"),
+               1, "must be an IP address and port"));
+  EXPECT_TRUE(hasError(errorsOf("headers: { names: { limit: \"X Limit\" } }\n"
+                                "limits: [{ name: a, rate: 1/s }]\n"),
+                       1, "is not a header name"));
+  const std::vector<std::string> no_anonymous =
+      errorsOf("tiers:\n  gold: { rate: 10/s }\nlimits:\n  - { name: a, from_tier: true }\n");
+  EXPECT_TRUE(hasError(no_anonymous, 2, "tiers.anonymous must be defined"))
+      << describe(no_anonymous);
+  EXPECT_TRUE(
+      hasError(errorsOf("limits:\n  - { name: a, rate: 1/s, action: throttle, max_delay: 5m }\n"),
+               2, "max_delay must be at most 60s"));
+}
+
 }  // namespace
 }  // namespace sluice::policy
