@@ -56,7 +56,6 @@ bool contains(std::span<const std::uint64_t> hashes, std::uint64_t hash) noexcep
   return std::find(hashes.begin(), hashes.end(), hash) != hashes.end();
 }
 
-
 CompactState liveState(const CompactSlot& slot, Micros now_us) noexcept {
   return isExpired(slot.expires_s, now_us) ? CompactState{} : slot.state;
 }

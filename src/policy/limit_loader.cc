@@ -1,0 +1,219 @@
+#include "policy/limit_loader.h"
+
+#include <algorithm>
+#include <set>
+
+namespace sluice::policy {
+namespace {
+
+// A held request holds a connection; minutes of holding would let a few clients use them up.
+constexpr Micros kMaxThrottleDelayUs = 60 * kMicrosPerSecond;
+
+RouteMatch loadMatch(const YAML::Node& node, const std::string& where, Errors& errors) {
+  if (!isMap(node, where + ".match", errors)) return {};
+  checkKeys(node, where + ".match", {"method", "path", "path_prefix", "path_glob"}, errors);
+  std::vector<std::string> methods;
+  if (node["method"]) {
+    for (std::string method : stringList(node["method"], where + ".match.method", errors)) {
+      for (char& c : method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+      methods.push_back(method);
+    }
+  }
+  int paths = 0;
+  RouteMatch::PathKind kind = RouteMatch::PathKind::kAny;
+  std::string path;
+  for (const auto& [key, path_kind] : {std::pair{"path", RouteMatch::PathKind::kExact},
+                                       std::pair{"path_prefix", RouteMatch::PathKind::kPrefix},
+                                       std::pair{"path_glob", RouteMatch::PathKind::kGlob}}) {
+    if (!node[key]) continue;
+    ++paths;
+    kind = path_kind;
+    path = scalar(node[key], where + ".match." + key, errors).value_or("");
+    // Request paths are normalized before matching; an exact path must be written the same way.
+    if (path_kind == RouteMatch::PathKind::kExact && path.starts_with("/"))
+      path = normalizePath(path);
+    if (!path.starts_with("/"))
+      errors.add(node[key], where + ".match." + key + " must start with /");
+  }
+  if (paths > 1) errors.add(node, where + ".match takes one of path, path_prefix, path_glob");
+  return RouteMatch(std::move(methods), kind, std::move(path));
+}
+
+void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy, Errors& errors) {
+  if (policy.tiers.empty()) {
+    errors.add(node,
+               "limit " + limit.name + " takes its numbers from_tier, but no tiers are defined");
+    return;
+  }
+  for (const auto& [name, tier] : policy.tiers) {
+    if (tier.unlimited || tier.rate.count == 0)
+      continue;  // a tier without a rate is reported already
+    Result<LimitSpec> spec =
+        LimitSpec::make(limit.algorithm, tier.rate, tier.burst == 0 ? tier.rate.count : tier.burst);
+    if (!spec.ok()) {
+      errors.add(node, "limit " + limit.name + " with tier " + name + ": " + spec.error());
+      continue;
+    }
+    limit.tier_specs.emplace(name, std::move(spec).value());
+    if (tier.daily_quota > 0) {
+      Result<LimitSpec> daily = LimitSpec::fixedWindow(Rate{tier.daily_quota, kMicrosPerDay});
+      if (!daily.ok()) {
+        errors.add(node, "tier " + name + " daily_quota: " + daily.error());
+        continue;
+      }
+      limit.tier_daily_specs.emplace(name, std::move(daily).value());
+    }
+  }
+}
+
+// Cost, action, throttle delay, deny status and what to do when a key part is missing.
+void loadBehaviour(const YAML::Node& node, const std::string& where, Limit& limit, Errors& errors) {
+  if (node["cost"]) limit.cost = unsignedValue(node["cost"], where + ".cost", errors);
+  if (node["deny_status"]) {
+    const auto status =
+        unsignedValue(node["deny_status"], where + ".deny_status", errors).value_or(429);
+    if (status < 400 || status > 599)
+      errors.add(node["deny_status"], where + ".deny_status must be 400..599");
+    limit.deny_status = static_cast<int>(status);
+  }
+  if (node["action"]) {
+    const std::string action = scalar(node["action"], where + ".action", errors).value_or("");
+    if (action == "reject")
+      limit.action = Action::kReject;
+    else if (action == "throttle")
+      limit.action = Action::kThrottle;
+    else if (action == "shadow")
+      limit.action = Action::kShadow;
+    else
+      errors.add(node["action"], where + ".action must be reject, throttle or shadow");
+  }
+  if (node["max_delay"])
+    limit.max_delay_us = durationValue(node["max_delay"], where + ".max_delay", errors).value_or(0);
+  if (limit.action == Action::kThrottle && limit.max_delay_us <= 0) {
+    errors.add(node, where + " throttles and needs max_delay, e.g. max_delay: 2s");
+  }
+  // A held request holds a connection; minutes of holding would let a few clients use them up.
+  if (limit.max_delay_us > kMaxThrottleDelayUs) {
+    errors.add(node["max_delay"], where + ".max_delay must be at most 60s");
+  }
+  if (node["when_missing"]) {
+    const std::string value =
+        scalar(node["when_missing"], where + ".when_missing", errors).value_or("");
+    if (value == "ip")
+      limit.when_missing = WhenMissing::kUseIp;
+    else if (value == "skip")
+      limit.when_missing = WhenMissing::kSkip;
+    else
+      errors.add(node["when_missing"], where + ".when_missing must be ip or skip");
+  }
+}
+
+// The spec: fixed numbers from rate and burst, or the caller's tier's.
+void loadNumbers(const YAML::Node& node, const std::string& where, const Policy& policy,
+                 Limit& limit, Errors& errors) {
+  if (limit.from_tier) {
+    if (node["rate"] || node["burst"])
+      errors.add(node, where + " takes rate and burst from_tier; remove them here");
+    compileTierSpecs(limit, node, policy, errors);
+  } else if (!node["rate"]) {
+    errors.add(node, where + " needs a rate (e.g. rate: 100/min) or from_tier: true");
+  } else if (auto rate = rateValue(node["rate"], where + ".rate", errors)) {
+    const std::uint64_t burst =
+        node["burst"] ? unsignedValue(node["burst"], where + ".burst", errors).value_or(0)
+                      : rate->count;
+    Result<LimitSpec> spec = LimitSpec::make(limit.algorithm, *rate, burst);
+    if (spec.ok()) {
+      limit.spec = std::move(spec).value();
+    } else {
+      errors.add(node["burst"] ? node["burst"] : node["rate"], where + ": " + spec.error());
+    }
+  }
+}
+
+void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
+               std::set<std::string>& names) {
+  if (!isMap(node, "a limit", errors)) return;
+  checkKeys(node, "a limit",
+            {"name", "match", "key", "algorithm", "rate", "burst", "cost", "action", "max_delay",
+             "deny_status", "when_missing", "from_tier"},
+            errors);
+  Limit limit;
+  if (!node["name"]) {
+    errors.add(node, "a limit needs a name");
+  } else {
+    limit.name = scalar(node["name"], "limit name", errors).value_or("");
+    if (!names.insert(limit.name).second)
+      errors.add(node["name"], "limit name \"" + limit.name + "\" is used twice");
+  }
+  const std::string where = "limit " + limit.name;
+  if (node["match"]) limit.match = loadMatch(node["match"], where, errors);
+  std::vector<std::string> key_parts = node["key"] ? stringList(node["key"], where + ".key", errors)
+                                                   : std::vector<std::string>{"client"};
+  Result<KeySelector> key = KeySelector::parse(key_parts);
+  if (key.ok()) {
+    limit.key = std::move(key).value();
+  } else {
+    errors.add(node["key"] ? node["key"] : node, where + ": " + key.error());
+  }
+  if (node["algorithm"]) {
+    const std::string name = scalar(node["algorithm"], where + ".algorithm", errors).value_or("");
+    if (auto algorithm = parseAlgorithm(name)) {
+      limit.algorithm = *algorithm;
+    } else {
+      errors.add(node["algorithm"],
+                 where + ".algorithm \"" + name +
+                     "\" is unknown (fixed_window, sliding_window_log, sliding_window, "
+                     "token_bucket, token_bucket_interval, leaky_bucket, "
+                     "leaky_bucket_shaper, gcra)");
+    }
+  }
+  if (node["from_tier"])
+    limit.from_tier = boolValue(node["from_tier"], where + ".from_tier", errors).value_or(false);
+  loadBehaviour(node, where, limit, errors);
+  loadNumbers(node, where, policy, limit, errors);
+  policy.limits.push_back(std::move(limit));
+}
+
+}  // namespace
+
+void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {
+  if (!isMap(node, "tiers", errors)) return;
+  for (const auto& entry : node) {
+    Tier tier;
+    tier.name = entry.first.Scalar();
+    const YAML::Node spec = entry.second;
+    const std::string where = "tier " + tier.name;
+    if (!isMap(spec, where, errors)) continue;
+    checkKeys(spec, where, {"rate", "burst", "daily_quota", "unlimited"}, errors);
+    if (spec["unlimited"])
+      tier.unlimited = boolValue(spec["unlimited"], where + ".unlimited", errors).value_or(false);
+    if (spec["rate"]) tier.rate = rateValue(spec["rate"], where + ".rate", errors).value_or(Rate{});
+    if (spec["burst"])
+      tier.burst = unsignedValue(spec["burst"], where + ".burst", errors).value_or(0);
+    if (spec["daily_quota"]) {
+      tier.daily_quota =
+          unsignedValue(spec["daily_quota"], where + ".daily_quota", errors).value_or(0);
+    }
+    if (!tier.unlimited && !spec["rate"])
+      errors.add(spec, where + " needs a rate, or unlimited: true");
+    if (tier.unlimited && (spec["rate"] || spec["burst"] || spec["daily_quota"])) {
+      errors.add(spec, where + " is unlimited and cannot also have a rate, burst or daily_quota");
+    }
+    policy.tiers[tier.name] = tier;
+  }
+}
+
+void loadLimits(const YAML::Node& limits, const YAML::Node& tiers, Policy& policy, Errors& errors) {
+  std::set<std::string> names;
+  for (const auto& limit : limits) loadLimit(limit, policy, errors, names);
+  const bool tiered = std::any_of(policy.limits.begin(), policy.limits.end(),
+                                  [](const Limit& limit) { return limit.from_tier; });
+  if (tiered && !policy.tiers.empty() && !policy.tiers.contains("anonymous")) {
+    // Otherwise callers without a known key would silently have no tier limit at all.
+    errors.add(tiers,
+               "a limit takes its numbers from_tier, so tiers.anonymous must be defined "
+               "(anonymous: {unlimited: true} exempts callers without a key)");
+  }
+}
+
+}  // namespace sluice::policy

@@ -1,0 +1,113 @@
+#include "policy/yaml_fields.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "policy/duration.h"
+
+namespace sluice::policy {
+
+// Reports keys of `map` not in `allowed`: a misspelt key would otherwise be silently ignored.
+void checkKeys(const YAML::Node& map, const std::string& where,
+               std::initializer_list<std::string_view> allowed, Errors& errors) {
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    bool known = false;
+    for (std::string_view name : allowed) known = known || key == name;
+    if (!known) {
+      std::string list;
+      for (std::string_view name : allowed) list += (list.empty() ? "" : ", ") + std::string(name);
+      errors.add(entry.first,
+                 "unknown key \"" + key + "\" in " + where + " (expected " + list + ")");
+    }
+  }
+}
+
+bool isMap(const YAML::Node& node, const std::string& what, Errors& errors) {
+  if (node.IsMap()) return true;
+  errors.add(node, what + " must be a mapping");
+  return false;
+}
+
+std::optional<std::string> scalar(const YAML::Node& node, const std::string& what, Errors& errors) {
+  if (node.IsScalar()) return node.Scalar();
+  errors.add(node, what + " must be a single value");
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> unsignedValue(const YAML::Node& node, const std::string& what,
+                                           Errors& errors) {
+  const auto text = scalar(node, what, errors);
+  if (!text) return std::nullopt;
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || end != text->data() + text->size()) {
+    errors.add(node, what + " must be a whole number, not \"" + *text + "\"");
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<bool> boolValue(const YAML::Node& node, const std::string& what, Errors& errors) {
+  const auto text = scalar(node, what, errors);
+  if (!text) return std::nullopt;
+  if (*text == "true" || *text == "yes" || *text == "on") return true;
+  if (*text == "false" || *text == "no" || *text == "off") return false;
+  errors.add(node, what + " must be true or false, not \"" + *text + "\"");
+  return std::nullopt;
+}
+
+std::optional<Micros> durationValue(const YAML::Node& node, const std::string& what,
+                                    Errors& errors) {
+  const auto text = scalar(node, what, errors);
+  if (!text) return std::nullopt;
+  Result<Micros> parsed = parseDuration(*text);
+  if (!parsed.ok()) {
+    errors.add(node, what + ": " + parsed.error());
+    return std::nullopt;
+  }
+  return parsed.value();
+}
+
+std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, Errors& errors) {
+  const auto text = scalar(node, what, errors);
+  if (!text) return std::nullopt;
+  Result<Rate> parsed = Rate::parse(*text);
+  if (!parsed.ok()) {
+    errors.add(node, what + ": " + parsed.error());
+    return std::nullopt;
+  }
+  return parsed.value();
+}
+
+// A scalar or a sequence of scalars, as a list.
+std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
+                                    Errors& errors) {
+  std::vector<std::string> values;
+  if (node.IsScalar()) {
+    values.push_back(node.Scalar());
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (auto text = scalar(item, what + " entry", errors)) values.push_back(*text);
+    }
+  } else {
+    errors.add(node, what + " must be a value or a list of values");
+  }
+  return values;
+}
+
+std::string readFile(const std::string& path, bool& ok) {
+  std::ifstream in(path, std::ios::binary);
+  ok = static_cast<bool>(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string resolvePath(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || path.front() == '/' || base_dir.empty()) return path;
+  return base_dir + "/" + path;
+}
+
+}  // namespace sluice::policy

@@ -1,0 +1,62 @@
+// Reading typed fields out of YAML while collecting every error with its file, line and column:
+// the shared vocabulary of the configuration loaders.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "sluice/rate.h"
+#include "sluice/time.h"
+
+namespace sluice::policy {
+
+// Collects errors with their place in the file; every check reports and carries on, so one run
+// of `sluice validate` lists every problem.
+class Errors {
+ public:
+  explicit Errors(std::string source) : source_(std::move(source)) {}
+
+  void add(const YAML::Mark& mark, const std::string& message) {
+    if (mark.is_null()) {
+      list_.push_back(source_ + ": " + message);
+    } else {
+      list_.push_back(source_ + ":" + std::to_string(mark.line + 1) + ":" +
+                      std::to_string(mark.column + 1) + ": " + message);
+    }
+  }
+  void add(const YAML::Node& node, const std::string& message) { add(node.Mark(), message); }
+  [[nodiscard]] bool empty() const noexcept { return list_.empty(); }
+  std::vector<std::string> take() { return std::move(list_); }
+  [[nodiscard]] const std::string& source() const noexcept { return source_; }
+
+ private:
+  std::string source_;
+  std::vector<std::string> list_;
+};
+
+// Each reader reports a problem (naming `what`) and returns nullopt / a default, so loading goes on
+// and one run of `sluice validate` lists every problem.
+void checkKeys(const YAML::Node& map, const std::string& where,
+               std::initializer_list<std::string_view> allowed, Errors& errors);
+bool isMap(const YAML::Node& node, const std::string& what, Errors& errors);
+std::optional<std::string> scalar(const YAML::Node& node, const std::string& what, Errors& errors);
+std::optional<std::uint64_t> unsignedValue(const YAML::Node& node, const std::string& what,
+                                           Errors& errors);
+std::optional<bool> boolValue(const YAML::Node& node, const std::string& what, Errors& errors);
+std::optional<Micros> durationValue(const YAML::Node& node, const std::string& what,
+                                    Errors& errors);
+std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, Errors& errors);
+std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
+                                    Errors& errors);
+// The whole file; `ok` says whether it could be read.
+std::string readFile(const std::string& path, bool& ok);
+// `path` relative to the configuration's directory, unless absolute.
+std::string resolvePath(const std::string& base_dir, const std::string& path);
+
+}  // namespace sluice::policy
