@@ -54,6 +54,23 @@ void stopWhenDrained(sluice::server::IoPool& pool, std::shared_ptr<net::steady_t
   });
 }
 
+// The listeners' bounds. Past the file-descriptor limit accept() fails instead of the cap
+// answering 503, so the cap stays below it, with room for the listeners, logs and store.
+sluice::server::HttpServerLimits serverLimits(const sluice::policy::Policy& policy) {
+  std::size_t max_connections = policy.server.max_connections;
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+      files.rlim_cur > 64 && max_connections > files.rlim_cur - 64) {
+    spdlog::warn("server.max_connections {} lowered to {} to fit the open-files limit",
+                 max_connections, files.rlim_cur - 64);
+    max_connections = files.rlim_cur - 64;
+  }
+  return sluice::server::HttpServerLimits{.max_header_bytes = 16 * 1024,
+                                          .max_body_bytes = policy.server.max_body_bytes,
+                                          .request_timeout_us = policy.server.request_timeout_us,
+                                          .max_connections = max_connections};
+}
+
 int serve(const std::string& path) {
   const sluice::policy::LoadResult loaded = sluice::policy::loadPolicy(path);
   if (loaded.policy == nullptr) {
@@ -68,21 +85,7 @@ int serve(const std::string& path) {
   net::io_context& io = pool.first();  // signals, drain polling and throttle timers
   sluice::SystemClock clock;
   sluice::server::Service service(loaded.policy, path, clock);
-  // Past the file-descriptor limit accept() fails instead of the cap answering 503: keep the
-  // cap below it, with room for the listeners, logs and store.
-  std::size_t max_connections = policy.server.max_connections;
-  rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
-      files.rlim_cur > 64 && max_connections > files.rlim_cur - 64) {
-    spdlog::warn("server.max_connections {} lowered to {} to fit the open-files limit",
-                 max_connections, files.rlim_cur - 64);
-    max_connections = files.rlim_cur - 64;
-  }
-  const sluice::server::HttpServerLimits limits{
-      .max_header_bytes = 16 * 1024,
-      .max_body_bytes = policy.server.max_body_bytes,
-      .request_timeout_us = policy.server.request_timeout_us,
-      .max_connections = max_connections};
+  const sluice::server::HttpServerLimits limits = serverLimits(policy);
   HttpServer api(pool, limits,
                  [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
                    service.handleApi(std::move(request), peer, loop, std::move(respond));

@@ -133,34 +133,38 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
   decideAndRespond(std::move(pending));
 }
 
+Result<policy::PolicyDecision> Service::decideItem(const Pending& pending, std::size_t index,
+                                                   Micros waited_us) {
+  const policy::Policy& policy = *pending.policy;
+  const policy::RequestView* view =
+      pending.kind == Pending::Kind::kAuth
+          ? &*pending.auth_view
+          : (pending.body.items[index].request ? &*pending.body.items[index].request : nullptr);
+  if (view != nullptr) {
+    const policy::RequestContext context =
+        policy::resolveIdentity(policy, *view, unixSeconds(clock_));
+    return policy::decide(policy, context, engine_, waited_us);
+  }
+  const auto& item = pending.body.items[index];
+  return policy::decideNamed(policy, item.limit, item.key, item.tier, item.cost, engine_,
+                             waited_us);
+}
+
 void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
-  const policy::Policy& policy = *pending->policy;
   // Items of a batch cannot wait: each would hold the connection in turn.
   const bool may_wait = pending->decisions.size() == 1;
   while (pending->next < pending->decisions.size()) {
     const std::size_t index = pending->next;
     const Micros waited_us = may_wait ? pending->waited_us[index] : policy::kCannotWait;
     const Micros started_us = steadyMicros();
-    policy::PolicyDecision decision;
-    if (pending->kind == Pending::Kind::kAuth) {
-      const policy::RequestContext context =
-          policy::resolveIdentity(policy, *pending->auth_view, unixSeconds(clock_));
-      decision = policy::decide(policy, context, engine_, waited_us);
-    } else if (const auto& item = pending->body.items[index]; item.request) {
-      const policy::RequestContext context =
-          policy::resolveIdentity(policy, *item.request, unixSeconds(clock_));
-      decision = policy::decide(policy, context, engine_, waited_us);
-    } else {
-      Result<policy::PolicyDecision> named = policy::decideNamed(
-          policy, item.limit, item.key, item.tier, item.cost, engine_, waited_us);
-      if (!named.ok()) {
-        pending->errors[index] = named.error();
-        ++pending->next;
-        continue;
-      }
-      decision = std::move(named).value();
-    }
+    Result<policy::PolicyDecision> decided = decideItem(*pending, index, waited_us);
     metrics_.observeDecisionLatency(steadyMicros() - started_us);
+    if (!decided.ok()) {
+      pending->errors[index] = decided.error();
+      ++pending->next;
+      continue;
+    }
+    policy::PolicyDecision decision = std::move(decided).value();
     if (decision.throttle_wait_us > 0) {
       // Hold the request on a timer, no thread blocked, then decide again.
       if (pending->waited_us[index] == 0) {  // once per request, however many passes

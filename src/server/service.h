@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "engine/engine.h"
+#include "policy/decide.h"
 #include "policy/policy.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -41,6 +42,9 @@ class Service {
  private:
   struct Pending;  // a request between decisions while it is throttled
 
+  // One item of the request, on its view or as a named limit; error for an unknown limit.
+  Result<policy::PolicyDecision> decideItem(const Pending& pending, std::size_t index,
+                                            Micros waited_us);
   void decideAndRespond(std::shared_ptr<Pending> pending);
   void respondCheck(const std::shared_ptr<Pending>& pending);
 
