@@ -11,18 +11,7 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-free_port() {
-  local port
-  for _ in $(seq 1 100); do
-    port=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
-  done
-  exit 1
-}
-wait_for_port() {
-  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done
-  echo "nothing listens on $1" >&2; exit 1
-}
+source tests/integration/lib.sh
 
 nginx_port=$(free_port); sluice_port=$(free_port); admin_port=$(free_port)
 mkdir -p "$work/tmp"

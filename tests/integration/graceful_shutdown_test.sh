@@ -5,26 +5,16 @@
 set -euo pipefail
 sluice_bin="$1"
 work="$(mktemp -d)"
-sluice_pid=""
-cleanup() {
-  if [ -n "$sluice_pid" ]; then { kill -TERM "$sluice_pid" && wait "$sluice_pid"; } 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/lib.sh"
+trap 'stop_sluice; rm -rf "$work"' EXIT
 
 cat > "$work/sluice.yaml" <<'YAML'
 server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }
 limits:
   - { name: slow, key: ip, algorithm: gcra, rate: 1/s, burst: 1, action: throttle, max_delay: 3s }
 YAML
-"$sluice_bin" serve --config "$work/sluice.yaml" > "$work/out.log" 2> "$work/err.log" &
-sluice_pid=$!
-for _ in $(seq 1 100); do grep -q "listening" "$work/out.log" && break; sleep 0.05; done
-port=$(sed -n 's/.*api=127.0.0.1:\([0-9]*\).*/\1/p' "$work/out.log")
-[ -n "$port" ] || fail "sluice did not start: $(cat "$work/err.log")"
-
-url="http://127.0.0.1:$port/v1/auth"
+start_sluice "$sluice_bin" "$work/sluice.yaml"
+url="http://127.0.0.1:$sluice_port/v1/auth"
 [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$url")" = 200 ] || fail "first request"
 # The second request waits about a second for its slot; stop the server while it waits.
 curl -s -D "$work/headers" -o /dev/null -w '%{http_code}' --max-time 10 "$url" > "$work/status" &

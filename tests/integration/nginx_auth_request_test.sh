@@ -7,6 +7,7 @@ set -euo pipefail
 sluice_bin="$1"
 example_dir="$2"
 work="$(mktemp -d)"
+source "$(dirname "$0")/lib.sh"
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -14,25 +15,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# A port nobody listens on (a small race with other processes is acceptable for a test).
-free_port() {
-  local port
-  for _ in $(seq 1 100); do
-    port=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
-  done
-  fail "no free port"
-}
-
-wait_for_port() {
-  for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
-    sleep 0.05
-  done
-  fail "nothing listens on port $1"
-}
 
 front=$(free_port); backend=$(free_port); sluice_port=$(free_port); admin=$(free_port)
 sed -e "s/127.0.0.1:8080/127.0.0.1:$sluice_port/; s/127.0.0.1:9090/127.0.0.1:$admin/" \

@@ -5,24 +5,15 @@
 set -euo pipefail
 sluice_bin="$1"
 work="$(mktemp -d)"
-sluice_pid=""
-cleanup() {
-  if [ -n "$sluice_pid" ]; then { kill -TERM "$sluice_pid" && wait "$sluice_pid"; } 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/lib.sh"
+trap 'stop_sluice; rm -rf "$work"' EXIT
 
 write_config() {  # rate
   printf 'server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }\nlimits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: %s }\n' "$1" > "$work/sluice.yaml"
 }
 write_config 2/min
-"$sluice_bin" serve --config "$work/sluice.yaml" > "$work/out.log" 2> "$work/err.log" &
-sluice_pid=$!
-for _ in $(seq 1 100); do grep -q "listening" "$work/out.log" && break; sleep 0.05; done
-port=$(sed -n 's/.*api=127.0.0.1:\([0-9]*\).*/\1/p' "$work/out.log")
-[ -n "$port" ] || fail "sluice did not start: $(cat "$work/err.log")"
-limit() { curl -s -D - -o /dev/null --max-time 5 "http://127.0.0.1:$port/v1/auth" | tr -d '\r' | sed -n 's/^X-RateLimit-Limit: //p'; }
+start_sluice "$sluice_bin" "$work/sluice.yaml"
+limit() { curl -s -D - -o /dev/null --max-time 5 "http://127.0.0.1:$sluice_port/v1/auth" | tr -d '\r' | sed -n 's/^X-RateLimit-Limit: //p'; }
 
 [ "$(limit)" = 2 ] || fail "the initial limit is not 2"
 write_config 7/min
@@ -33,9 +24,9 @@ for _ in $(seq 1 100); do seen=$(limit); [ "$seen" = 7 ] && break; sleep 0.05; d
 
 write_config 7/fortnight
 kill -HUP "$sluice_pid"
-for _ in $(seq 1 100); do grep -q "reload refused" "$work/err.log" && break; sleep 0.05; done
-grep -q "reload refused.*fortnight" "$work/err.log" || fail "the broken reload was not reported: $(cat "$work/err.log")"
-grep -q "sluice.yaml:3:" "$work/err.log" || fail "the error has no file:line: $(cat "$work/err.log")"
+for _ in $(seq 1 100); do grep -q "reload refused" "$work/sluice.err" && break; sleep 0.05; done
+grep -q "reload refused.*fortnight" "$work/sluice.err" || fail "the broken reload was not reported: $(cat "$work/sluice.err")"
+grep -q "sluice.yaml:3:" "$work/sluice.err" || fail "the error has no file:line: $(cat "$work/sluice.err")"
 [ "$(limit)" = 7 ] || fail "the old policy did not keep serving"
 echo "SIGHUP reload: good config applied, broken config refused with file:line"
 echo "1 passed, 0 failed"

@@ -1,0 +1,41 @@
+# Shared by the integration tests and bench/http_bench.sh: loopback ports, waiting for a
+# listener, and a `sluice serve` in the background. Every wait is bounded.
+# The caller sets `work` (a temporary directory) and `set -euo pipefail`.
+
+sluice_pid=""
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A port nobody listens on (a small race with other processes is acceptable for a test).
+free_port() {
+  local port
+  for _ in $(seq 1 100); do
+    port=$((20000 + RANDOM % 20000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
+  done
+  fail "no free port"
+}
+
+wait_for_port() {
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
+    sleep 0.05
+  done
+  fail "nothing listens on port $1"
+}
+
+# Starts `$1 serve --config $2` and sets sluice_pid and sluice_port (read from its
+# "listening api=..." line, so the config may use port 0).
+start_sluice() {
+  "$1" serve --config "$2" > "$work/sluice.out" 2> "$work/sluice.err" &
+  sluice_pid=$!
+  for _ in $(seq 1 100); do grep -q "listening" "$work/sluice.out" && break; sleep 0.05; done
+  sluice_port=$(sed -n 's/.*api=127.0.0.1:\([0-9]*\).*/\1/p' "$work/sluice.out")
+  [ -n "$sluice_port" ] || fail "sluice did not start: $(cat "$work/sluice.err")"
+}
+
+# SIGTERM, so sluice finishes what it is doing; never fails the caller.
+stop_sluice() {
+  if [ -n "$sluice_pid" ]; then { kill -TERM "$sluice_pid" && wait "$sluice_pid"; } 2>/dev/null || true; fi
+  sluice_pid=""
+}
