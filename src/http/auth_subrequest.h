@@ -11,12 +11,14 @@
 
 namespace sluice::http {
 
-// Method from X-Original-Method (or X-Forwarded-Method), else the subrequest's; path from
-// X-Original-URI (or X-Forwarded-Uri), query removed, else the subrequest's target; every
-// header as received; `peer` is the proxy's address (the client's is resolved through
-// X-Forwarded-For / Forwarded from trusted proxies). Never throws but for allocation.
+// Method from `method_header`, else the subrequest's; path from `uri_header` (normalized, query
+// removed), else the subrequest's target; every header as received; `peer` is the proxy's
+// address (the client's is resolved through the forwarding header from trusted proxies). Only
+// the configured headers are read: a client can send any of them, so the proxy must set them.
+// Never throws but for allocation.
 [[nodiscard]] policy::RequestView viewFromSubrequest(
     const boost::beast::http::request<boost::beast::http::string_body>& subrequest,
-    const boost::asio::ip::address& peer);
+    const boost::asio::ip::address& peer, std::string_view uri_header = "X-Original-URI",
+    std::string_view method_header = "X-Original-Method");
 
 }  // namespace sluice::http

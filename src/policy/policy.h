@@ -65,6 +65,10 @@ struct ServerSettings {
   // What the auth subrequest endpoint answers on a denial; 0 answers the limit's own deny
   // status. nginx's auth_request needs 403 (it turns any other status into 500).
   int auth_deny_status = 0;
+  // Where the auth subrequest carries the original request (nginx: whatever proxy_set_header
+  // names; Traefik forwardAuth: X-Forwarded-Uri and X-Forwarded-Method).
+  std::string auth_uri_header = "X-Original-URI";
+  std::string auth_method_header = "X-Original-Method";
 };
 
 struct HeaderSettings {

@@ -23,7 +23,7 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   if (!isMap(node, "server", errors)) return;
   checkKeys(node, "server",
             {"listen", "admin", "threads", "max_connections", "request_timeout", "max_body_bytes",
-             "auth_deny_status"},
+             "auth_deny_status", "auth_uri_header", "auth_method_header"},
             errors);
   if (node["listen"]) server.listen = scalar(node["listen"], "server.listen", errors).value_or("");
   if (node["admin"]) server.admin = scalar(node["admin"], "server.admin", errors).value_or("");
@@ -59,6 +59,12 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
       errors.add(node["auth_deny_status"], "server.auth_deny_status must be 400..599");
     }
     server.auth_deny_status = static_cast<int>(status.value_or(0));
+  }
+  for (const auto& [key, field] : {std::pair{"auth_uri_header", &server.auth_uri_header},
+                                   std::pair{"auth_method_header", &server.auth_method_header}}) {
+    if (!node[key]) continue;
+    *field = scalar(node[key], std::string("server.") + key, errors).value_or("");
+    if (field->empty()) errors.add(node[key], std::string("server.") + key + " must name a header");
   }
   for (const auto& [value, name] :
        {std::pair{server.listen, "server.listen"}, std::pair{server.admin, "server.admin"}}) {

@@ -120,7 +120,9 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
     pending->body = std::move(body).value();
   } else if (path == "/v1/auth" || path.starts_with("/v1/auth/")) {
     pending->kind = Pending::Kind::kAuth;
-    pending->auth_view = sluice::http::viewFromSubrequest(request, peer.address());
+    pending->auth_view = sluice::http::viewFromSubrequest(
+        request, peer.address(), pending->policy->server.auth_uri_header,
+        pending->policy->server.auth_method_header);
   } else {
     return pending->respond(errorResponse(
         http::status::not_found, "unknown path; the API serves POST /v1/check and /v1/auth",
