@@ -29,7 +29,8 @@ struct Decision {
   static constexpr std::size_t kNoLimit = std::numeric_limits<std::size_t>::max();
 
   bool allowed = true;
-  // True when some limit was decided without its store (see the limit's on_error policy).
+  // True when some limit was decided without its store. The in-memory store never fails; stores
+  // that can (Redis) are still to come, and until then an unavailable store denies.
   bool degraded = false;
   // Index into `statuses` of the limit that decided: when denied, the denying limit with the
   // longest retry_after; when allowed, the limit with the fewest units remaining.

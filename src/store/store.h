@@ -14,7 +14,7 @@ namespace sluice {
 
 enum class StoreStatus : std::uint8_t {
   kOk,
-  kUnavailable,  // nothing was decided or consumed; the engine applies the limits' on_error policy
+  kUnavailable,  // nothing was decided or consumed; the engine denies (fails closed) for now
 };
 
 class Store {
