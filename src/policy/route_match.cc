@@ -4,8 +4,32 @@
 
 namespace sluice::policy {
 
+namespace {
+
+std::string describeRoute(const std::vector<std::string>& methods_list, RouteMatch::PathKind kind,
+                          const std::string& path) {
+  std::string methods;
+  for (const std::string& method : methods_list) methods += (methods.empty() ? "" : "|") + method;
+  if (methods.empty()) methods = "*";
+  switch (kind) {
+    case RouteMatch::PathKind::kAny:
+      return methods + " *";
+    case RouteMatch::PathKind::kPrefix:
+      return methods + " " + path + "*";
+    case RouteMatch::PathKind::kExact:
+    case RouteMatch::PathKind::kGlob:
+      return methods + " " + path;
+  }
+  return methods;
+}
+
+}  // namespace
+
 RouteMatch::RouteMatch(std::vector<std::string> methods, PathKind kind, std::string path)
-    : methods_(std::move(methods)), kind_(kind), path_(std::move(path)) {}
+    : methods_(std::move(methods)),
+      kind_(kind),
+      path_(std::move(path)),
+      description_(describeRoute(methods_, kind_, path_)) {}
 
 bool RouteMatch::matches(std::string_view method, std::string_view path) const noexcept {
   if (!methods_.empty() && std::find(methods_.begin(), methods_.end(), method) == methods_.end()) {
@@ -24,23 +48,6 @@ bool RouteMatch::matches(std::string_view method, std::string_view path) const n
       return globMatches(path_, path);
   }
   return false;
-}
-
-std::string RouteMatch::describe() const {
-  std::string methods;
-  for (const std::string& method : methods_) methods += (methods.empty() ? "" : "|") + method;
-  if (methods.empty()) methods = "*";
-  switch (kind_) {
-    case PathKind::kAny:
-      return methods + " *";
-    case PathKind::kExact:
-      return methods + " " + path_;
-    case PathKind::kPrefix:
-      return methods + " " + path_ + "*";
-    case PathKind::kGlob:
-      return methods + " " + path_;
-  }
-  return methods;
 }
 
 bool globMatches(std::string_view pattern, std::string_view text) noexcept {

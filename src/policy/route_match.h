@@ -18,13 +18,15 @@ class RouteMatch {
 
   // Thread-safe.
   [[nodiscard]] bool matches(std::string_view method, std::string_view path) const noexcept;
-  // e.g. "POST /login", "* /api/*" — for route keys and logs.
-  [[nodiscard]] std::string describe() const;
+  // e.g. "POST /login", "* /api/*" — for route keys and logs. Built once: `route` key parts
+  // read it on every request.
+  [[nodiscard]] const std::string& describe() const noexcept { return description_; }
 
  private:
   std::vector<std::string> methods_;
   PathKind kind_ = PathKind::kAny;
   std::string path_;
+  std::string description_ = "* *";
 };
 
 // `*` matches any run of characters except '/', `**` any run at all. Thread-safe.

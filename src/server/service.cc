@@ -67,7 +67,8 @@ std::int64_t unixSeconds(const Clock& clock) { return clock.now() / kMicrosPerSe
 struct Service::Pending {
   enum class Kind { kCheck, kAuth };
   Kind kind = Kind::kCheck;
-  policy::PolicyPtr policy;  // one policy for the whole request, across throttle waits
+  // One policy for the whole request, across throttle waits.
+  std::shared_ptr<const Service::Active> active;
   sluice::http::CheckBody body;
   std::optional<policy::RequestView> auth_view;
   std::vector<std::optional<policy::PolicyDecision>> decisions;
@@ -80,8 +81,11 @@ struct Service::Pending {
   std::unique_ptr<net::steady_timer> timer;
 };
 
+Service::Active::Active(policy::PolicyPtr loaded)
+    : policy(std::move(loaded)), headers(headerOptions(policy->headers)) {}
+
 Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock)
-    : policy_(initial),
+    : active_(std::make_shared<const Active>(initial)),
       config_path_(std::move(config_path)),
       clock_(clock),
       store_(MemoryStoreOptions{initial->store.max_keys}),
@@ -90,7 +94,7 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
 std::vector<std::string> Service::reload() {
   policy::LoadResult loaded = policy::loadPolicy(config_path_);
   metrics_.countReload(loaded.policy != nullptr);
-  if (loaded.policy != nullptr) policy_.store(loaded.policy);
+  if (loaded.policy != nullptr) active_.store(std::make_shared<const Active>(loaded.policy));
   return loaded.errors;
 }
 
@@ -99,7 +103,7 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   auto pending = std::make_shared<Pending>();
-  pending->policy = policy_.load();
+  pending->active = active_.load();
   pending->version = request.version();
   pending->respond = std::move(respond);
   pending->loop = &loop;
@@ -121,8 +125,8 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
   } else if (path == "/v1/auth" || path.starts_with("/v1/auth/")) {
     pending->kind = Pending::Kind::kAuth;
     pending->auth_view = sluice::http::viewFromSubrequest(
-        request, peer.address(), pending->policy->server.auth_uri_header,
-        pending->policy->server.auth_method_header);
+        request, peer.address(), pending->active->policy->server.auth_uri_header,
+        pending->active->policy->server.auth_method_header);
   } else {
     return pending->respond(errorResponse(
         http::status::not_found, "unknown path; the API serves POST /v1/check and /v1/auth",
@@ -137,7 +141,7 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
 
 Result<policy::PolicyDecision> Service::decideItem(const Pending& pending, std::size_t index,
                                                    Micros waited_us) {
-  const policy::Policy& policy = *pending.policy;
+  const policy::Policy& policy = *pending.active->policy;
   const policy::RequestView* view =
       pending.kind == Pending::Kind::kAuth
           ? &*pending.auth_view
@@ -206,8 +210,8 @@ void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
 }
 
 void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
-  const policy::Policy& policy = *pending->policy;
-  const sluice::http::HeaderOptions options = headerOptions(policy.headers);
+  const policy::Policy& policy = *pending->active->policy;
+  const sluice::http::HeaderOptions& options = pending->active->headers;
   if (pending->kind == Pending::Kind::kAuth) {
     const policy::PolicyDecision& decision = *pending->decisions[0];
     HttpResponse response{http::status::ok, pending->version};
@@ -288,7 +292,7 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
   if (path == "/admin/config") {
     HttpResponse response{http::status::ok, version};
     response.set(http::field::content_type, "application/yaml");
-    response.body() = policy_.load()->redacted_yaml;
+    response.body() = active_.load()->policy->redacted_yaml;
     response.prepare_payload();
     return respond(std::move(response));
   }

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "engine/engine.h"
+#include "http/rate_limit_headers.h"
 #include "policy/decide.h"
 #include "policy/policy.h"
 #include "server/http_server.h"
@@ -36,7 +37,7 @@ class Service {
   // the errors.
   std::vector<std::string> reload();
 
-  [[nodiscard]] policy::PolicyPtr policy() const { return policy_.load(); }
+  [[nodiscard]] policy::PolicyPtr policy() const { return active_.load()->policy; }
   void setReady(bool ready) noexcept { ready_.store(ready); }
 
  private:
@@ -48,7 +49,14 @@ class Service {
   void decideAndRespond(std::shared_ptr<Pending> pending);
   void respondCheck(const std::shared_ptr<Pending>& pending);
 
-  std::atomic<policy::PolicyPtr> policy_;
+  // The policy in force and what is derived from it once rather than per response; swapped
+  // whole on reload.
+  struct Active {
+    explicit Active(policy::PolicyPtr loaded);
+    policy::PolicyPtr policy;
+    sluice::http::HeaderOptions headers;
+  };
+  std::atomic<std::shared_ptr<const Active>> active_;
   std::string config_path_;
   const Clock& clock_;
   MemoryStore store_;
