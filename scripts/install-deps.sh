@@ -8,6 +8,9 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev
   libyaml-cpp-dev libjwt-dev libssl-dev libspdlog-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libhiredis-dev redis-server redis-tools
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  python3 python3-grpcio python3-grpc-tools
   nginx-light wrk
 )
 
