@@ -29,8 +29,8 @@ struct Decision {
   static constexpr std::size_t kNoLimit = std::numeric_limits<std::size_t>::max();
 
   bool allowed = true;
-  // True when some limit was decided without its store. The in-memory store never fails; stores
-  // that can (Redis) are still to come, and until then an unavailable store denies.
+  // True when the limits were decided without their shared store (Redis unreachable or too
+  // slow): each limit's on_error policy (allow, deny, or a local per-node limit) decided instead.
   bool degraded = false;
   // Index into `statuses` of the limit that decided: when denied, the denying limit with the
   // longest retry_after; when allowed, the limit with the fewest units remaining.

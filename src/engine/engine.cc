@@ -10,17 +10,32 @@ Decision Engine::check(std::span<const LimitCheck> checks) noexcept {
   // One by one rather than resize(): for the usual one or two limits, GCC's zeroing of a
   // resize is a `rep stos` whose start-up cost was a fifth of a hot-key decision.
   for (std::size_t i = 0; i < checks.size(); ++i) decision.statuses.emplace_back();
-  const StoreStatus status = store_.apply(checks, clock_, decision.statuses);
-  if (status != StoreStatus::kOk) {
-    // Until stores that can fail arrive, an unavailable store denies: fail closed.
-    decision.degraded = true;
+  finish(decision, store_.apply(checks, clock_, decision.statuses));
+  return decision;
+}
+
+void Engine::checkAsync(std::span<const LimitCheck> checks, DecisionCallback done) noexcept {
+  auto decision = std::make_shared<Decision>();
+  if (checks.empty()) return done(std::move(*decision));
+  for (std::size_t i = 0; i < checks.size(); ++i) decision->statuses.emplace_back();
+  store_.applyAsync(checks, clock_, decision->statuses,
+                    [decision, done = std::move(done)](StoreStatus status) {
+                      finish(*decision, status);
+                      done(std::move(*decision));
+                    });
+}
+
+void Engine::finish(Decision& decision, StoreStatus status) noexcept {
+  if (status == StoreStatus::kUnavailable) {
+    // A store that cannot decide at all denies: fail closed. (Stores that can fail wrap
+    // themselves in a FailoverStore, which applies each limit's on_error and says kDegraded.)
     for (Outcome& outcome : decision.statuses) {
       outcome = Outcome{};
       outcome.reason = DenyReason::kStoreUnavailable;
     }
   }
+  decision.degraded = status != StoreStatus::kOk;
   summarize(decision);
-  return decision;
 }
 
 void summarize(Decision& decision) noexcept {

@@ -1,6 +1,8 @@
 // The engine: one call turns a request's limit checks into one all-or-nothing Decision.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <span>
 
 #include "sluice/decision.h"
@@ -17,7 +19,16 @@ class Engine {
   // Thread-safe, never throws. Checks every limit at the clock's now. An empty list is allowed.
   [[nodiscard]] Decision check(std::span<const LimitCheck> checks) noexcept;
 
+  // The same decision without waiting on a network store: `done` runs once with the decision,
+  // possibly before checkAsync returns, possibly on another thread. `checks` and the keys they
+  // view must stay valid until then.
+  using DecisionCallback = std::function<void(Decision&&)>;
+  void checkAsync(std::span<const LimitCheck> checks, DecisionCallback done) noexcept;
+
  private:
+  // Turns the store's status and outcomes into the decision's summary.
+  static void finish(Decision& decision, StoreStatus status) noexcept;
+
   Store& store_;
   const Clock& clock_;
 };

@@ -286,7 +286,10 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
       return {nullptr, errors.take()};
     }
     checkKeys(root, "the configuration",
-              {"server", "store", "identity", "headers", "tiers", "limits"}, errors);
+              {"server", "store", "identity", "headers", "tiers", "limits",
+               // read by their own front doors' loaders from the same file
+               "gateway", "envoy_rls"},
+              errors);
     if (root["server"]) loadServer(root["server"], policy->server, errors);
     if (root["store"]) loadStore(root["store"], policy->store, errors);
     if (root["headers"]) loadHeaders(root["headers"], policy->headers, errors);

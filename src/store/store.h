@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -14,8 +15,12 @@ namespace sluice {
 
 enum class StoreStatus : std::uint8_t {
   kOk,
-  kUnavailable,  // nothing was decided or consumed; the engine denies (fails closed) for now
+  kUnavailable,  // nothing was decided or consumed: the store could not be reached in time
+  kDegraded,     // decided, but without the shared store (each limit's on_error policy applied)
 };
+
+// Called once with the status when the outcomes are written.
+using StoreCallback = std::function<void(StoreStatus)>;
 
 class Store {
  public:
@@ -28,6 +33,15 @@ class Store {
   // the checks that would have allowed report their state as it is.
   [[nodiscard]] virtual StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                           std::span<Outcome> outcomes) noexcept = 0;
+
+  // The same decision without blocking the caller: `done` runs once the outcomes are written,
+  // possibly before applyAsync returns, possibly on another thread. `checks`, the keys they view,
+  // `outcomes` and `clock` must stay valid until then. Stores in this process decide at once;
+  // network stores (Redis) override this so a loop thread never waits on a round trip.
+  virtual void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
+                          std::span<Outcome> outcomes, StoreCallback done) noexcept {
+    done(apply(checks, clock, outcomes));
+  }
 };
 
 using StorePtr = std::unique_ptr<Store>;

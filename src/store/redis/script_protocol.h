@@ -1,0 +1,49 @@
+// The contract between the C++ Redis stores and the Lua script they run (src/store/redis/lua/).
+// One script serves every algorithm and operation, so all limits of a request that live on one
+// Redis (or one cluster slot) decide in one EVALSHA: one round trip, all-or-nothing.
+//
+// Call:  EVALSHA <sha> <n> key_1 .. key_n  op  now_us  <kArgsPerCheck args per check>
+//   op       "decide" | "refund" | "sync"
+//   now_us   "" reads Redis TIME (production: every node sees one clock); a decimal number sets
+//            the time (the trace tests replay exact instants)
+//   per check, in this order (all decimal integers):
+//     algorithm     static_cast<int>(sluice::Algorithm)
+//     count         spec.rate().count
+//     period_us     spec.rate().period_us
+//     burst         spec.burst()
+//     unit_weight   spec.unitWeight()
+//     drain_per_us  spec.drainPerMicro()
+//     cost          the request's cost (decide), the amount to give back (refund), or the units
+//                   this node consumed since its last sync (sync)
+//
+// Replies (arrays of integers):
+//   decide  [now_us, then kDecideFieldsPerCheck per check:
+//            allowed (0|1), reason (DenyReason), limit, remaining, reset_after_us,
+//            retry_after_us (-1 for kNever), delay_us]
+//           Exactly MemoryStore's semantics: when every check allows, every one is consumed;
+//           when any denies, none is, and the others report their state as it is.
+//   refund  [now_us]. Gives `cost` back to each key, as if the consumption made at `now_us`
+//           (which must be the now_us the decide reply gave) had not happened; the refund never
+//           leaves a key with more than it would have had. Used by Redis Cluster when a
+//           request's limits live on several slots (consume-then-refund).
+//   sync    [now_us, then per check the state's two fields a, b as algorithm::CompactState
+//           encodes them] after consuming `cost` unconditionally (a sync records what the node
+//           already admitted; it can leave a key over its limit, which then denies until it
+//           drains). Not for the sliding window log, whose state is not compact.
+//
+// Keys carry a TTL: a key is written with PEXPIRE set to when its state is back to full (or
+// its window ends), so idle keys disappear from Redis as they do from MemoryStore.
+//
+// Lua numbers are doubles: the script's integer arithmetic is exact only below 2^53.
+// luaIncompatibility() (lua_bounds.h) says which specs exceed that; the stores refuse them.
+#pragma once
+
+#include <cstddef>
+
+namespace sluice::redis {
+
+inline constexpr std::size_t kArgsPerCheck = 7;
+inline constexpr std::size_t kDecideFieldsPerCheck = 7;
+inline constexpr long long kNeverOnWire = -1;
+
+}  // namespace sluice::redis
