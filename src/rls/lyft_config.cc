@@ -1,0 +1,366 @@
+#include "rls/lyft_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include "policy/key_selector.h"
+#include "policy/yaml_fields.h"
+
+namespace sluice::rls {
+namespace {
+
+using policy::Errors;
+
+struct NamedUnit {
+  std::string_view name;
+  Unit unit;
+  Micros window_us;
+};
+
+constexpr NamedUnit kUnits[] = {
+    {"second", Unit::kSecond, kMicrosPerSecond}, {"minute", Unit::kMinute, kMicrosPerMinute},
+    {"hour", Unit::kHour, kMicrosPerHour},       {"day", Unit::kDay, kMicrosPerDay},
+    {"week", Unit::kWeek, kMicrosPerWeek},       {"month", Unit::kMonth, kMicrosPerMonth},
+    {"year", Unit::kYear, kMicrosPerYear},
+};
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return (x >= 'A' && x <= 'Z' ? x + 32 : x) == (y >= 'A' && y <= 'Z' ? y + 32 : y);
+  });
+}
+
+const DescriptorNode* findAt(const DescriptorLevel& level, const EntryView& entry) {
+  const auto key = level.by_key.find(entry.key);
+  if (key == level.by_key.end()) return nullptr;
+  const DescriptorLevel::KeyNodes& nodes = key->second;
+  if (const auto exact = nodes.exact.find(entry.value); exact != nodes.exact.end()) {
+    return &level.nodes[exact->second];
+  }
+  for (const std::size_t index : nodes.patterns) {
+    if (matchesPattern(*level.nodes[index].value, entry.value)) return &level.nodes[index];
+  }
+  return nodes.any_value ? &level.nodes[*nodes.any_value] : nullptr;
+}
+
+}  // namespace
+
+std::optional<Unit> parseUnit(std::string_view name) noexcept {
+  for (const NamedUnit& unit : kUnits) {
+    if (equalsIgnoreCase(unit.name, name)) return unit.unit;
+  }
+  return std::nullopt;
+}
+
+Micros unitMicros(Unit unit) noexcept {
+  for (const NamedUnit& named : kUnits) {
+    if (named.unit == unit) return named.window_us;
+  }
+  return 0;
+}
+
+bool matchesPattern(std::string_view pattern, std::string_view text) noexcept {
+  // Greedy glob with backtracking to the last '*': linear in practice, never exponential.
+  std::size_t p = 0;
+  std::size_t t = 0;
+  std::size_t star = std::string_view::npos;
+  std::size_t star_text = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_text = t;
+    } else if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p;
+      ++t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++star_text;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+const Domain* LyftConfig::domain(std::string_view name) const noexcept {
+  const auto found = domains_.find(name);
+  return found == domains_.end() ? nullptr : &found->second;
+}
+
+const DescriptorNode* LyftConfig::match(const Domain& domain, std::span<const EntryView> entries,
+                                        std::string* counter_key) {
+  if (entries.empty()) return nullptr;
+  const DescriptorLevel* level = &domain.descriptors;
+  const DescriptorNode* node = nullptr;
+  if (counter_key != nullptr) {
+    *counter_key += 'E';  // policy counters start with a digit, so these never meet them
+    policy::appendCounterPart(*counter_key, domain.name);
+  }
+  for (const EntryView& entry : entries) {
+    if (level == nullptr) return nullptr;  // the tuple is longer than the config
+    node = findAt(*level, entry);
+    if (node == nullptr) return nullptr;
+    if (counter_key != nullptr) {
+      policy::appendCounterPart(*counter_key, entry.key);
+      *counter_key += node->share_threshold ? '*' : '=';
+      policy::appendCounterPart(*counter_key, node->share_threshold ? *node->value : entry.value);
+    }
+    level = node->children.nodes.empty() ? nullptr : &node->children;
+  }
+  return node;
+}
+
+namespace {
+
+void visitLevel(const Domain& domain, const DescriptorLevel& level,
+                const std::function<void(const Domain&, const DescriptorNode&)>& visit) {
+  for (const DescriptorNode& node : level.nodes) {
+    if (node.rate_limit) visit(domain, node);
+    visitLevel(domain, node.children, visit);
+  }
+}
+
+}  // namespace
+
+void LyftConfig::forEachRule(
+    const std::function<void(const Domain&, const DescriptorNode&)>& visit) const {
+  std::vector<const Domain*> sorted;
+  for (const auto& [name, domain] : domains_) sorted.push_back(&domain);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Domain* a, const Domain* b) { return a->name < b->name; });
+  for (const Domain* domain : sorted) visitLevel(*domain, domain->descriptors, visit);
+}
+
+// Turns YAML into a LyftConfig, reporting every problem to `errors` and carrying on.
+class LyftConfigBuilder {
+ public:
+  explicit LyftConfigBuilder(LyftConfig& config) : config_(config) {}
+
+  void addDomain(const YAML::Node& root, Errors& errors);
+
+ private:
+  void loadLevel(const YAML::Node& list, const std::string& stat_prefix, DescriptorLevel& level,
+                 Errors& errors);
+  std::optional<DescriptorNode> loadNode(const YAML::Node& node, const std::string& stat_prefix,
+                                         Errors& errors);
+  std::optional<RateLimitRule> loadRule(const YAML::Node& node, Errors& errors);
+  static void index(DescriptorLevel& level, const YAML::Node& yaml, Errors& errors);
+
+  LyftConfig& config_;
+};
+
+void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
+  if (!policy::isMap(root, "a lyft/ratelimit config file", errors)) return;
+  policy::checkKeys(root, "the config file", {"domain", "descriptors"}, errors);
+  std::optional<std::string> name;
+  if (!root["domain"]) {
+    errors.add(root, "domain: is required");
+  } else if ((name = policy::scalar(root["domain"], "domain", errors)) && name->empty()) {
+    errors.add(root["domain"], "domain: must not be empty");
+    name.reset();
+  }
+  Domain domain;
+  if (name) domain.name = *name;
+  if (root["descriptors"]) loadLevel(root["descriptors"], domain.name, domain.descriptors, errors);
+  if (!name) return;
+  if (config_.domains_.contains(*name)) {
+    errors.add(root["domain"], "domain \"" + *name + "\" is already defined by another file");
+    return;
+  }
+  config_.domains_.emplace(*name, std::move(domain));
+}
+
+void LyftConfigBuilder::loadLevel(const YAML::Node& list, const std::string& stat_prefix,
+                                  DescriptorLevel& level, Errors& errors) {
+  if (list.IsNull()) return;
+  if (!list.IsSequence()) {
+    errors.add(list, "descriptors: must be a list");
+    return;
+  }
+  for (const YAML::Node& item : list) {
+    std::optional<DescriptorNode> node = loadNode(item, stat_prefix, errors);
+    if (!node) continue;
+    level.nodes.push_back(std::move(*node));
+    index(level, item, errors);
+  }
+}
+
+std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml,
+                                                          const std::string& stat_prefix,
+                                                          Errors& errors) {
+  if (!policy::isMap(yaml, "a descriptor", errors)) return std::nullopt;
+  policy::checkKeys(yaml, "a descriptor",
+                    {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+                     "value_to_metric", "share_threshold", "metadata"},
+                    errors);
+  DescriptorNode node;
+  bool ok = true;
+  std::optional<std::string> key;
+  if (!yaml["key"]) {
+    errors.add(yaml, "key: is required in a descriptor");
+  } else if ((key = policy::scalar(yaml["key"], "key", errors)) && key->empty()) {
+    errors.add(yaml["key"], "key: must not be empty");
+  }
+  ok = key && !key->empty();
+  if (ok) node.key = *key;
+  if (yaml["value"]) {
+    node.value = policy::scalar(yaml["value"], "value", errors);
+    ok = ok && node.value.has_value();
+    node.pattern = node.value && node.value->find('*') != std::string::npos;
+  }
+  const auto flag = [&](const char* name) {
+    return yaml[name] ? policy::boolValue(yaml[name], name, errors).value_or(false) : false;
+  };
+  node.shadow_mode = flag("shadow_mode");
+  node.detailed_metric = flag("detailed_metric");
+  node.share_threshold = flag("share_threshold");
+  (void)flag("value_to_metric");  // a stats naming choice; validated, no effect here
+  if (node.share_threshold && !node.pattern) {
+    errors.add(yaml["share_threshold"], "share_threshold: needs a value with a '*' wildcard");
+    ok = false;
+  }
+  node.stat_key = stat_prefix + "." + node.key + (node.value ? "_" + *node.value : "");
+  if (yaml["rate_limit"]) {
+    node.rate_limit = loadRule(yaml["rate_limit"], errors);
+    ok = ok && node.rate_limit.has_value();
+  }
+  if (yaml["descriptors"]) loadLevel(yaml["descriptors"], node.stat_key, node.children, errors);
+  if (!ok) return std::nullopt;
+  return node;
+}
+
+std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml, Errors& errors) {
+  if (!policy::isMap(yaml, "rate_limit", errors)) return std::nullopt;
+  policy::checkKeys(yaml, "rate_limit",
+                    {"unit", "requests_per_unit", "unlimited", "name", "replaces"}, errors);
+  RateLimitRule rule;
+  bool ok = true;
+  if (yaml["unlimited"])
+    rule.unlimited = policy::boolValue(yaml["unlimited"], "unlimited", errors).value_or(false);
+  if (yaml["name"]) rule.name = policy::scalar(yaml["name"], "name", errors).value_or("");
+  if (yaml["unit"]) {
+    const auto text = policy::scalar(yaml["unit"], "unit", errors);
+    const auto unit = text ? parseUnit(*text) : std::nullopt;
+    if (text && !unit) {
+      errors.add(
+          yaml["unit"],
+          "unit: \"" + *text + "\" is not a unit (second, minute, hour, day, week, month, year)");
+    }
+    if (rule.unlimited) {
+      errors.add(yaml["unit"], "unit: must not be given with unlimited: true");
+    }
+    ok = unit.has_value() && !rule.unlimited;
+    if (unit) rule.unit = *unit;
+  } else if (!rule.unlimited) {
+    errors.add(yaml,
+               "rate_limit: needs a unit (second, minute, hour, day, ...) or unlimited: true");
+    ok = false;
+  }
+  if (yaml["requests_per_unit"]) {
+    const auto count =
+        policy::unsignedValue(yaml["requests_per_unit"], "requests_per_unit", errors);
+    if (count && *count > std::numeric_limits<std::uint32_t>::max()) {
+      errors.add(yaml["requests_per_unit"],
+                 "requests_per_unit: must fit 32 bits (at most 4294967295)");
+    }
+    ok = ok && count && *count <= std::numeric_limits<std::uint32_t>::max();
+    if (ok) rule.requests_per_unit = static_cast<std::uint32_t>(*count);
+  }
+  if (yaml["replaces"] && !yaml["replaces"].IsSequence()) {
+    errors.add(yaml["replaces"], "replaces: must be a list of {name: ...}");
+    ok = false;
+  } else if (yaml["replaces"]) {
+    for (const YAML::Node& item : yaml["replaces"]) {
+      if (!policy::isMap(item, "a replaces entry", errors)) continue;
+      policy::checkKeys(item, "a replaces entry", {"name"}, errors);
+      const auto name = item["name"] ? policy::scalar(item["name"], "name", errors) : std::nullopt;
+      if (!name || name->empty()) {
+        errors.add(item, "replaces: each entry needs a non-empty name");
+      } else if (*name == rule.name) {
+        errors.add(item, "replaces: a rule cannot replace itself (\"" + *name + "\")");
+      } else {
+        rule.replaces.push_back(*name);
+        continue;
+      }
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  if (!rule.unlimited && rule.requests_per_unit > 0) {
+    Result<LimitSpec> spec =
+        LimitSpec::fixedWindow(Rate{rule.requests_per_unit, unitMicros(rule.unit)});
+    if (!spec.ok()) {
+      errors.add(yaml, "rate_limit: " + spec.error());
+      return std::nullopt;
+    }
+    rule.spec = std::move(spec).value();
+  }
+  return rule;
+}
+
+// Adds the last node of `level` to its indexes; a second node for the same key and value
+// would never be reached, so it is an error, as in lyft.
+void LyftConfigBuilder::index(DescriptorLevel& level, const YAML::Node& yaml, Errors& errors) {
+  const std::size_t index = level.nodes.size() - 1;
+  const DescriptorNode& node = level.nodes.back();
+  DescriptorLevel::KeyNodes& nodes = level.by_key[node.key];
+  bool duplicate = false;
+  if (!node.value) {
+    duplicate = nodes.any_value.has_value();
+    if (!duplicate) nodes.any_value = index;
+  } else if (node.pattern) {
+    for (const std::size_t other : nodes.patterns) {
+      duplicate = duplicate || *level.nodes[other].value == *node.value;
+    }
+    if (!duplicate) nodes.patterns.push_back(index);
+  } else {
+    duplicate = !nodes.exact.emplace(*node.value, index).second;
+  }
+  if (duplicate) {
+    errors.add(yaml, "duplicate descriptor: key \"" + node.key + "\"" +
+                         (node.value ? " with value \"" + *node.value + "\"" : " without a value") +
+                         " is already defined at this level");
+  }
+}
+
+LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
+  auto config = std::make_shared<LyftConfig>();
+  LyftConfigBuilder builder(*config);
+  std::vector<std::string> all_errors;
+  for (const LyftSource& source : sources) {
+    Errors errors(source.name);
+    try {
+      builder.addDomain(YAML::Load(source.yaml), errors);
+    } catch (const YAML::Exception& error) {
+      errors.add(error.mark, error.msg);
+    }
+    for (std::string& error : errors.take()) all_errors.push_back(std::move(error));
+  }
+  if (!all_errors.empty()) return {nullptr, std::move(all_errors)};
+  return {std::move(config), {}};
+}
+
+LyftLoadResult loadLyftConfigDir(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string extension = it->path().extension().string();
+    if ((extension == ".yaml" || extension == ".yml") && it->is_regular_file(ec)) {
+      paths.push_back(it->path().string());
+    }
+  }
+  if (ec) return {nullptr, {dir + ": cannot read the directory: " + ec.message()}};
+  std::sort(paths.begin(), paths.end());
+  std::vector<LyftSource> sources;
+  for (const std::string& path : paths) {
+    bool ok = false;
+    std::string text = policy::readFile(path, ok);
+    if (!ok) return {nullptr, {path + ": cannot read the file"}};
+    sources.push_back({path, std::move(text)});
+  }
+  return loadLyftConfigTexts(sources);
+}
+
+}  // namespace sluice::rls

@@ -1,0 +1,142 @@
+#include "rls/rls_server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+
+namespace sluice::rls {
+namespace {
+
+// Envoy's requests are a few hundred bytes; the bound keeps a peer from making us buffer more.
+constexpr int kMaxRequestBytes = 1 << 20;
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += (text.empty() ? "" : "\n") + line;
+  return text;
+}
+
+// A Prometheus label value: backslash, quote and newline escaped.
+std::string labelValue(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c == '\n' ? 'n' : c;
+    if (c == '\n') out[out.size() - 2] = '\\';
+  }
+  return out;
+}
+
+}  // namespace
+
+// The generated callback service: each RPC is handed to the decider and finished from whatever
+// thread the decision completes on, so no gRPC thread waits on a network store.
+class RlsServer::Service final
+    : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
+ public:
+  explicit Service(RlsServer& owner) : owner_(owner) {}
+
+  grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
+                                            const RateLimitRequest* request,
+                                            RateLimitResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    RlsCounters& counters = owner_.counters_;
+    owner_.decider_.decideAsync(owner_.config_.load(std::memory_order_acquire), *request, *response,
+                                [reactor, response, &counters](std::optional<RpcError> error) {
+                                  if (error) {
+                                    counters.failed.fetch_add(1, std::memory_order_relaxed);
+                                    reactor->Finish(grpc::Status(error->code, error->message));
+                                    return;
+                                  }
+                                  (response->overall_code() == RateLimitResponse::OVER_LIMIT
+                                       ? counters.over_limit
+                                       : counters.ok)
+                                      .fetch_add(1, std::memory_order_relaxed);
+                                  reactor->Finish(grpc::Status::OK);
+                                });
+    return reactor;
+  }
+
+ private:
+  RlsServer& owner_;
+};
+
+RlsServer::RlsServer(Engine& engine, const Clock& clock, RlsSettings settings)
+    : settings_(std::move(settings)), decider_(engine, clock, settings_.decider) {}
+
+RlsServer::~RlsServer() { shutdown(); }
+
+Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
+  LyftLoadResult loaded = loadLyftConfigDir(settings_.config_dir);
+  if (loaded.config == nullptr) return Error{joined(loaded.errors)};
+  if (loaded.config->domainCount() == 0) {
+    spdlog::warn("envoy rls: {} holds no domain config; every domain is unknown",
+                 settings_.config_dir);
+  }
+  config_.store(std::move(loaded.config), std::memory_order_release);
+  service_ = std::make_unique<Service>(*this);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(settings_.listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    server_.reset();
+    return Error{"envoy_rls.listen " + settings_.listen + ": cannot listen there"};
+  }
+  const std::size_t colon = settings_.listen.rfind(':');
+  std::string host = settings_.listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  boost::system::error_code bad_address;
+  const auto address = boost::asio::ip::make_address(host, bad_address);
+  if (bad_address) return Error{"envoy_rls.listen " + settings_.listen + ": not an IP address"};
+  return boost::asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port));
+}
+
+std::vector<std::string> RlsServer::reload() {
+  LyftLoadResult loaded = loadLyftConfigDir(settings_.config_dir);
+  if (loaded.config == nullptr) return std::move(loaded.errors);
+  config_.store(std::move(loaded.config), std::memory_order_release);
+  return {};
+}
+
+void RlsServer::shutdown(std::chrono::milliseconds grace) {
+  if (server_ == nullptr || stopped_.exchange(true)) return;
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  server_->Wait();
+}
+
+std::string RlsServer::metricsText() const {
+  std::string text =
+      "# HELP sluice_rls_requests_total Envoy ShouldRateLimit calls by answer.\n"
+      "# TYPE sluice_rls_requests_total counter\n";
+  for (const auto& [result, count] :
+       {std::pair{"ok", &counters_.ok}, std::pair{"over_limit", &counters_.over_limit},
+        std::pair{"error", &counters_.failed}}) {
+    text += "sluice_rls_requests_total{result=\"" + std::string(result) + "\"} " +
+            std::to_string(count->load(std::memory_order_relaxed)) + "\n";
+  }
+  const LyftConfigPtr config = config_.load(std::memory_order_acquire);
+  if (config == nullptr) return text;
+  std::string hits, over, shadow;
+  config->forEachRule([&](const Domain&, const DescriptorNode& node) {
+    const std::string label = "{rule=\"" + labelValue(node.stat_key) + "\"} ";
+    hits += "sluice_rls_rule_hits_total" + label +
+            std::to_string(node.stats->total_hits.load(std::memory_order_relaxed)) + "\n";
+    over += "sluice_rls_rule_over_limit_total" + label +
+            std::to_string(node.stats->over_limit.load(std::memory_order_relaxed)) + "\n";
+    shadow += "sluice_rls_rule_shadow_over_limit_total" + label +
+              std::to_string(node.stats->shadow_over_limit.load(std::memory_order_relaxed)) + "\n";
+  });
+  text +=
+      "# HELP sluice_rls_rule_hits_total Hits counted per lyft rule (domain.key_value path).\n"
+      "# TYPE sluice_rls_rule_hits_total counter\n" +
+      hits;
+  text += "# TYPE sluice_rls_rule_over_limit_total counter\n" + over;
+  text += "# TYPE sluice_rls_rule_shadow_over_limit_total counter\n" + shadow;
+  return text;
+}
+
+}  // namespace sluice::rls

@@ -1,0 +1,77 @@
+// The Envoy door: envoy.service.ratelimit.v3.RateLimitService over gRPC, on its own port,
+// answering from a lyft/ratelimit config directory with Sluice's engine and any store.
+//
+//   sluice::rls::RlsServer rls(engine, clock, settings);
+//   auto endpoint = rls.start();        // loads settings.config_dir, then listens
+//   ...                                 // SIGHUP: rls.reload(); /metrics: rls.metricsText()
+//   rls.shutdown();                     // stops listening, finishes RPCs in flight
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "engine/engine.h"
+#include "rls/lyft_config.h"
+#include "rls/rls_decider.h"
+#include "rls/rls_settings.h"
+#include "sluice/result.h"
+#include "sluice/time.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace sluice::rls {
+
+// Totals over the server's life, for metrics. Relaxed atomics.
+struct RlsCounters {
+  std::atomic<std::uint64_t> ok{0};
+  std::atomic<std::uint64_t> over_limit{0};
+  std::atomic<std::uint64_t> failed{0};  // RPCs answered with an error status
+};
+
+class RlsServer {
+ public:
+  // `engine` and `clock` must outlive the server.
+  RlsServer(Engine& engine, const Clock& clock, RlsSettings settings);
+  ~RlsServer();  // shutdown()
+  RlsServer(const RlsServer&) = delete;
+  RlsServer& operator=(const RlsServer&) = delete;
+
+  // Call once. Loads settings.config_dir and starts serving on settings.listen on gRPC's own
+  // threads; returns the bound endpoint (the real port when the setting's port is 0), or every
+  // config error ("file:line:column: message", joined by '\n') or the bind failure.
+  [[nodiscard]] Result<boost::asio::ip::tcp::endpoint> start();
+
+  // Thread-safe. Reads config_dir again and swaps it in atomically; RPCs in flight finish with
+  // the config they started with. On errors the old config stays and the errors are returned.
+  std::vector<std::string> reload();
+
+  // Thread-safe, idempotent. Stops accepting, lets RPCs in flight finish for up to `grace`, then
+  // cancels the rest, and returns when the server is down.
+  void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
+
+  // Thread-safe. Prometheus text: sluice_rls_requests_total{result} and per configured rule
+  // sluice_rls_rule_hits_total / _over_limit_total / _shadow_over_limit_total{rule}.
+  [[nodiscard]] std::string metricsText() const;
+
+  [[nodiscard]] const RlsSettings& settings() const noexcept { return settings_; }
+
+ private:
+  class Service;
+
+  RlsSettings settings_;
+  RlsDecider decider_;
+  std::atomic<LyftConfigPtr> config_;
+  RlsCounters counters_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace sluice::rls

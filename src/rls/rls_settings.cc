@@ -1,0 +1,117 @@
+#include "rls/rls_settings.h"
+
+#include <boost/asio/ip/address.hpp>
+
+#include "policy/yaml_fields.h"
+
+namespace sluice::rls {
+namespace {
+
+using policy::Errors;
+
+bool isIpAndPort(const std::string& address) {
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port = address.substr(colon + 1);
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535) {
+    return false;
+  }
+  boost::system::error_code bad_address;
+  boost::asio::ip::make_address(host, bad_address);
+  return !bad_address;
+}
+
+void loadHeaderSwitch(const YAML::Node& node, DeciderOptions& options, Errors& errors) {
+  if (node.IsScalar()) {
+    options.response_headers =
+        policy::boolValue(node, "envoy_rls.response_headers", errors).value_or(false);
+    return;
+  }
+  if (!policy::isMap(node, "envoy_rls.response_headers", errors)) return;
+  policy::checkKeys(node, "envoy_rls.response_headers", {"x_ratelimit", "ietf", "retry_after"},
+                    errors);
+  options.response_headers = true;
+  http::HeaderOptions& headers = options.headers;
+  for (const auto& [key, field] :
+       {std::pair{"x_ratelimit", &headers.x_ratelimit}, std::pair{"ietf", &headers.ietf},
+        std::pair{"retry_after", &headers.retry_after}}) {
+    if (node[key]) {
+      *field =
+          policy::boolValue(node[key], std::string("envoy_rls.response_headers.") + key, errors)
+              .value_or(*field);
+    }
+  }
+}
+
+void loadSection(const YAML::Node& node, const std::string& base_dir, RlsSettings& settings,
+                 Errors& errors) {
+  if (!policy::isMap(node, "envoy_rls", errors)) return;
+  policy::checkKeys(node, "envoy_rls",
+                    {"listen", "config_dir", "response_headers", "shadow_mode", "unknown_domain"},
+                    errors);
+  if (node["listen"]) {
+    settings.listen = policy::scalar(node["listen"], "envoy_rls.listen", errors).value_or("");
+    if (!isIpAndPort(settings.listen)) {
+      errors.add(node["listen"],
+                 "envoy_rls.listen must be an IP address and port, e.g. "
+                 "127.0.0.1:8081");
+    }
+  }
+  if (!node["config_dir"]) {
+    errors.add(node, "envoy_rls.config_dir is required: the lyft/ratelimit config directory");
+  } else if (auto dir = policy::scalar(node["config_dir"], "envoy_rls.config_dir", errors)) {
+    settings.config_dir = policy::resolvePath(base_dir, *dir);
+  }
+  if (node["response_headers"])
+    loadHeaderSwitch(node["response_headers"], settings.decider, errors);
+  if (node["shadow_mode"]) {
+    settings.decider.shadow_mode =
+        policy::boolValue(node["shadow_mode"], "envoy_rls.shadow_mode", errors).value_or(false);
+  }
+  if (node["unknown_domain"]) {
+    const auto text = policy::scalar(node["unknown_domain"], "envoy_rls.unknown_domain", errors);
+    if (text && *text != "error" && *text != "allow") {
+      errors.add(node["unknown_domain"], "envoy_rls.unknown_domain must be error or allow");
+    }
+    settings.decider.unknown_domain_is_error = !text || *text != "allow";
+  }
+}
+
+}  // namespace
+
+Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
+                                                       const std::string& source,
+                                                       const std::string& base_dir) {
+  Errors errors(source);
+  RlsSettings settings;
+  bool present = false;
+  try {
+    const YAML::Node root = YAML::Load(yaml);
+    present = root.IsMap() && root["envoy_rls"];
+    if (present) loadSection(root["envoy_rls"], base_dir, settings, errors);
+  } catch (const YAML::Exception& error) {
+    errors.add(error.mark, error.msg);
+  }
+  if (!errors.empty()) {
+    std::string message;
+    for (const std::string& error : errors.take()) message += (message.empty() ? "" : "\n") + error;
+    return Error{message};
+  }
+  if (!present) return std::optional<RlsSettings>();
+  return std::optional<RlsSettings>(std::move(settings));
+}
+
+Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path) {
+  bool ok = false;
+  const std::string text = policy::readFile(path, ok);
+  if (!ok) return Error{path + ": cannot read the file"};
+  const std::size_t slash = path.rfind('/');
+  return loadRlsSettingsText(text, path, slash == std::string::npos ? "" : path.substr(0, slash));
+}
+
+}  // namespace sluice::rls

@@ -1,0 +1,36 @@
+// The optional `envoy_rls:` section of Sluice's own YAML: where the Envoy door listens, where the
+// lyft/ratelimit config directory is, and how answers are shaped.
+//
+//   envoy_rls:
+//     listen: 127.0.0.1:8081          # gRPC, plaintext HTTP/2 as Envoy's cluster speaks it
+//     config_dir: ratelimit/config    # relative to this YAML file's directory
+//     response_headers: true          # X-RateLimit-* and Retry-After in response_headers_to_add
+//     shadow_mode: false              # answer OK always, still counting (lyft's SHADOW_MODE)
+//     unknown_domain: error           # or allow: OK without limits, as lyft does
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "rls/rls_decider.h"
+#include "sluice/result.h"
+
+namespace sluice::rls {
+
+struct RlsSettings {
+  std::string listen = "127.0.0.1:8081";  // an IP literal and a port; port 0 picks one
+  std::string config_dir;                 // resolved: absolute, or relative to the working dir
+  DeciderOptions decider;
+};
+
+// Reads the `envoy_rls` section of the Sluice config at `path`. nullopt when the file has no
+// such section (the Envoy door is off). Errors are "file:line:column: message" lines joined by
+// '\n'. Never throws.
+[[nodiscard]] Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path);
+
+// The same from YAML text; `source` names it in messages, `base_dir` resolves config_dir.
+[[nodiscard]] Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
+                                                                     const std::string& source,
+                                                                     const std::string& base_dir);
+
+}  // namespace sluice::rls
