@@ -1,0 +1,156 @@
+// Test helper: calls the embedded Sluice Lua script (src/store/redis/scripts.h) on a real
+// redis-server, speaking script_protocol.h, and turns its replies back into Outcomes.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "algorithm/compact_state.h"
+#include "sluice/limit_spec.h"
+#include "sluice/outcome.h"
+#include "store/redis/script_protocol.h"
+#include "store/redis/scripts.h"
+#include "support/redis_server.h"
+
+namespace sluice::testing {
+
+struct ScriptCheck {
+  std::string key;  // the Redis key
+  const LimitSpec* spec = nullptr;
+  std::uint64_t cost = 1;
+};
+
+struct DecideReply {
+  Micros now_us = 0;
+  std::vector<Outcome> outcomes;
+};
+
+class ScriptClient {
+ public:
+  explicit ScriptClient(RedisConnection& connection) : connection_(connection) {
+    const RedisReply loaded =
+        connection_.command({"SCRIPT", "LOAD", std::string(redis::sluiceScript())});
+    if (loaded.type != REDIS_REPLY_STRING) {
+      throw std::runtime_error("SCRIPT LOAD failed: " + loaded.text);
+    }
+    sha_ = loaded.text;
+  }
+
+  // The EVALSHA arguments for one call; no now_us reads Redis TIME.
+  [[nodiscard]] std::vector<std::string> arguments(const std::string& op,
+                                                   std::optional<Micros> now_us,
+                                                   std::span<const ScriptCheck> checks) const {
+    std::vector<std::string> args = {"EVALSHA", sha_, std::to_string(checks.size())};
+    for (const ScriptCheck& check : checks) args.push_back(check.key);
+    args.push_back(op);
+    args.push_back(now_us ? std::to_string(*now_us) : "");
+    for (const ScriptCheck& check : checks) {
+      const LimitSpec& spec = *check.spec;
+      for (const std::uint64_t value :
+           {std::uint64_t{static_cast<std::uint8_t>(spec.algorithm())}, spec.rate().count,
+            static_cast<std::uint64_t>(spec.rate().period_us), spec.burst(),
+            static_cast<std::uint64_t>(spec.unitWeight()),
+            static_cast<std::uint64_t>(spec.drainPerMicro()), check.cost}) {
+        args.push_back(std::to_string(value));
+      }
+    }
+    return args;
+  }
+
+  // One call, as the stores make it. Keys keep the TTL the script gives them.
+  RedisReply call(const std::string& op, std::optional<Micros> now_us,
+                  std::span<const ScriptCheck> checks) {
+    return connection_.command(arguments(op, now_us, checks));
+  }
+
+  DecideReply decide(std::optional<Micros> now_us, std::span<const ScriptCheck> checks) {
+    return parseDecide(call("decide", now_us, checks), checks.size());
+  }
+
+  // Pipelined replay of simulated time: the call, then PERSIST on its keys in the same
+  // MULTI/EXEC, so keys whose simulated TTL is short never expire in real time mid-trace (a full
+  // state equals an absent key, so this changes no outcome). Read with readPersisted().
+  void appendPersisted(const std::string& op, Micros now_us, std::span<const ScriptCheck> checks) {
+    connection_.append({"MULTI"});
+    connection_.append(arguments(op, now_us, checks));
+    for (const ScriptCheck& check : checks) connection_.append({"PERSIST", check.key});
+    connection_.append({"EXEC"});
+    pending_persists_.push_back(checks.size());
+  }
+
+  // The script's reply to the oldest appendPersisted() not yet read.
+  RedisReply readPersisted() {
+    const std::size_t persists = pending_persists_.front();
+    pending_persists_.pop_front();
+    for (std::size_t i = 0; i < persists + 2; ++i) connection_.read();  // OK, QUEUED...
+    RedisReply exec = connection_.read();
+    if (exec.type != REDIS_REPLY_ARRAY || exec.elements.empty()) {
+      throw std::runtime_error("EXEC failed: " + exec.text);
+    }
+    return exec.elements.front();
+  }
+
+  RedisReply callPersisted(const std::string& op, Micros now_us,
+                           std::span<const ScriptCheck> checks) {
+    appendPersisted(op, now_us, checks);
+    return readPersisted();
+  }
+
+  DecideReply decidePersisted(Micros now_us, std::span<const ScriptCheck> checks) {
+    return parseDecide(callPersisted("decide", now_us, checks), checks.size());
+  }
+
+  // The (a, b) states a sync reply gives, one per check.
+  static std::vector<algorithm::CompactState> parseSync(const RedisReply& reply,
+                                                        std::size_t checks) {
+    expectIntegers(reply, 1 + 2 * checks);
+    std::vector<algorithm::CompactState> states;
+    for (std::size_t i = 0; i < checks; ++i) {
+      states.push_back({reply.elements[1 + 2 * i].integer, reply.elements[2 + 2 * i].integer});
+    }
+    return states;
+  }
+
+  static DecideReply parseDecide(const RedisReply& reply, std::size_t checks) {
+    expectIntegers(reply, 1 + redis::kDecideFieldsPerCheck * checks);
+    DecideReply out;
+    out.now_us = reply.elements[0].integer;
+    for (std::size_t i = 0; i < checks; ++i) {
+      const auto field = [&](std::size_t index) {
+        return reply.elements[1 + redis::kDecideFieldsPerCheck * i + index].integer;
+      };
+      Outcome outcome;
+      outcome.allowed = field(0) == 1;
+      outcome.reason = static_cast<DenyReason>(field(1));
+      outcome.limit = static_cast<std::uint64_t>(field(2));
+      outcome.remaining = static_cast<std::uint64_t>(field(3));
+      outcome.reset_after_us = field(4);
+      outcome.retry_after_us = field(5) == redis::kNeverOnWire ? kNever : field(5);
+      outcome.delay_us = field(6);
+      out.outcomes.push_back(outcome);
+    }
+    return out;
+  }
+
+ private:
+  static void expectIntegers(const RedisReply& reply, std::size_t count) {
+    if (reply.type != REDIS_REPLY_ARRAY || reply.elements.size() != count) {
+      throw std::runtime_error("unexpected script reply: " +
+                               (reply.isError() ? reply.text : "wrong shape"));
+    }
+    for (const RedisReply& element : reply.elements) {
+      if (element.type != REDIS_REPLY_INTEGER) throw std::runtime_error("non-integer in reply");
+    }
+  }
+
+  RedisConnection& connection_;
+  std::string sha_;
+  std::deque<std::size_t> pending_persists_;
+};
+
+}  // namespace sluice::testing

@@ -1,0 +1,154 @@
+// The script's operations beyond single decisions: TTLs on written keys, refunds after other
+// admissions, sync's refusal of the sliding log, and malformed calls.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "algorithm/compact_state.h"
+#include "algorithm/sliding_window_log.h"
+#include "support/redis_server.h"
+#include "support/specs.h"
+#include "traces/script_client.h"
+#include "traces/trace_support.h"
+
+namespace sluice::testing {
+namespace {
+
+using algorithm::CompactState;
+
+class ScriptOperations : public ::testing::Test {
+ protected:
+  ScriptOperations()
+      : server_(std::make_unique<RedisServer>()),
+        connection_(server_->port()),
+        script_(connection_) {}
+
+  long long pttl(const std::string& key) { return connection_.command({"PTTL", key}).integer; }
+
+  std::unique_ptr<RedisServer> server_;
+  RedisConnection connection_;
+  ScriptClient script_;
+};
+
+// A written key expires when its state is back to full, to the millisecond (rounded up); the
+// script reads Redis TIME here, so the TTL is in Redis's own clock.
+TEST_F(ScriptOperations, WrittenKeysExpireWhenFull) {
+  const LimitSpec specs[] = {
+      spec(Algorithm::kFixedWindow, "10/min"),     spec(Algorithm::kSlidingWindowLog, "10/min"),
+      spec(Algorithm::kSlidingWindowCounter, "10/min"), spec(Algorithm::kTokenBucket, "7/min", 5),
+      spec(Algorithm::kTokenBucketInterval, "3/min", 9), spec(Algorithm::kLeakyBucketMeter, "7/min", 5),
+      spec(Algorithm::kLeakyBucketShaper, "7/min", 5), spec(Algorithm::kGcra, "7/min", 5)};
+  for (const LimitSpec& limit : specs) {
+    const std::string key = "ttl:" + limit.toString();
+    const ScriptCheck check[] = {{key, &limit, 3}};
+    const DecideReply reply = script_.decide(std::nullopt, check);
+    ASSERT_TRUE(reply.outcomes[0].allowed) << limit.toString();
+    Micros full_at_us = 0;
+    if (limit.algorithm() == Algorithm::kSlidingWindowLog) {
+      algorithm::SlidingWindowLog log;
+      (void)log.consume(reply.now_us, limit, 3);
+      full_at_us = log.fullAt(limit);
+    } else {
+      CompactState state;
+      (void)algorithm::consumeCompact(state, reply.now_us, limit, 3);
+      full_at_us = algorithm::compactFullAt(state, limit);
+    }
+    const Micros expected_ms = (full_at_us - reply.now_us + 999) / 1000;
+    const long long ttl_ms = pttl(key);
+    // Read after the call: at most the expected TTL, and not much less (a generous bound for a
+    // loaded machine; the TTLs here are 8 seconds or more).
+    EXPECT_LE(ttl_ms, expected_ms) << limit.toString();
+    EXPECT_GT(ttl_ms, expected_ms - 5000) << limit.toString();
+    EXPECT_GT(expected_ms, 8000) << limit.toString();
+  }
+}
+
+// A refund that brings a key back to full deletes it, as a full state equals an unused key.
+TEST_F(ScriptOperations, RefundToFullDeletesTheKey) {
+  const LimitSpec limit = spec(Algorithm::kFixedWindow, "10/min");
+  const ScriptCheck check[] = {{"refunded", &limit, 4}};
+  const DecideReply reply = script_.decide(std::nullopt, check);
+  ASSERT_GT(pttl("refunded"), 0);
+  const RedisReply refunded = script_.call("refund", reply.now_us, check);
+  ASSERT_EQ(refunded.type, REDIS_REPLY_ARRAY) << refunded.text;
+  EXPECT_EQ(refunded.elements.at(0).integer, reply.now_us);
+  EXPECT_EQ(pttl("refunded"), -2);  // no such key
+}
+
+// A refund after later admissions never gives back more than the key would have had without
+// the refunded consumption: a decide right after equals, or is stricter than, the C++ state
+// that never saw it.
+TEST_F(ScriptOperations, RefundAfterLaterAdmissionsIsConservative) {
+  for (const Algorithm algorithm : {Algorithm::kTokenBucket, Algorithm::kTokenBucketInterval,
+                                    Algorithm::kGcra, Algorithm::kFixedWindow,
+                                    Algorithm::kSlidingWindowCounter}) {
+    const LimitSpec limit = spec(algorithm, "10/s", 10);
+    const std::string key = "late:" + limit.toString();
+    CompactState without;  // C++: only the admissions that were not refunded
+    Micros at_us = kJan2026;
+    const ScriptCheck first[] = {{key, &limit, 8}};
+    ASSERT_TRUE(script_.decidePersisted(at_us, first).outcomes[0].allowed);
+    const ScriptCheck second[] = {{key, &limit, 2}};
+    for (const Micros later_us : {Micros{150'000}, Micros{250'000}}) {
+      ASSERT_TRUE(script_.decidePersisted(at_us + later_us, second).outcomes[0].allowed);
+      ASSERT_TRUE(algorithm::consumeCompact(without, at_us + later_us, limit, 2).allowed);
+    }
+    ASSERT_EQ(script_.callPersisted("refund", at_us, first).type, REDIS_REPLY_ARRAY);
+    const Micros probe_us = at_us + 300'000;
+    const ScriptCheck peek[] = {{key, &limit, 0}};
+    const Outcome got = script_.decidePersisted(probe_us, peek).outcomes[0];
+    const Outcome bound = algorithm::consumeCompact(without, probe_us, limit, 0);
+    EXPECT_LE(got.remaining, bound.remaining) << limit.toString();
+  }
+}
+
+// Sync is for compact states only: a sliding log in the call is an error, and nothing of the
+// call is written.
+TEST_F(ScriptOperations, SyncRefusesTheSlidingLog) {
+  const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);
+  const LimitSpec log = spec(Algorithm::kSlidingWindowLog, "10/s");
+  const ScriptCheck checks[] = {{"synced", &bucket, 2}, {"logged", &log, 1}};
+  const RedisReply reply = script_.call("sync", kJan2026, checks);
+  ASSERT_TRUE(reply.isError());
+  EXPECT_NE(reply.text.find("sliding window log"), std::string::npos) << reply.text;
+  EXPECT_EQ(connection_.command({"EXISTS", "synced"}).integer, 0);
+  EXPECT_EQ(connection_.command({"EXISTS", "logged"}).integer, 0);
+}
+
+// Sync replies carry the state; a missing key with nothing to add is the zero state.
+TEST_F(ScriptOperations, SyncOfNothingIsTheZeroState) {
+  const LimitSpec gcra = spec(Algorithm::kGcra, "10/s", 5);
+  const ScriptCheck check[] = {{"nothing", &gcra, 0}};
+  const auto states = ScriptClient::parseSync(script_.call("sync", kJan2026, check), 1);
+  EXPECT_EQ(states[0].a, 0);
+  EXPECT_EQ(states[0].b, 0);
+  EXPECT_EQ(connection_.command({"EXISTS", "nothing"}).integer, 0);
+}
+
+// Malformed calls are errors, not guesses.
+TEST_F(ScriptOperations, MalformedCallsAreErrors) {
+  const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);
+  const ScriptCheck check[] = {{"k", &bucket, 1}};
+  EXPECT_TRUE(script_.call("consume", kJan2026, check).isError());
+  std::vector<std::string> args = script_.arguments("decide", kJan2026, check);
+  args.pop_back();  // one argument short
+  EXPECT_TRUE(connection_.command(args).isError());
+  args.push_back("1.5");  // not an integer
+  EXPECT_TRUE(connection_.command(args).isError());
+}
+
+// The server helper restarts on the same port with an empty data set.
+TEST_F(ScriptOperations, RedisServerRestartsOnTheSamePort) {
+  const int port = server_->port();
+  connection_.command({"SET", "x", "1"});
+  server_->restart();
+  EXPECT_EQ(server_->port(), port);
+  RedisConnection fresh(port);
+  EXPECT_EQ(fresh.command({"EXISTS", "x"}).integer, 0);
+}
+
+}  // namespace
+}  // namespace sluice::testing
