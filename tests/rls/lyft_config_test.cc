@@ -1,0 +1,224 @@
+#include "rls/lyft_config.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace sluice::rls {
+namespace {
+
+const std::string kConfigDir = std::string(SLUICE_SOURCE_DIR) + "/tests/rls/configs";
+
+class LyftConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LyftLoadResult loaded = loadLyftConfigDir(kConfigDir);
+    ASSERT_NE(loaded.config, nullptr) << (loaded.errors.empty() ? "" : loaded.errors.front());
+    config_ = loaded.config;
+    domain_ = config_->domain("envoy");
+    ASSERT_NE(domain_, nullptr);
+  }
+
+  const DescriptorNode* match(std::vector<EntryView> entries, std::string* key = nullptr) const {
+    return LyftConfig::match(*domain_, entries, key);
+  }
+  std::uint32_t limitOf(std::vector<EntryView> entries) const {
+    const DescriptorNode* node = match(std::move(entries));
+    return node != nullptr && node->rate_limit ? node->rate_limit->requests_per_unit : 0;
+  }
+
+  LyftConfigPtr config_;
+  const Domain* domain_ = nullptr;
+};
+
+std::vector<std::string> errorsOf(const std::string& yaml) {
+  const LyftSource source{"cfg.yaml", yaml};
+  LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+  EXPECT_EQ(loaded.config, nullptr);
+  return loaded.errors;
+}
+
+bool anyContains(const std::vector<std::string>& errors, const std::string& text) {
+  for (const std::string& error : errors) {
+    if (error.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Every file of the directory is one domain; .yaml and .yml are both read.
+TEST_F(LyftConfigTest, LoadsEveryDomainFile) {
+  EXPECT_EQ(config_->domainCount(), 2u);
+  ASSERT_NE(config_->domain("other"), nullptr);
+  EXPECT_EQ(config_->domain("nope"), nullptr);
+}
+
+// A key-only node matches any value of the key.
+TEST_F(LyftConfigTest, KeyOnlyMatchesAnyValue) {
+  EXPECT_EQ(limitOf({{"remote_address", "10.0.0.1"}}), 3u);
+  EXPECT_EQ(limitOf({{"remote_address", ""}}), 3u);
+}
+
+// An exact key and value is preferred to the key-only node, whatever the file order.
+TEST_F(LyftConfigTest, ExactValueBeatsKeyOnly) {
+  const DescriptorNode* vip = match({{"generic_key", "vip"}});
+  ASSERT_NE(vip, nullptr);
+  EXPECT_TRUE(vip->rate_limit->unlimited);
+  EXPECT_EQ(limitOf({{"generic_key", "other"}}), 2u);
+}
+
+// A '*' pattern is tried before the key-only node.
+TEST_F(LyftConfigTest, PatternBeforeKeyOnly) {
+  EXPECT_EQ(limitOf({{"user", "premium-alice"}}), 10u);
+  EXPECT_EQ(limitOf({{"user", "premium-"}}), 10u);
+  EXPECT_EQ(limitOf({{"user", "basic-bob"}}), 1u);
+}
+
+// The limit is the one at the last entry; a tuple shorter or longer than the config has none.
+TEST_F(LyftConfigTest, NestedTupleMustMatchTheDepth) {
+  EXPECT_EQ(limitOf({{"destination_cluster", "backend"}, {"header_match", "post"}}), 5u);
+  EXPECT_EQ(limitOf({{"destination_cluster", "backend"}, {"remote_address", "1.2.3.4"}}), 4u);
+  const DescriptorNode* parent = match({{"destination_cluster", "backend"}});
+  ASSERT_NE(parent, nullptr);
+  EXPECT_FALSE(parent->rate_limit.has_value());
+  EXPECT_EQ(match({{"remote_address", "a"}, {"remote_address", "b"}}), nullptr);
+  EXPECT_EQ(match({{"destination_cluster", "frontend"}, {"header_match", "post"}}), nullptr);
+  EXPECT_EQ(match({{"destination_cluster", "backend"}, {"header_match", "get"}}), nullptr);
+}
+
+// Unknown keys and empty tuples match nothing; a node without rate_limit matches without a limit.
+TEST_F(LyftConfigTest, UnknownAndWhitelisted) {
+  EXPECT_EQ(match({{"unknown", "x"}}), nullptr);
+  EXPECT_EQ(match({}), nullptr);
+  const DescriptorNode* whitelisted = match({{"whitelisted", "x"}});
+  ASSERT_NE(whitelisted, nullptr);
+  EXPECT_FALSE(whitelisted->rate_limit.has_value());
+}
+
+// Each value has its own counter; share_threshold values share the pattern's counter.
+TEST_F(LyftConfigTest, CounterKeys) {
+  std::string a, b, shared_a, shared_b;
+  ASSERT_NE(match({{"remote_address", "1.1.1.1"}}, &a), nullptr);
+  ASSERT_NE(match({{"remote_address", "2.2.2.2"}}, &b), nullptr);
+  EXPECT_NE(a, b);
+  ASSERT_NE(match({{"pool", "shared-1"}}, &shared_a), nullptr);
+  ASSERT_NE(match({{"pool", "shared-2"}}, &shared_b), nullptr);
+  EXPECT_EQ(shared_a, shared_b);
+  // Length-prefixed parts: "a_b"+"c" and "a"+"b_c" stay apart, unlike lyft's joined keys.
+  std::string joined_one, joined_two;
+  const LyftSource source{"x.yaml", "domain: d\ndescriptors:\n  - key: a_b\n  - key: a\n"};
+  const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+  ASSERT_NE(loaded.config, nullptr);
+  const Domain& d = *loaded.config->domain("d");
+  const EntryView one[] = {{"a_b", "c"}};
+  const EntryView two[] = {{"a", "b_c"}};
+  ASSERT_NE(LyftConfig::match(d, one, &joined_one), nullptr);
+  ASSERT_NE(LyftConfig::match(d, two, &joined_two), nullptr);
+  EXPECT_NE(joined_one, joined_two);
+  EXPECT_EQ(joined_one.front(), 'E');  // never a digit, as policy counter keys start
+}
+
+// Flags and rule fields are read as lyft writes them.
+TEST_F(LyftConfigTest, ReadsFlagsAndRules) {
+  const DescriptorNode* shadow = match({{"shadow_key", "x"}});
+  ASSERT_NE(shadow, nullptr);
+  EXPECT_TRUE(shadow->shadow_mode);
+  const DescriptorNode* burst = match({{"tenant_burst", "t"}});
+  ASSERT_NE(burst, nullptr);
+  EXPECT_EQ(burst->rate_limit->name, "tenant-burst");
+  EXPECT_EQ(burst->rate_limit->replaces, std::vector<std::string>{"tenant-daily"});
+  EXPECT_EQ(burst->stat_key, "envoy.tenant_burst");
+  const DescriptorNode* blocked = match({{"blocked", "x"}});
+  ASSERT_NE(blocked, nullptr);
+  EXPECT_FALSE(blocked->rate_limit->spec.has_value());
+  EXPECT_TRUE(match({{"detailed", "x"}})->detailed_metric);
+  EXPECT_EQ(config_->domain("other")->descriptors.nodes[0].rate_limit->unit, Unit::kMinute);
+}
+
+// Units are case-insensitive names of the response enum, including week, month and year.
+TEST(LyftUnitTest, ParsesUnits) {
+  EXPECT_EQ(parseUnit("second"), Unit::kSecond);
+  EXPECT_EQ(parseUnit("HOUR"), Unit::kHour);
+  EXPECT_EQ(parseUnit("Week"), Unit::kWeek);
+  EXPECT_EQ(parseUnit("year"), Unit::kYear);
+  EXPECT_EQ(parseUnit("fortnight"), std::nullopt);
+  EXPECT_EQ(parseUnit("unknown"), std::nullopt);
+  EXPECT_EQ(unitMicros(Unit::kMonth), 30 * kMicrosPerDay);
+}
+
+// '*' stands for zero or more characters, anywhere and several times.
+TEST(LyftPatternTest, Wildcards) {
+  EXPECT_TRUE(matchesPattern("foo*", "foo"));
+  EXPECT_TRUE(matchesPattern("foo*", "foobar"));
+  EXPECT_TRUE(matchesPattern("*bar", "foobar"));
+  EXPECT_TRUE(matchesPattern("a*b*c", "a-b-b-c"));
+  EXPECT_TRUE(matchesPattern("*", ""));
+  EXPECT_FALSE(matchesPattern("foo*", "fo"));
+  EXPECT_FALSE(matchesPattern("a*b*c", "a-b-b-d"));
+  EXPECT_FALSE(matchesPattern("*x*", std::string(10000, 'a')));
+}
+
+// Every problem is reported with file, line and column, and loading goes on to find the rest.
+TEST(LyftConfigErrorsTest, ReportsEveryProblemWithItsPlace) {
+  const auto errors = errorsOf(
+      "domain: d\n"
+      "descriptors:\n"
+      "  - key: a\n"
+      "    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n"
+      "  - key: b\n"
+      "    colour: red\n");
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].rfind("cfg.yaml:4:", 0), 0u) << errors[0];
+  EXPECT_NE(errors[0].find("fortnight"), std::string::npos);
+  EXPECT_EQ(errors[1].rfind("cfg.yaml:6:5:", 0), 0u) << errors[1];
+  EXPECT_NE(errors[1].find("colour"), std::string::npos);
+}
+
+// The checks lyft makes at load time are made here too.
+TEST(LyftConfigErrorsTest, RejectsWhatLyftRejects) {
+  EXPECT_TRUE(anyContains(errorsOf("descriptors: []\n"), "domain: is required"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: ''\n"), "must not be empty"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - value: x\n"), "key: is required"));
+  EXPECT_TRUE(anyContains(
+      errorsOf(
+          "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unlimited: true, unit: second}\n"),
+      "unlimited"));
+  EXPECT_TRUE(anyContains(
+      errorsOf("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {requests_per_unit: 1}\n"),
+      "needs a unit"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: "
+                                   "second, requests_per_unit: 4294967296}\n"),
+                          "32 bits"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: "
+                                   "second, replaces: [{name: ''}]}\n"),
+                          "non-empty name"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: "
+                                   "second, name: x, replaces: [{name: x}]}\n"),
+                          "cannot replace itself"));
+  EXPECT_TRUE(anyContains(
+      errorsOf("domain: d\ndescriptors:\n  - key: a\n    value: v\n  - key: a\n    value: v\n"),
+      "duplicate descriptor"));
+  EXPECT_TRUE(anyContains(
+      errorsOf("domain: d\ndescriptors:\n  - key: a\n    value: v\n    share_threshold: true\n"),
+      "wildcard"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors: [\n"), "cfg.yaml:"));
+}
+
+// Two files may not define the same domain.
+TEST(LyftConfigErrorsTest, DuplicateDomain) {
+  const LyftSource sources[] = {{"one.yaml", "domain: d\n"}, {"two.yaml", "domain: d\n"}};
+  const LyftLoadResult loaded = loadLyftConfigTexts(sources);
+  ASSERT_EQ(loaded.errors.size(), 1u);
+  EXPECT_EQ(loaded.errors[0].rfind("two.yaml:1:", 0), 0u) << loaded.errors[0];
+}
+
+// A missing directory is an error; an empty one is a config without domains.
+TEST(LyftConfigErrorsTest, Directories) {
+  EXPECT_EQ(loadLyftConfigDir("/nonexistent/sluice").config, nullptr);
+  const LyftLoadResult empty = loadLyftConfigTexts({});
+  ASSERT_NE(empty.config, nullptr);
+  EXPECT_EQ(empty.config->domainCount(), 0u);
+}
+
+}  // namespace
+}  // namespace sluice::rls

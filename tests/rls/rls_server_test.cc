@@ -1,0 +1,152 @@
+#include "rls/rls_server.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "store/memory_store.h"
+
+namespace sluice::rls {
+namespace {
+
+using envoy::service::ratelimit::v3::RateLimitService;
+
+const std::string kConfigDir = std::string(SLUICE_SOURCE_DIR) + "/tests/rls/configs";
+constexpr Micros kStart = 1'800'000'000LL * kMicrosPerSecond;
+
+RateLimitRequest request(const std::string& domain, const std::string& key,
+                         const std::string& value) {
+  RateLimitRequest out;
+  out.set_domain(domain);
+  auto& entry = *out.add_descriptors()->add_entries();
+  entry.set_key(key);
+  entry.set_value(value);
+  return out;
+}
+
+// A real gRPC server on 127.0.0.1:0 and a real gRPC client, in one process.
+class RlsServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    settings_.listen = "127.0.0.1:0";
+    settings_.config_dir = kConfigDir;
+    settings_.decider.response_headers = true;
+    server_ = std::make_unique<RlsServer>(engine_, clock_, settings_);
+    const auto endpoint = server_->start();
+    ASSERT_TRUE(endpoint.ok()) << endpoint.error();
+    ASSERT_NE(endpoint.value().port(), 0);
+    const std::string target = "127.0.0.1:" + std::to_string(endpoint.value().port());
+    stub_ =
+        RateLimitService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  }
+
+  grpc::Status call(const RateLimitRequest& request, RateLimitResponse& response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub_->ShouldRateLimit(&context, request, &response);
+  }
+
+  FakeClock clock_{kStart};
+  MemoryStore store_;
+  Engine engine_{store_, clock_};
+  RlsSettings settings_;
+  std::unique_ptr<RlsServer> server_;
+  std::unique_ptr<RateLimitService::Stub> stub_;
+};
+
+// Over the wire: OK with the status and headers, then OVER_LIMIT on the fourth hit of 3/min.
+TEST_F(RlsServerTest, AnswersOverGrpc) {
+  const RateLimitRequest address = request("envoy", "remote_address", "192.0.2.1");
+  for (std::uint32_t remaining : {2u, 1u, 0u}) {
+    RateLimitResponse response;
+    ASSERT_TRUE(call(address, response).ok());
+    EXPECT_EQ(response.overall_code(), RateLimitResponse::OK);
+    EXPECT_EQ(response.statuses(0).limit_remaining(), remaining);
+  }
+  RateLimitResponse over;
+  ASSERT_TRUE(call(address, over).ok());
+  EXPECT_EQ(over.overall_code(), RateLimitResponse::OVER_LIMIT);
+  ASSERT_GE(over.response_headers_to_add_size(), 1);
+  EXPECT_EQ(over.response_headers_to_add(0).key(), "X-RateLimit-Limit");
+  EXPECT_EQ(over.response_headers_to_add(0).value(), "3");
+  const std::string metrics = server_->metricsText();
+  EXPECT_NE(metrics.find("sluice_rls_requests_total{result=\"over_limit\"} 1"), std::string::npos);
+  // Hits count every request, over the limit or not, as lyft's total_hits does.
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.remote_address\"} 4"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sluice_rls_rule_over_limit_total{rule=\"envoy.remote_address\"} 1"),
+            std::string::npos);
+}
+
+// Bad requests come back as gRPC errors with a message.
+TEST_F(RlsServerTest, BadRequestsAreGrpcErrors) {
+  RateLimitResponse response;
+  grpc::Status empty_domain = call(request("", "k", "v"), response);
+  EXPECT_EQ(empty_domain.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(empty_domain.error_message(), "domain must not be empty");
+  RateLimitRequest no_descriptors;
+  no_descriptors.set_domain("envoy");
+  EXPECT_EQ(call(no_descriptors, response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(call(request("nope", "k", "v"), response).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// Concurrent clients: exactly the limit is admitted, whatever the interleaving.
+TEST_F(RlsServerTest, ConcurrentCallsAdmitExactlyTheLimit) {
+  const RateLimitRequest tenant = request("envoy", "tenant", "t1");  // 100/day
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 40; ++i) {
+        RateLimitResponse response;
+        if (call(tenant, response).ok() && response.overall_code() == RateLimitResponse::OK) {
+          ++admitted;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(admitted.load(), 100);
+}
+
+// reload() swaps in a new directory's config; a broken one is refused and the old one stays.
+TEST_F(RlsServerTest, ReloadKeepsTheOldConfigOnErrors) {
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("sluice-rls-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+       std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  std::filesystem::create_directories(dir);
+  settings_.config_dir = dir.string();
+  settings_.listen = "127.0.0.1:0";
+  RlsServer server(engine_, clock_, settings_);
+  std::ofstream(dir / "a.yaml") << "domain: fresh\n";
+  ASSERT_TRUE(server.start().ok());
+  std::ofstream(dir / "a.yaml") << "domain: fresh\ndescriptors: {\n";
+  const std::vector<std::string> errors = server.reload();
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors[0].find("a.yaml:"), std::string::npos) << errors[0];
+  std::ofstream(dir / "a.yaml") << "domain: fresher\n";
+  EXPECT_TRUE(server.reload().empty());
+  server.shutdown();
+  std::filesystem::remove_all(dir);
+}
+
+// Listening where nothing can listen is reported, not thrown.
+TEST_F(RlsServerTest, BindFailureIsAnError) {
+  RlsSettings settings = settings_;
+  settings.listen = "192.0.2.1:1";  // TEST-NET: not an address of this machine
+  RlsServer server(engine_, clock_, settings);
+  const auto endpoint = server.start();
+  EXPECT_FALSE(endpoint.ok());
+}
+
+}  // namespace
+}  // namespace sluice::rls

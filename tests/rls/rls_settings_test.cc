@@ -1,0 +1,68 @@
+#include "rls/rls_settings.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::rls {
+namespace {
+
+// Without an envoy_rls section the door is off.
+TEST(RlsSettingsTest, AbsentSectionIsOff) {
+  const auto settings = loadRlsSettingsText("limits: []\n", "s.yaml", "/etc/sluice");
+  ASSERT_TRUE(settings.ok());
+  EXPECT_FALSE(settings.value().has_value());
+}
+
+// Every key is read; config_dir is relative to the YAML file's directory.
+TEST(RlsSettingsTest, ReadsTheSection) {
+  const auto settings = loadRlsSettingsText(
+      "envoy_rls:\n  listen: 127.0.0.1:0\n  config_dir: ratelimit/config\n"
+      "  response_headers: true\n  shadow_mode: true\n  unknown_domain: allow\n",
+      "s.yaml", "/etc/sluice");
+  ASSERT_TRUE(settings.ok()) << settings.error();
+  const RlsSettings& value = *settings.value();
+  EXPECT_EQ(value.listen, "127.0.0.1:0");
+  EXPECT_EQ(value.config_dir, "/etc/sluice/ratelimit/config");
+  EXPECT_TRUE(value.decider.response_headers);
+  EXPECT_TRUE(value.decider.shadow_mode);
+  EXPECT_FALSE(value.decider.unknown_domain_is_error);
+}
+
+// response_headers may pick header families; absolute directories stay as they are.
+TEST(RlsSettingsTest, HeaderFamilies) {
+  const auto settings = loadRlsSettingsText(
+      "envoy_rls: {config_dir: /srv/rl, response_headers: {ietf: true, retry_after: false}}\n",
+      "s.yaml", "/etc/sluice");
+  ASSERT_TRUE(settings.ok()) << settings.error();
+  const RlsSettings& value = *settings.value();
+  EXPECT_EQ(value.config_dir, "/srv/rl");
+  EXPECT_EQ(value.listen, "127.0.0.1:8081");
+  EXPECT_TRUE(value.decider.response_headers);
+  EXPECT_TRUE(value.decider.headers.x_ratelimit);
+  EXPECT_TRUE(value.decider.headers.ietf);
+  EXPECT_FALSE(value.decider.headers.retry_after);
+  EXPECT_TRUE(value.decider.unknown_domain_is_error);
+}
+
+// Mistakes are listed with file:line:column.
+TEST(RlsSettingsTest, ErrorsHaveTheirPlace) {
+  const auto settings = loadRlsSettingsText(
+      "limits: []\nenvoy_rls:\n  listen: localhost:8081\n  unknown_domain: maybe\n  port: 1\n",
+      "s.yaml", "");
+  ASSERT_FALSE(settings.ok());
+  const std::string& error = settings.error();
+  EXPECT_NE(error.find("s.yaml:3:11: envoy_rls.listen must be an IP address"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("s.yaml:4:"), std::string::npos) << error;
+  EXPECT_NE(error.find("unknown key \"port\""), std::string::npos) << error;
+  EXPECT_NE(error.find("config_dir is required"), std::string::npos) << error;
+}
+
+// An unreadable file is an error that names it.
+TEST(RlsSettingsTest, MissingFile) {
+  const auto settings = loadRlsSettings("/nonexistent/sluice.yaml");
+  ASSERT_FALSE(settings.ok());
+  EXPECT_NE(settings.error().find("/nonexistent/sluice.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::rls
