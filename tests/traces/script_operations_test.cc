@@ -89,7 +89,7 @@ TEST_F(ScriptOperations, RefundAfterLaterAdmissionsIsConservative) {
     const std::string key = "late:" + limit.toString();
     CompactState without;  // C++: only the admissions that were not refunded
     Micros at_us = kJan2026;
-    const ScriptCheck first[] = {{key, &limit, 8}};
+    const ScriptCheck first[] = {{key, &limit, 6}};
     ASSERT_TRUE(script_.decidePersisted(at_us, first).outcomes[0].allowed);
     const ScriptCheck second[] = {{key, &limit, 2}};
     for (const Micros later_us : {Micros{150'000}, Micros{250'000}}) {
