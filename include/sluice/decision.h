@@ -14,13 +14,35 @@
 
 namespace sluice {
 
+// What a limit does when its shared store (Redis) cannot answer in time.
+enum class OnStoreError : std::uint8_t {
+  kAllow,  // fail open: admit (the industry default: Envoy, lyft/ratelimit)
+  kDeny,   // fail closed: deny with reason kStoreUnavailable
+  kLocal,  // keep enforcing on this node alone, at the limit divided by the node count
+};
+
 // One limit to check for a request. The key names the counter: checks with the same key,
 // algorithm and period share state (for token buckets, leaky buckets and GCRA, also the same
 // count), so give distinct limits distinct keys (e.g. "login:" + ip).
 struct LimitCheck {
+  LimitCheck() = default;
+  // Implicit, so `{key, &spec}` and `{key, &spec, cost}` read as before the optional fields.
+  LimitCheck(std::string_view check_key, const LimitSpec* check_spec, std::uint64_t check_cost = 1,
+             std::string_view check_group = {},
+             OnStoreError check_on_error = OnStoreError::kAllow) noexcept
+      : key(check_key),
+        spec(check_spec),
+        cost(check_cost),
+        group(check_group),
+        on_error(check_on_error) {}
+
   std::string_view key;
   const LimitSpec* spec = nullptr;  // never null; must outlive the call
   std::uint64_t cost = 1;           // 0 peeks without consuming
+  // Checks with equal groups live together in a Redis Cluster (one hash slot), so they decide in
+  // one atomic step; e.g. a client's limits all group on the client's identity. Empty: the key.
+  std::string_view group;
+  OnStoreError on_error = OnStoreError::kAllow;
 };
 
 // The engine's answer for a list of checks: allowed only if every limit allows, and then every

@@ -40,7 +40,11 @@ bool looksLikeJwt(std::string_view token) {
 std::vector<LimitCheck> engineChecks(const std::vector<PlannedCheck>& planned) {
   std::vector<LimitCheck> checks;
   checks.reserve(planned.size());
-  for (const PlannedCheck& check : planned) checks.push_back({check.key, check.spec, check.cost});
+  for (const PlannedCheck& check : planned) {
+    checks.push_back({check.key, check.spec, check.cost,
+                      std::string_view(check.key).substr(check.group_offset),
+                      check.limit->on_error});
+  }
   return checks;
 }
 
@@ -109,18 +113,18 @@ std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext&
     }
     // The limit's name (and tier) namespace its counters, so two limits never share one.
     std::string key = counterPrefix(limit, context.tier);
-    key += 'k';  // the selector's parts follow
-    const std::size_t prefix = key.size();
+    const std::size_t identity = key.size();  // the limit's name is not part of the group
+    key += 'k';                               // the selector's parts follow
     if (!limit.key.appendKey(context, limit.match.describe(), key)) {
       if (limit.when_missing == WhenMissing::kSkip) continue;
-      key.resize(prefix - 1);
+      key.resize(identity);
       key += 'i';  // the address fallback
       appendCounterPart(key, context.client_ip);
     }
     const std::uint64_t cost = limit.cost.value_or(context.request.cost);
-    planned.push_back({&limit, spec, key, limit.name, cost});
+    planned.push_back({&limit, spec, key, limit.name, cost, identity});
     if (daily != nullptr)
-      planned.push_back({&limit, daily, key + 'd', limit.name + ":daily", cost});
+      planned.push_back({&limit, daily, key + 'd', limit.name + ":daily", cost, identity});
   }
   return planned;
 }
@@ -174,10 +178,12 @@ Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_
   if (limit == nullptr) return Error{"no limit named \"" + std::string(limit_name) + "\""};
   std::vector<PlannedCheck> planned;
   std::string counter = counterPrefix(*limit, tier);
+  const std::size_t identity = counter.size();
   counter += 'n';  // a key the caller named
   appendCounterPart(counter, key);
   if (!limit->from_tier) {
-    planned.push_back({limit, &*limit->spec, counter, limit->name, limit->cost.value_or(cost)});
+    planned.push_back(
+        {limit, &*limit->spec, counter, limit->name, limit->cost.value_or(cost), identity});
   } else {
     const auto spec = limit->tier_specs.find(tier);
     if (spec == limit->tier_specs.end()) {
@@ -188,10 +194,11 @@ Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_
       return PolicyDecision{};  // an unlimited tier
     }
     const std::uint64_t charged = limit->cost.value_or(cost);
-    planned.push_back({limit, &spec->second, counter, limit->name, charged});
+    planned.push_back({limit, &spec->second, counter, limit->name, charged, identity});
     const auto daily = limit->tier_daily_specs.find(tier);
     if (daily != limit->tier_daily_specs.end()) {
-      planned.push_back({limit, &daily->second, counter + 'd', limit->name + ":daily", charged});
+      planned.push_back(
+          {limit, &daily->second, counter + 'd', limit->name + ":daily", charged, identity});
     }
   }
   return decidePlanned(std::move(planned), engine, already_waited_us);

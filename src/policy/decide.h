@@ -20,6 +20,9 @@ struct PlannedCheck {
   std::string key;
   std::string label;  // the limit's name, or "<name>:daily" for a tier's daily quota
   std::uint64_t cost = 1;
+  // Where the key's identity part starts: checks with the same identity (a client's limits)
+  // group together in a Redis Cluster. See LimitCheck::group.
+  std::size_t group_offset = 0;
 };
 
 struct PolicyDecision {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "policy/store_loader.h"
+
 namespace sluice::policy {
 namespace {
 
@@ -96,6 +98,10 @@ void loadBehaviour(const YAML::Node& node, const std::string& where, Limit& limi
   if (limit.max_delay_us > kMaxThrottleDelayUs) {
     errors.add(node["max_delay"], where + ".max_delay must be at most 60s");
   }
+  if (node["on_error"]) {
+    limit.on_error =
+        onStoreErrorValue(node["on_error"], where + ".on_error", errors).value_or(limit.on_error);
+  }
   if (node["when_missing"]) {
     const std::string value =
         scalar(node["when_missing"], where + ".when_missing", errors).value_or("");
@@ -135,9 +141,10 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
   if (!isMap(node, "a limit", errors)) return;
   checkKeys(node, "a limit",
             {"name", "match", "key", "algorithm", "rate", "burst", "cost", "action", "max_delay",
-             "deny_status", "when_missing", "from_tier"},
+             "deny_status", "when_missing", "from_tier", "on_error"},
             errors);
   Limit limit;
+  limit.on_error = policy.store.on_error;
   if (!node["name"]) {
     errors.add(node, "a limit needs a name");
   } else {

@@ -12,6 +12,7 @@
 #include "policy/jwt_verifier.h"
 #include "policy/key_selector.h"
 #include "policy/route_match.h"
+#include "sluice/decision.h"
 #include "sluice/limit_spec.h"
 #include "sluice/time.h"
 
@@ -45,6 +46,8 @@ struct Limit {
   Micros max_delay_us = 0;  // throttle only
   int deny_status = 429;
   WhenMissing when_missing = WhenMissing::kUseIp;
+  // When a shared store cannot answer; store.on_error unless the limit says otherwise.
+  OnStoreError on_error = OnStoreError::kAllow;
   Algorithm algorithm = Algorithm::kTokenBucket;
   // A fixed spec, or one per tier (and a daily quota per tier) when the limit takes its numbers
   // from the caller's tier.
@@ -78,9 +81,24 @@ struct HeaderSettings {
   std::map<std::string, std::string, std::less<>> names;  // family → header name overrides
 };
 
+// Where limit state lives (store_loader.cc reads it; the binary builds the store from it).
 struct StoreSettings {
-  std::string type = "memory";
-  std::size_t max_keys = 1'000'000;
+  enum class Type { kMemory, kRedis, kRedisCluster, kSynced };
+  Type type = Type::kMemory;
+  std::size_t max_keys = 1'000'000;  // in-memory keys: the memory store, and local fallbacks
+  // redis and synced: one server; redis_cluster: seed nodes (the rest are discovered).
+  std::vector<std::string> addresses = {"127.0.0.1:6379"};
+  std::size_t connections = 2;  // per Redis server, each pipelining many decisions
+  Micros timeout_us = 20'000;   // per Redis call; past it the limit's on_error decides
+  OnStoreError on_error = OnStoreError::kAllow;  // the default for limits that don't say
+  std::size_t sluice_nodes = 1;  // Sluice nodes sharing the limits; on_error: local divides by it
+  Micros sync_interval_us = 100'000;  // synced: how often deltas are pushed and totals pulled
+  std::string key_prefix = "sluice:";
+  // The circuit breaker: this many failures in a row stop calls to Redis for `cooldown`.
+  std::size_t breaker_failures = 5;
+  Micros breaker_cooldown_us = 1'000'000;
+
+  [[nodiscard]] bool shared() const noexcept { return type != Type::kMemory; }
 };
 
 struct Policy {

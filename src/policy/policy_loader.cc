@@ -14,6 +14,7 @@
 #include "policy/api_key_hash.h"
 #include "policy/duration.h"
 #include "policy/limit_loader.h"
+#include "policy/store_loader.h"
 #include "policy/yaml_fields.h"
 
 namespace sluice::policy {
@@ -78,22 +79,6 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
     if (colon == std::string::npos || bad_address) {
       errors.add(node, std::string(name) + " must be an IP address and port, e.g. 127.0.0.1:8080");
     }
-  }
-}
-
-void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
-  if (!isMap(node, "store", errors)) return;
-  checkKeys(node, "store", {"type", "max_keys"}, errors);
-  if (node["type"]) {
-    store.type = scalar(node["type"], "store.type", errors).value_or("memory");
-    if (store.type != "memory") {
-      errors.add(node["type"],
-                 "store.type \"" + store.type + "\" is not available in this build (use memory)");
-    }
-  }
-  if (node["max_keys"]) {
-    store.max_keys = unsignedValue(node["max_keys"], "store.max_keys", errors).value_or(1);
-    if (store.max_keys == 0) errors.add(node["max_keys"], "store.max_keys must be at least 1");
   }
 }
 

@@ -71,7 +71,7 @@ TEST(PolicyLoader, ReportsEveryErrorWithItsLine) {
   const std::vector<std::string> errors = errorsOf(R"(server:
   listen: 127.0.0.1:8080
   threads: lots
-store: { type: redis }
+store: { type: etcd }
 tiers:
   free: { burst: 3 }
 limits:
@@ -98,7 +98,7 @@ limits:
     deny_status: 200
 )");
   EXPECT_TRUE(hasError(errors, 3, "server.threads")) << describe(errors);
-  EXPECT_TRUE(hasError(errors, 4, "store.type \"redis\"")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 4, "store.type must be memory, redis")) << describe(errors);
   EXPECT_TRUE(hasError(errors, 6, "tier free needs a rate")) << describe(errors);
   EXPECT_TRUE(hasError(errors, 9, "unknown period unit \"fortnight\"")) << describe(errors);
   EXPECT_TRUE(hasError(errors, 10, "used twice")) << describe(errors);
@@ -110,6 +110,49 @@ limits:
   EXPECT_TRUE(hasError(errors, 24, "needs a rate")) << describe(errors);
   EXPECT_TRUE(hasError(errors, 25, "remove them here")) << describe(errors);
   EXPECT_TRUE(hasError(errors, 28, "deny_status must be 400..599")) << describe(errors);
+}
+
+// The store section: a shared store with its failure policy, which limits inherit unless they
+// say otherwise; bad values are reported with their lines.
+TEST(PolicyLoader, ReadsSharedStoreSettings) {
+  const PolicyPtr policy = policyFrom(R"(store:
+  type: redis_cluster
+  addresses: [127.0.0.1:7000, redis-b:7001]
+  timeout: 15ms
+  on_error: local
+  sluice_nodes: 3
+  connections: 4
+limits:
+  - name: a
+    rate: 5/s
+  - name: b
+    rate: 5/s
+    on_error: deny
+)");
+  EXPECT_EQ(policy->store.type, StoreSettings::Type::kRedisCluster);
+  EXPECT_EQ(policy->store.addresses, (std::vector<std::string>{"127.0.0.1:7000", "redis-b:7001"}));
+  EXPECT_EQ(policy->store.timeout_us, 15'000);
+  EXPECT_EQ(policy->store.sluice_nodes, 3u);
+  EXPECT_EQ(policy->store.connections, 4u);
+  EXPECT_EQ(policy->limits[0].on_error, OnStoreError::kLocal);
+  EXPECT_EQ(policy->limits[1].on_error, OnStoreError::kDeny);
+
+  const std::vector<std::string> errors = errorsOf(R"(store:
+  type: redis
+  addresses: [127.0.0.1:6379, 127.0.0.1:6380]
+  timeout: 5s
+  on_error: maybe
+  address: nowhere
+limits:
+  - name: a
+    rate: 5/s
+    on_error: sometimes
+)");
+  EXPECT_TRUE(hasError(errors, 4, "store.timeout")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 5, "store.on_error must be allow, deny or local"))
+      << describe(errors);
+  EXPECT_TRUE(hasError(errors, 6, "must be host:port")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 10, "on_error must be allow, deny or local")) << describe(errors);
 }
 
 // YAML syntax errors carry their line too; an empty or wrong-shaped file is refused.

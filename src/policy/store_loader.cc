@@ -1,0 +1,106 @@
+#include "policy/store_loader.h"
+
+#include <charconv>
+
+namespace sluice::policy {
+namespace {
+
+std::optional<StoreSettings::Type> storeType(const YAML::Node& node, Errors& errors) {
+  const std::string name = scalar(node, "store.type", errors).value_or("");
+  if (name == "memory") return StoreSettings::Type::kMemory;
+  if (name == "redis") return StoreSettings::Type::kRedis;
+  if (name == "redis_cluster") return StoreSettings::Type::kRedisCluster;
+  if (name == "synced") return StoreSettings::Type::kSynced;
+  errors.add(node, "store.type must be memory, redis, redis_cluster or synced");
+  return std::nullopt;
+}
+
+// host:port with a numeric port; host may be a name (Redis servers often are).
+bool validAddress(std::string_view address) {
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  unsigned port = 0;
+  const std::string_view digits = address.substr(colon + 1);
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  return error == std::errc() && end == digits.data() + digits.size() && port > 0 && port <= 65535;
+}
+
+void loadAddresses(const YAML::Node& node, StoreSettings& store, Errors& errors) {
+  std::vector<std::string> addresses =
+      node.IsSequence()
+          ? stringList(node, "store.addresses", errors)
+          : std::vector<std::string>{scalar(node, "store.address", errors).value_or("")};
+  for (const std::string& address : addresses) {
+    if (!validAddress(address))
+      errors.add(node, "store address \"" + address + "\" must be host:port, e.g. 127.0.0.1:6379");
+  }
+  if (addresses.empty()) errors.add(node, "store.addresses must name at least one server");
+  store.addresses = std::move(addresses);
+}
+
+void loadPositive(const YAML::Node& node, const std::string& what, std::size_t& value,
+                  Errors& errors) {
+  value = unsignedValue(node, what, errors).value_or(1);
+  if (value == 0) errors.add(node, what + " must be at least 1");
+}
+
+void loadDuration(const YAML::Node& node, const std::string& what, Micros low, Micros high,
+                  Micros& value, Errors& errors) {
+  value = durationValue(node, what, errors).value_or(low);
+  if (value < low || value > high) errors.add(node, what + " is out of range");
+}
+
+}  // namespace
+
+std::optional<OnStoreError> onStoreErrorValue(const YAML::Node& node, const std::string& what,
+                                              Errors& errors) {
+  const std::string value = scalar(node, what, errors).value_or("");
+  if (value == "allow") return OnStoreError::kAllow;
+  if (value == "deny") return OnStoreError::kDeny;
+  if (value == "local") return OnStoreError::kLocal;
+  errors.add(node, what + " must be allow, deny or local");
+  return std::nullopt;
+}
+
+void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
+  if (!isMap(node, "store", errors)) return;
+  checkKeys(node, "store",
+            {"type", "max_keys", "address", "addresses", "connections", "timeout", "on_error",
+             "sluice_nodes", "sync_interval", "key_prefix", "breaker_failures", "breaker_cooldown"},
+            errors);
+  if (node["type"]) store.type = storeType(node["type"], errors).value_or(store.type);
+  if (node["max_keys"]) loadPositive(node["max_keys"], "store.max_keys", store.max_keys, errors);
+  if (node["address"] && node["addresses"])
+    errors.add(node, "store: give address or addresses, not both");
+  if (node["address"]) loadAddresses(node["address"], store, errors);
+  if (node["addresses"]) loadAddresses(node["addresses"], store, errors);
+  if (store.type != StoreSettings::Type::kRedisCluster && store.addresses.size() > 1) {
+    errors.add(node, "store: only redis_cluster takes several addresses");
+  }
+  if (node["connections"]) {
+    loadPositive(node["connections"], "store.connections", store.connections, errors);
+    if (store.connections > 64) errors.add(node["connections"], "store.connections is at most 64");
+  }
+  // Past a second a rate limiter adds more latency than it saves.
+  if (node["timeout"])
+    loadDuration(node["timeout"], "store.timeout (1ms..1s)", 1'000, 1'000'000, store.timeout_us,
+                 errors);
+  if (node["on_error"])
+    store.on_error =
+        onStoreErrorValue(node["on_error"], "store.on_error", errors).value_or(store.on_error);
+  if (node["sluice_nodes"])
+    loadPositive(node["sluice_nodes"], "store.sluice_nodes", store.sluice_nodes, errors);
+  if (node["sync_interval"])
+    loadDuration(node["sync_interval"], "store.sync_interval (10ms..10s)", 10'000, 10'000'000,
+                 store.sync_interval_us, errors);
+  if (node["key_prefix"])
+    store.key_prefix = scalar(node["key_prefix"], "store.key_prefix", errors).value_or("");
+  if (node["breaker_failures"])
+    loadPositive(node["breaker_failures"], "store.breaker_failures", store.breaker_failures,
+                 errors);
+  if (node["breaker_cooldown"])
+    loadDuration(node["breaker_cooldown"], "store.breaker_cooldown (10ms..60s)", 10'000, 60'000'000,
+                 store.breaker_cooldown_us, errors);
+}
+
+}  // namespace sluice::policy

@@ -1,0 +1,18 @@
+// Reads the `store:` section: which store holds the limits' state, and how it behaves when a
+// shared store is slow or gone.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include "policy/policy.h"
+#include "policy/yaml_fields.h"
+
+namespace sluice::policy {
+
+void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors);
+
+// "allow" | "deny" | "local"; nullopt (and an error naming `what`) for anything else.
+std::optional<OnStoreError> onStoreErrorValue(const YAML::Node& node, const std::string& what,
+                                              Errors& errors);
+
+}  // namespace sluice::policy

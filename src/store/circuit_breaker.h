@@ -1,0 +1,53 @@
+// Stops calling a store that keeps failing, so a dead Redis costs requests no latency: after
+// `failures` failures in a row the breaker opens for `cooldown`; then one call probes, and its
+// success closes the breaker while its failure opens it again.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "sluice/time.h"
+
+namespace sluice {
+
+class CircuitBreaker {
+ public:
+  CircuitBreaker(std::size_t failures, Micros cooldown_us) noexcept
+      : threshold_(failures), cooldown_us_(cooldown_us) {}
+
+  // Thread-safe. Whether a call may go to the store now. While open, false; once the cooldown
+  // has passed, true for exactly one caller (the probe) until it reports.
+  [[nodiscard]] bool allow(Micros now_us) noexcept {
+    const Micros open_until = open_until_us_.load(std::memory_order_acquire);
+    if (open_until == 0) return true;
+    if (now_us < open_until) return false;
+    bool expected = false;
+    return probing_.compare_exchange_strong(expected, true);
+  }
+  void onSuccess() noexcept {
+    failures_.store(0, std::memory_order_relaxed);
+    if (open_until_us_.load(std::memory_order_relaxed) != 0) {
+      open_until_us_.store(0, std::memory_order_release);
+      probing_.store(false);
+    }
+  }
+  void onFailure(Micros now_us) noexcept {
+    if (probing_.load() || failures_.fetch_add(1, std::memory_order_relaxed) + 1 >= threshold_) {
+      open_until_us_.store(now_us + cooldown_us_, std::memory_order_release);
+      probing_.store(false);
+    }
+  }
+  [[nodiscard]] bool open() const noexcept {
+    return open_until_us_.load(std::memory_order_relaxed) != 0;
+  }
+
+ private:
+  const std::size_t threshold_;
+  const Micros cooldown_us_;
+  std::atomic<std::size_t> failures_{0};
+  std::atomic<Micros> open_until_us_{0};  // 0: closed
+  std::atomic<bool> probing_{false};
+};
+
+}  // namespace sluice

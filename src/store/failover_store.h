@@ -1,0 +1,57 @@
+// Wraps a shared store (Redis, Redis Cluster) with its failure policy. When the shared store
+// cannot answer (down, too slow, or the circuit breaker is open), each limit's on_error
+// decides: allow, deny, or `local`, which enforces the limit divided by the node count in this
+// process's memory. Such decisions report StoreStatus::kDegraded.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "store/circuit_breaker.h"
+#include "store/memory_store.h"
+#include "store/store.h"
+
+namespace sluice {
+
+struct FailoverOptions {
+  std::size_t sluice_nodes = 1;  // on_error: local enforces limit / sluice_nodes here
+  std::size_t breaker_failures = 5;
+  Micros breaker_cooldown_us = 1'000'000;
+  std::size_t local_max_keys = 100'000;
+  // What a denied-for-unavailability request is told to wait.
+  Micros unavailable_retry_after_us = 1'000'000;
+};
+
+class FailoverStore final : public Store {
+ public:
+  FailoverStore(std::unique_ptr<Store> shared, FailoverOptions options);
+
+  [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
+                                  std::span<Outcome> outcomes) noexcept override;
+  void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
+                  std::span<Outcome> outcomes, StoreCallback done) noexcept override;
+
+  [[nodiscard]] Store& shared() noexcept { return *shared_; }
+  [[nodiscard]] bool breakerOpen() const noexcept { return breaker_.open(); }
+
+ private:
+  // Records the shared store's status; on failure decides by on_error and says kDegraded.
+  StoreStatus settle(StoreStatus status, std::span<const LimitCheck> checks, const Clock& clock,
+                     std::span<Outcome> outcomes) noexcept;
+  StoreStatus fallBack(std::span<const LimitCheck> checks, const Clock& clock,
+                       std::span<Outcome> outcomes) noexcept;
+  // This node's share of `spec`, made once per distinct spec.
+  const LimitSpec& localSpec(const LimitSpec& spec);
+
+  std::unique_ptr<Store> shared_;
+  FailoverOptions options_;
+  CircuitBreaker breaker_;
+  MemoryStore local_;
+  std::mutex local_specs_mutex_;
+  std::map<std::tuple<int, std::uint64_t, Micros, std::uint64_t>, std::unique_ptr<LimitSpec>>
+      local_specs_;
+};
+
+}  // namespace sluice

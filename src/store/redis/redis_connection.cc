@@ -1,0 +1,186 @@
+#include "store/redis/redis_connection.h"
+
+#include <vector>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+namespace sluice::redis {
+
+namespace net = boost::asio;
+
+std::shared_ptr<RedisConnection> RedisConnection::create(net::io_context& io,
+                                                         ConnectionOptions options) {
+  return std::shared_ptr<RedisConnection>(new RedisConnection(io, std::move(options)));
+}
+
+RedisConnection::RedisConnection(net::io_context& io, ConnectionOptions options)
+    : io_(io),
+      options_(std::move(options)),
+      socket_(io),
+      timer_(io),
+      retry_delay_(options_.first_retry) {}
+
+RedisConnection::~RedisConnection() {
+  closing_ = true;
+  if (context_ != nullptr) redisAsyncFree(context_);  // fails pending commands, then cleanup
+}
+
+void RedisConnection::start() { connect(); }
+
+void RedisConnection::close() {
+  closing_ = true;
+  timer_.cancel();
+  if (context_ != nullptr) redisAsyncFree(context_);
+}
+
+void RedisConnection::connect() {
+  if (closing_) return;
+  redisAsyncContext* context = redisAsyncConnect(options_.host.c_str(), options_.port);
+  if (context == nullptr) return scheduleReconnect();
+  if (context->err != 0) {
+    redisAsyncFree(context);
+    return scheduleReconnect();
+  }
+  context_ = context;
+  context->data = this;
+  context->ev.data = this;
+  context->ev.addRead = &RedisConnection::addRead;
+  context->ev.delRead = &RedisConnection::delRead;
+  context->ev.addWrite = &RedisConnection::addWrite;
+  context->ev.delWrite = &RedisConnection::delWrite;
+  context->ev.cleanup = &RedisConnection::cleanup;
+  redisAsyncSetConnectCallback(context, &RedisConnection::connectCallback);
+  redisAsyncSetDisconnectCallback(context, &RedisConnection::disconnectCallback);
+  boost::system::error_code ignored;
+  socket_.assign(context->c.fd, ignored);
+  // The connect completes when the socket turns writable; hiredis asked for that already?
+  // Not in every version, so ask here: a write wait is harmless once connected.
+  addWrite(this);
+  timer_.expires_after(options_.connect_timeout);
+  timer_.async_wait(
+      [weak = weak_from_this(), generation = generation_](const boost::system::error_code& error) {
+        const auto self = weak.lock();
+        if (error || self == nullptr || self->generation_ != generation || self->connected_) return;
+        redisAsyncFree(self->context_);  // too slow to connect: give up on this attempt
+      });
+}
+
+void RedisConnection::scheduleReconnect() {
+  if (closing_) return;
+  timer_.expires_after(retry_delay_);
+  retry_delay_ = std::min(retry_delay_ * 2, options_.last_retry);
+  timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
+    if (const auto self = weak.lock(); !error && self != nullptr && self->context_ == nullptr)
+      self->connect();
+  });
+}
+
+void RedisConnection::armRead() {
+  if (read_armed_ || context_ == nullptr) return;
+  read_armed_ = true;
+  socket_.async_wait(net::posix::stream_descriptor::wait_read,
+                     [self = shared_from_this(),
+                      generation = generation_](const boost::system::error_code& error) {
+                       if (self->generation_ != generation) return;  // another context's wait
+                       self->read_armed_ = false;
+                       if (error || !self->want_read_) return;
+                       redisAsyncHandleRead(self->context_);
+                       // The read may have freed the context (a closed connection).
+                       if (self->generation_ == generation && self->want_read_) self->armRead();
+                     });
+}
+
+void RedisConnection::armWrite() {
+  if (write_armed_ || context_ == nullptr) return;
+  write_armed_ = true;
+  socket_.async_wait(net::posix::stream_descriptor::wait_write,
+                     [self = shared_from_this(),
+                      generation = generation_](const boost::system::error_code& error) {
+                       if (self->generation_ != generation) return;
+                       self->write_armed_ = false;
+                       if (error || !self->want_write_) return;
+                       redisAsyncHandleWrite(self->context_);
+                       if (self->generation_ == generation && self->want_write_) self->armWrite();
+                     });
+}
+
+bool RedisConnection::send(std::span<const std::string_view> argv, ReplyHandler handler) {
+  if (!connected_ || context_ == nullptr) return false;
+  std::vector<const char*> pointers;
+  std::vector<std::size_t> lengths;
+  pointers.reserve(argv.size());
+  lengths.reserve(argv.size());
+  for (const std::string_view arg : argv) {
+    pointers.push_back(arg.data());
+    lengths.push_back(arg.size());
+  }
+  auto* owned = new ReplyHandler(std::move(handler));
+  if (redisAsyncCommandArgv(context_, &RedisConnection::replyCallback, owned,
+                            static_cast<int>(argv.size()), pointers.data(),
+                            lengths.data()) != REDIS_OK) {
+    delete owned;
+    return false;
+  }
+  return true;
+}
+
+void RedisConnection::onConnected(int status) {
+  if (status != REDIS_OK) return;  // hiredis frees the context next; cleanup reconnects
+  connected_ = true;
+  retry_delay_ = options_.first_retry;
+  timer_.cancel();
+  if (options_.on_connect) options_.on_connect(*this);
+}
+
+void RedisConnection::onCleanup() {
+  ++generation_;
+  connected_ = false;
+  want_read_ = want_write_ = read_armed_ = write_armed_ = false;
+  context_ = nullptr;
+  // hiredis owns the descriptor and closes it; only stop watching it.
+  if (socket_.is_open()) socket_.release();
+  scheduleReconnect();
+}
+
+void RedisConnection::addRead(void* data) {
+  auto* self = static_cast<RedisConnection*>(data);
+  self->want_read_ = true;
+  self->armRead();
+}
+
+void RedisConnection::delRead(void* data) {
+  static_cast<RedisConnection*>(data)->want_read_ = false;
+}
+
+void RedisConnection::addWrite(void* data) {
+  auto* self = static_cast<RedisConnection*>(data);
+  self->want_write_ = true;
+  self->armWrite();
+}
+
+void RedisConnection::delWrite(void* data) {
+  static_cast<RedisConnection*>(data)->want_write_ = false;
+}
+
+void RedisConnection::cleanup(void* data) { static_cast<RedisConnection*>(data)->onCleanup(); }
+
+void RedisConnection::connectCallback(const redisAsyncContext* context, int status) {
+  static_cast<RedisConnection*>(context->data)->onConnected(status);
+}
+
+void RedisConnection::disconnectCallback(const redisAsyncContext* /*context*/, int /*status*/) {
+  // Nothing beyond cleanup, which every way of losing the context goes through.
+}
+
+void RedisConnection::replyCallback(redisAsyncContext* context, void* reply, void* handler) {
+  std::unique_ptr<ReplyHandler> owned(static_cast<ReplyHandler*>(handler));
+  if (reply == nullptr) {
+    (*owned)(nullptr, context != nullptr && context->errstr != nullptr ? context->errstr
+                                                                       : "connection lost");
+    return;
+  }
+  (*owned)(static_cast<const redisReply*>(reply), {});
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,93 @@
+// One connection to one Redis server: a hiredis async context whose socket an Asio io_context
+// watches. Many commands may be in flight at once (pipelining); replies come back in order.
+// Reconnects in the background after any failure, with a capped backoff.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+struct redisAsyncContext;
+struct redisReply;
+
+namespace sluice::redis {
+
+struct ConnectionOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6379;
+  std::chrono::milliseconds connect_timeout{500};
+  // Between reconnect attempts: doubles from the first to the last.
+  std::chrono::milliseconds first_retry{20};
+  std::chrono::milliseconds last_retry{250};
+  // Runs on the loop after every successful (re)connect, before any other command can be sent;
+  // the place to load scripts. May send commands on the connection it is given.
+  std::function<void(class RedisConnection&)> on_connect;
+};
+
+class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
+ public:
+  // `reply` is null when the connection failed before the reply came (then `error` says why);
+  // otherwise it may be an error reply. It is valid only during the call.
+  using ReplyHandler = std::function<void(const redisReply* reply, std::string_view error)>;
+
+  // Not connected yet: call start(). Every member runs on `io`'s thread.
+  static std::shared_ptr<RedisConnection> create(boost::asio::io_context& io,
+                                                 ConnectionOptions options);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  void start();
+  // Fails pending commands and stops reconnecting.
+  void close();
+  [[nodiscard]] bool connected() const noexcept { return connected_; }
+  [[nodiscard]] const ConnectionOptions& options() const noexcept { return options_; }
+
+  // Queues a command. False (and `handler` is not called) when not connected; otherwise
+  // `handler` runs exactly once, on the loop.
+  bool send(std::span<const std::string_view> argv, ReplyHandler handler);
+
+ private:
+  RedisConnection(boost::asio::io_context& io, ConnectionOptions options);
+
+  void connect();
+  void scheduleReconnect();
+  void armRead();
+  void armWrite();
+  void onConnected(int status);
+  void onCleanup();
+
+  // hiredis's C hooks; `data` is the RedisConnection.
+  static void addRead(void* data);
+  static void delRead(void* data);
+  static void addWrite(void* data);
+  static void delWrite(void* data);
+  static void cleanup(void* data);
+  static void connectCallback(const redisAsyncContext* context, int status);
+  static void disconnectCallback(const redisAsyncContext* context, int status);
+  static void replyCallback(redisAsyncContext* context, void* reply, void* handler);
+
+  boost::asio::io_context& io_;
+  ConnectionOptions options_;
+  redisAsyncContext* context_ = nullptr;
+  boost::asio::posix::stream_descriptor socket_;
+  boost::asio::steady_timer timer_;  // connect timeout, then reconnect backoff
+  std::chrono::milliseconds retry_delay_;
+  // Bumped whenever the context goes away, so socket waits armed for it do nothing.
+  std::uint64_t generation_ = 0;
+  bool connected_ = false;
+  bool closing_ = false;
+  bool want_read_ = false;
+  bool want_write_ = false;
+  bool read_armed_ = false;
+  bool write_armed_ = false;
+};
+
+}  // namespace sluice::redis

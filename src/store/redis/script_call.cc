@@ -1,0 +1,151 @@
+#include "store/redis/script_call.h"
+
+#include <hiredis/hiredis.h>
+#include <openssl/sha.h>
+
+#include "store/redis/redis_keys.h"
+#include "store/redis/script_protocol.h"
+#include "store/redis/scripts.h"
+
+namespace sluice::redis {
+namespace {
+
+bool readInteger(const redisReply* element, long long& value) {
+  if (element == nullptr || element->type != REDIS_REPLY_INTEGER) return false;
+  value = element->integer;
+  return true;
+}
+
+std::optional<std::string> checkArray(const redisReply* reply, std::size_t expected) {
+  if (reply == nullptr) return "no reply";
+  if (reply->type == REDIS_REPLY_ERROR) return std::string(errorText(reply));
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != expected) {
+    return "unexpected reply shape from the sluice script";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Script::Script() : text(sluiceScript()) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (const unsigned char byte : digest) {
+    sha1 += kHex[byte >> 4];
+    sha1 += kHex[byte & 0xf];
+  }
+}
+
+const Script& sluiceLuaScript() {
+  static const Script script;
+  return script;
+}
+
+ScriptCall ScriptCall::make(std::string_view op, std::string_view key_prefix,
+                            std::span<const LimitCheck> checks, std::optional<Micros> now_us,
+                            std::span<const std::uint64_t> costs) {
+  std::vector<std::string> keys;
+  std::vector<const LimitSpec*> specs;
+  std::vector<std::uint64_t> all_costs;
+  keys.reserve(checks.size());
+  specs.reserve(checks.size());
+  all_costs.reserve(checks.size());
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    keys.push_back(redisKey(key_prefix, checks[i]));
+    specs.push_back(checks[i].spec);
+    all_costs.push_back(costs.empty() ? checks[i].cost : costs[i]);
+  }
+  return make(op, keys, specs, all_costs, now_us);
+}
+
+ScriptCall ScriptCall::make(std::string_view op, std::span<const std::string> keys,
+                            std::span<const LimitSpec* const> specs,
+                            std::span<const std::uint64_t> costs, std::optional<Micros> now_us) {
+  ScriptCall call;
+  call.strings.reserve(5 + keys.size() * (1 + kArgsPerCheck));
+  call.strings.emplace_back("EVALSHA");
+  call.strings.emplace_back(sluiceLuaScript().sha1);
+  call.strings.push_back(std::to_string(keys.size()));
+  for (const std::string& key : keys) call.strings.push_back(key);
+  call.strings.emplace_back(op);
+  call.strings.push_back(now_us ? std::to_string(*now_us) : std::string());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const LimitSpec& spec = *specs[i];
+    call.strings.push_back(std::to_string(static_cast<int>(spec.algorithm())));
+    call.strings.push_back(std::to_string(spec.rate().count));
+    call.strings.push_back(std::to_string(spec.rate().period_us));
+    call.strings.push_back(std::to_string(spec.burst()));
+    call.strings.push_back(std::to_string(spec.unitWeight()));
+    call.strings.push_back(std::to_string(spec.drainPerMicro()));
+    call.strings.push_back(std::to_string(costs[i]));
+  }
+  return call;
+}
+
+std::vector<std::string_view> ScriptCall::argv() const {
+  return std::vector<std::string_view>(strings.begin(), strings.end());
+}
+
+std::vector<std::string_view> ScriptCall::evalArgv() const {
+  std::vector<std::string_view> argv = this->argv();
+  argv[0] = "EVAL";
+  argv[1] = sluiceLuaScript().text;
+  return argv;
+}
+
+bool isNoScript(const redisReply* reply) noexcept {
+  return errorText(reply).starts_with("NOSCRIPT");
+}
+
+std::string_view errorText(const redisReply* reply) noexcept {
+  if (reply == nullptr || reply->type != REDIS_REPLY_ERROR) return {};
+  return std::string_view(reply->str, reply->len);
+}
+
+std::optional<std::string> readDecideReply(const redisReply* reply, std::span<Outcome> outcomes,
+                                           Micros& now_us) {
+  if (auto error = checkArray(reply, 1 + outcomes.size() * kDecideFieldsPerCheck)) return error;
+  long long now = 0;
+  if (!readInteger(reply->element[0], now)) return "the script's time is not an integer";
+  now_us = now;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    long long fields[kDecideFieldsPerCheck];
+    for (std::size_t f = 0; f < kDecideFieldsPerCheck; ++f) {
+      if (!readInteger(reply->element[1 + i * kDecideFieldsPerCheck + f], fields[f]) ||
+          (fields[f] < 0 && !(f == 5 && fields[f] == kNeverOnWire))) {
+        return "the script's outcome is not a non-negative integer";
+      }
+    }
+    if (fields[1] > static_cast<long long>(DenyReason::kStoreUnavailable))
+      return "the script gave an unknown reason";
+    Outcome& outcome = outcomes[i];
+    outcome.allowed = fields[0] != 0;
+    outcome.reason = static_cast<DenyReason>(fields[1]);
+    outcome.limit = static_cast<std::uint64_t>(fields[2]);
+    outcome.remaining = static_cast<std::uint64_t>(fields[3]);
+    outcome.reset_after_us = fields[4];
+    outcome.retry_after_us = fields[5] == kNeverOnWire ? kNever : fields[5];
+    outcome.delay_us = fields[6];
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> readSyncReply(const redisReply* reply,
+                                         std::span<algorithm::CompactState> states,
+                                         Micros& now_us) {
+  if (auto error = checkArray(reply, 1 + states.size() * 2)) return error;
+  long long now = 0;
+  if (!readInteger(reply->element[0], now)) return "the script's time is not an integer";
+  now_us = now;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    long long a = 0;
+    long long b = 0;
+    if (!readInteger(reply->element[1 + 2 * i], a) || !readInteger(reply->element[2 + 2 * i], b))
+      return "the script's state is not two integers";
+    states[i] = {a, b};
+  }
+  return std::nullopt;
+}
+
+}  // namespace sluice::redis

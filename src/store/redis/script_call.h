@@ -1,0 +1,61 @@
+// One call of the Lua script (script_protocol.h) for a list of checks: the arguments going out,
+// and the outcomes read back from the reply.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "algorithm/compact_state.h"
+#include "sluice/decision.h"
+#include "sluice/outcome.h"
+
+struct redisReply;
+
+namespace sluice::redis {
+
+// The script's text and SHA-1, as EVALSHA names it.
+struct Script {
+  Script();
+  std::string_view text;
+  std::string sha1;  // 40 lowercase hex digits
+};
+const Script& sluiceLuaScript();
+
+struct ScriptCall {
+  // "EVALSHA" sha numkeys key... op now_us args...; the strings own what argv() views.
+  std::vector<std::string> strings;
+
+  // Builds a call of `op` ("decide" | "refund" | "sync") over `checks`; the cost of check i is
+  // costs[i] when given, else checks[i].cost. `now_us`: nullopt lets Redis read TIME.
+  static ScriptCall make(std::string_view op, std::string_view key_prefix,
+                         std::span<const LimitCheck> checks, std::optional<Micros> now_us,
+                         std::span<const std::uint64_t> costs = {});
+  // The same with the Redis keys already made (redisKey()), one spec and cost per key.
+  static ScriptCall make(std::string_view op, std::span<const std::string> keys,
+                         std::span<const LimitSpec* const> specs,
+                         std::span<const std::uint64_t> costs, std::optional<Micros> now_us);
+  [[nodiscard]] std::vector<std::string_view> argv() const;
+  // The same call sent as EVAL with the script's text, for a Redis that has forgotten the script.
+  [[nodiscard]] std::vector<std::string_view> evalArgv() const;
+  [[nodiscard]] std::string_view key(std::size_t index) const { return strings[3 + index]; }
+};
+
+// True for an error reply saying the script is not loaded.
+[[nodiscard]] bool isNoScript(const redisReply* reply) noexcept;
+// The reply's error text, or empty when it is not an error reply.
+[[nodiscard]] std::string_view errorText(const redisReply* reply) noexcept;
+
+// A decide reply into outcomes (one per check) and the Redis time it was decided at. Error text
+// for a malformed reply.
+[[nodiscard]] std::optional<std::string> readDecideReply(const redisReply* reply,
+                                                         std::span<Outcome> outcomes,
+                                                         Micros& now_us);
+// A sync reply into one state per check.
+[[nodiscard]] std::optional<std::string> readSyncReply(const redisReply* reply,
+                                                       std::span<algorithm::CompactState> states,
+                                                       Micros& now_us);
+
+}  // namespace sluice::redis

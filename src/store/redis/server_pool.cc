@@ -1,0 +1,122 @@
+#include "store/redis/server_pool.h"
+
+#include <hiredis/hiredis.h>
+#include <boost/asio/steady_timer.hpp>
+
+namespace sluice::redis {
+namespace {
+
+// One call in flight: finished by its reply or its deadline, whichever comes first.
+struct InFlight {
+  explicit InFlight(boost::asio::io_context& io, ServerPool::CallHandler on_done)
+      : deadline(io), handler(std::move(on_done)) {}
+  boost::asio::steady_timer deadline;
+  ServerPool::CallHandler handler;
+  bool finished = false;
+
+  void finish(const redisReply* reply, std::string_view error) {
+    if (finished) return;
+    finished = true;
+    deadline.cancel();
+    handler(reply, error);
+  }
+};
+
+std::shared_ptr<InFlight> startDeadline(boost::asio::io_context& io,
+                                        std::chrono::microseconds timeout,
+                                        ServerPool::CallHandler handler) {
+  auto flight = std::make_shared<InFlight>(io, std::move(handler));
+  flight->deadline.expires_after(timeout);
+  flight->deadline.async_wait([flight](const boost::system::error_code& error) {
+    if (!error) flight->finish(nullptr, "timed out");
+  });
+  return flight;
+}
+
+}  // namespace
+
+ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
+                       std::size_t connections)
+    : io_(io), address_(host + ":" + std::to_string(port)) {
+  for (std::size_t i = 0; i < connections; ++i) {
+    ConnectionOptions options;
+    options.host = host;
+    options.port = port;
+    // Load the script first on every new connection (a restarted Redis has forgotten it), so
+    // the EVALSHAs queued behind it find it.
+    options.on_connect = [](RedisConnection& connection) {
+      const std::string_view argv[] = {"SCRIPT", "LOAD", sluiceLuaScript().text};
+      connection.send(argv, [](const redisReply*, std::string_view) {});
+    };
+    connections_.push_back(RedisConnection::create(io, std::move(options)));
+  }
+}
+
+ServerPool::~ServerPool() {
+  for (const auto& connection : connections_) connection->close();
+}
+
+void ServerPool::start() {
+  for (const auto& connection : connections_) connection->start();
+}
+
+bool ServerPool::connected() const noexcept {
+  for (const auto& connection : connections_) {
+    if (connection->connected()) return true;
+  }
+  return false;
+}
+
+RedisConnection* ServerPool::pick() noexcept {
+  for (std::size_t tried = 0; tried < connections_.size(); ++tried) {
+    RedisConnection* connection = connections_[next_++ % connections_.size()].get();
+    if (connection->connected()) return connection;
+  }
+  return nullptr;
+}
+
+void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::microseconds timeout,
+                      CallHandler handler, bool asking) {
+  RedisConnection* connection = pick();
+  if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
+  auto flight = startDeadline(io_, timeout, std::move(handler));
+  if (asking) {
+    const std::string_view argv[] = {"ASKING"};
+    connection->send(argv, [](const redisReply*, std::string_view) {});
+  }
+  const std::vector<std::string_view> argv = call->argv();
+  const bool sent = connection->send(
+      argv, [this, flight, call, asking](const redisReply* reply, std::string_view error) {
+        if (flight->finished) return;
+        if (!isNoScript(reply)) return flight->finish(reply, error);
+        // Redis lost the script (restart, SCRIPT FLUSH): send its text once; that loads it.
+        RedisConnection* again = pick();
+        const std::vector<std::string_view> eval = call->evalArgv();
+        if (again != nullptr && asking) {
+          const std::string_view ask[] = {"ASKING"};
+          again->send(ask, [](const redisReply*, std::string_view) {});
+        }
+        if (again == nullptr ||
+            !again->send(eval, [flight](const redisReply* retried, std::string_view why) {
+              flight->finish(retried, why);
+            })) {
+          flight->finish(nullptr, "not connected to " + address_);
+        }
+      });
+  if (!sent) flight->finish(nullptr, "could not send to " + address_);
+}
+
+void ServerPool::command(std::vector<std::string> argv, std::chrono::microseconds timeout,
+                         CallHandler handler) {
+  RedisConnection* connection = pick();
+  if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
+  auto flight = startDeadline(io_, timeout, std::move(handler));
+  const std::vector<std::string_view> views(argv.begin(), argv.end());
+  if (!connection->send(views, [flight](const redisReply* reply, std::string_view error) {
+        flight->finish(reply, error);
+      })) {
+    flight->finish(nullptr, "could not send to " + address_);
+  }
+}
+
+}  // namespace sluice::redis

@@ -1,0 +1,54 @@
+// A few pipelined connections to one Redis server, and script calls over them with a deadline.
+// Lives on one loop thread: every member runs there.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "store/redis/redis_connection.h"
+#include "store/redis/script_call.h"
+
+namespace sluice::redis {
+
+class ServerPool {
+ public:
+  // `reply` is null when the call failed (not connected, connection lost, or past its deadline)
+  // and then `error` says why; otherwise it may be an error reply (MOVED, ASK, a script error).
+  using CallHandler = std::function<void(const redisReply* reply, std::string_view error)>;
+
+  ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
+             std::size_t connections);
+  ~ServerPool();
+  ServerPool(const ServerPool&) = delete;
+  ServerPool& operator=(const ServerPool&) = delete;
+
+  void start();
+  [[nodiscard]] bool connected() const noexcept;
+  [[nodiscard]] const std::string& address() const noexcept { return address_; }
+
+  // Sends `call` (re-sent as EVAL when Redis has lost the script) on the next connected
+  // connection; `handler` runs exactly once, within `timeout` of now. `asking` sends ASKING
+  // first, for a Redis Cluster ASK redirection.
+  void call(std::shared_ptr<const ScriptCall> call, std::chrono::microseconds timeout,
+            CallHandler handler, bool asking = false);
+  // Any command, with the same deadline rule.
+  void command(std::vector<std::string> argv, std::chrono::microseconds timeout,
+               CallHandler handler);
+
+ private:
+  RedisConnection* pick() noexcept;
+
+  boost::asio::io_context& io_;
+  std::string address_;
+  std::vector<std::shared_ptr<RedisConnection>> connections_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace sluice::redis

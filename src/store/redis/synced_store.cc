@@ -1,0 +1,269 @@
+#include "store/redis/synced_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "store/redis/redis_keys.h"
+#include "store/redis/script_call.h"
+
+namespace sluice {
+
+namespace {
+
+Micros steadyNowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+Micros wallNowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr std::size_t kKeysPerSyncCall = 256;
+
+}  // namespace
+
+struct SyncedStore::Entry {
+  explicit Entry(const LimitSpec& limit_spec) : spec(limit_spec) {}
+  LimitSpec spec;
+  algorithm::CompactState global;  // as of the last sync; zero is an unused key
+  std::uint64_t pending = 0;       // admitted here since the last push
+  std::uint64_t in_flight = 0;     // pushed, reply not back yet
+  Micros last_used_us = 0;         // steady
+};
+
+struct SyncedStore::Shard {
+  std::mutex mutex;
+  std::unordered_map<std::string, Entry> entries;
+};
+
+// One sync call: the keys it pushes and pulls and the deltas it carries.
+struct SyncedStore::Batch {
+  std::vector<std::string> keys;
+  std::vector<const LimitSpec*> specs;  // point into entries, which stay while in_flight > 0
+  std::vector<std::uint64_t> deltas;
+};
+
+SyncedStore::SyncedStore(SyncedStoreOptions options) : options_(std::move(options)) {
+  for (auto& shard : shards_) shard = std::make_unique<Shard>();
+  last_sync_ok_us_.store(steadyNowUs());
+  loop_.runAndWait([this] {
+    pool_ = std::make_unique<redis::ServerPool>(loop_.io(), options_.host, options_.port, 1);
+    pool_->start();
+    sync_timer_ = std::make_unique<boost::asio::steady_timer>(loop_.io());
+    scheduleSync();
+  });
+}
+
+SyncedStore::~SyncedStore() {
+  loop_.runAndWait([this] {
+    sync_timer_.reset();
+    pool_.reset();
+  });
+  loop_.stop();
+}
+
+SyncedStore::Shard& SyncedStore::shardFor(const std::string& key) noexcept {
+  return *shards_[std::hash<std::string>{}(key) % kShards];
+}
+
+std::size_t SyncedStore::keyCount() const noexcept { return keys_.load(); }
+
+namespace {
+
+// The decision for one key against the global state plus `used` units admitted here since, and
+// this node's share of what the global state has left.
+Outcome decideShared(const algorithm::CompactState& global, const LimitSpec& spec, Micros now_us,
+                     std::uint64_t used, std::uint64_t cost, std::size_t nodes,
+                     Micros sync_interval_us) {
+  algorithm::CompactState view = global;
+  const std::uint64_t remaining = algorithm::consumeCompact(view, now_us, spec, 0).remaining;
+  const std::uint64_t share =
+      nodes <= 1
+          ? remaining
+          : std::max<std::uint64_t>(remaining / nodes, std::min<std::uint64_t>(remaining, 1));
+  view = global;
+  Outcome outcome = algorithm::consumeCompact(view, now_us, spec, used + cost);
+  if (cost == 0) {
+    outcome.allowed = true;
+    outcome.reason = DenyReason::kNone;
+    outcome.retry_after_us = 0;
+    return outcome;
+  }
+  if (cost > spec.limit()) return algorithm::consumeCompact(view, now_us, spec, cost);
+  if (outcome.allowed && used + cost > share) {
+    // Allowed globally, but this node has spent its share until the next sync.
+    outcome.allowed = false;
+    outcome.reason = DenyReason::kOverLimit;
+    outcome.retry_after_us = sync_interval_us;
+    outcome.delay_us = 0;
+  }
+  const std::uint64_t left = share > used ? share - used : 0;
+  outcome.remaining = std::min(outcome.remaining, outcome.allowed ? left - cost : left);
+  return outcome;
+}
+
+}  // namespace
+
+StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
+                               std::span<Outcome> outcomes) noexcept {
+  try {
+    const Micros now_us = clock.now() + clock_offset_us_.load(std::memory_order_relaxed);
+    const Micros steady_us = steadyNowUs();
+    std::vector<std::string> keys;
+    std::vector<std::size_t> shard_of;
+    keys.reserve(checks.size());
+    for (const LimitCheck& check : checks) {
+      if (!algorithm::hasCompactState(check.spec->algorithm())) return StoreStatus::kUnavailable;
+      keys.push_back(redis::redisKey(options_.key_prefix, check));
+      shard_of.push_back(std::hash<std::string>{}(keys.back()) % kShards);
+    }
+    // Lock every shard involved, in index order, so multi-limit requests never deadlock.
+    std::vector<std::size_t> order = shard_of;
+    std::sort(order.begin(), order.end());
+    order.erase(std::unique(order.begin(), order.end()), order.end());
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (const std::size_t index : order) locks.emplace_back(shards_[index]->mutex);
+
+    std::vector<Entry*> entries(checks.size());
+    std::vector<std::uint64_t> extra(checks.size(), 0);  // earlier checks of this request
+    bool all_allowed = true;
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      auto& map = shards_[shard_of[i]]->entries;
+      auto found = map.find(keys[i]);
+      if (found == map.end()) {
+        if (keys_.load() >= options_.max_keys) return StoreStatus::kUnavailable;
+        found = map.try_emplace(keys[i], *checks[i].spec).first;
+        keys_.fetch_add(1);
+      }
+      Entry& entry = found->second;
+      entry.spec = *checks[i].spec;  // a reload may have changed the count
+      entry.last_used_us = steady_us;
+      entries[i] = &entry;
+      std::uint64_t earlier = 0;
+      for (std::size_t j = 0; j < i; ++j) {
+        if (entries[j] == &entry) earlier += checks[j].cost;
+      }
+      outcomes[i] =
+          decideShared(entry.global, entry.spec, now_us, entry.pending + entry.in_flight + earlier,
+                       checks[i].cost, options_.sluice_nodes, options_.sync_interval_us);
+      all_allowed = all_allowed && outcomes[i].allowed;
+    }
+    if (all_allowed) {
+      for (std::size_t i = 0; i < checks.size(); ++i) entries[i]->pending += checks[i].cost;
+    }
+    const bool stale = steady_us - last_sync_ok_us_.load() > 3 * options_.sync_interval_us;
+    return stale ? StoreStatus::kDegraded : StoreStatus::kOk;
+  } catch (...) {  // allocation failure
+    return StoreStatus::kUnavailable;
+  }
+}
+
+void SyncedStore::scheduleSync() {
+  sync_timer_->expires_after(std::chrono::microseconds(options_.sync_interval_us));
+  sync_timer_->async_wait([this](const boost::system::error_code& error) {
+    if (error || sync_timer_ == nullptr) return;
+    sync([this](bool) {
+      if (sync_timer_ != nullptr) scheduleSync();
+    });
+  });
+}
+
+void SyncedStore::sync(std::function<void(bool)> finished) {
+  if (sync_running_ || pool_ == nullptr) return finished(false);
+  sync_running_ = true;
+  const Micros steady_us = steadyNowUs();
+  const Micros active_since = steady_us - 2 * options_.sync_interval_us;
+  std::vector<std::shared_ptr<Batch>> batches;
+  for (auto& shard : shards_) {
+    std::lock_guard lock(shard->mutex);
+    for (auto it = shard->entries.begin(); it != shard->entries.end();) {
+      Entry& entry = it->second;
+      if (entry.pending == 0 && entry.in_flight == 0 &&
+          steady_us - entry.last_used_us > options_.idle_after_us) {
+        it = shard->entries.erase(it);
+        keys_.fetch_sub(1);
+        continue;
+      }
+      // Push what was admitted; pull keys in use, to learn the other nodes' usage.
+      if (entry.pending > 0 || entry.last_used_us >= active_since) {
+        if (batches.empty() || batches.back()->keys.size() == kKeysPerSyncCall)
+          batches.push_back(std::make_shared<Batch>());
+        batches.back()->keys.push_back(it->first);
+        batches.back()->specs.push_back(&entry.spec);
+        batches.back()->deltas.push_back(entry.pending);
+        entry.in_flight += entry.pending;
+        entry.pending = 0;
+      }
+      ++it;
+    }
+  }
+  if (batches.empty()) {
+    sync_running_ = false;
+    last_sync_ok_us_.store(steady_us);
+    return finished(true);
+  }
+  auto outstanding = std::make_shared<std::size_t>(batches.size());
+  auto all_ok = std::make_shared<bool>(true);
+  for (const auto& batch : batches) {
+    auto call = std::make_shared<const redis::ScriptCall>(
+        redis::ScriptCall::make("sync", batch->keys, batch->specs, batch->deltas, std::nullopt));
+    pool_->call(
+        call, std::chrono::microseconds(options_.timeout_us),
+        [this, batch, outstanding, all_ok, finished](const redisReply* reply, std::string_view) {
+          *all_ok = applyReply(*batch, reply) && *all_ok;
+          if (--*outstanding > 0) return;
+          sync_running_ = false;
+          if (*all_ok) last_sync_ok_us_.store(steadyNowUs());
+          finished(*all_ok);
+        });
+  }
+}
+
+bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
+  std::vector<algorithm::CompactState> states(batch.keys.size());
+  Micros redis_now_us = 0;
+  const bool ok = reply != nullptr && !redis::readSyncReply(reply, states, redis_now_us);
+  if (ok) clock_offset_us_.store(redis_now_us - wallNowUs());
+  for (std::size_t i = 0; i < batch.keys.size(); ++i) {
+    Shard& shard = shardFor(batch.keys[i]);
+    std::lock_guard lock(shard.mutex);
+    const auto found = shard.entries.find(batch.keys[i]);
+    if (found == shard.entries.end()) continue;
+    Entry& entry = found->second;
+    entry.in_flight -= batch.deltas[i];
+    if (ok) {
+      entry.global = states[i];
+    } else {
+      entry.pending += batch.deltas[i];  // push it again next time
+    }
+  }
+  return ok;
+}
+
+bool SyncedStore::syncNow() {
+  std::promise<bool> result;
+  std::function<void()> attempt;
+  attempt = [&] {
+    if (sync_running_) {
+      // Wait for the sync in progress, then run a fresh one.
+      auto timer =
+          std::make_shared<boost::asio::steady_timer>(loop_.io(), std::chrono::milliseconds(1));
+      timer->async_wait([&, timer](const boost::system::error_code&) { attempt(); });
+      return;
+    }
+    sync([&](bool ok) { result.set_value(ok); });
+  };
+  loop_.post([&] { attempt(); });
+  return result.get_future().get();
+}
+
+}  // namespace sluice

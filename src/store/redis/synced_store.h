@@ -1,0 +1,80 @@
+// The lowest-latency shared store, eventually consistent. Every node decides in its own memory,
+// against the last global state it pulled from Redis plus what it admitted since; every
+// `sync_interval` it pushes what it admitted (its deltas) to Redis and pulls the totals, in
+// batched script calls. A decision never waits on the network, and a Redis outage only makes
+// the shared view go stale (decisions say degraded) until syncs succeed again.
+//
+// To keep nodes from each spending the whole remainder at once, a node admits at most its share
+// of what the global state had left (remaining / sluice_nodes) between two syncs. Overshoot
+// bound (README, "Synced mode"): about sluice_nodes × rate × sync_interval in steady state, and
+// for a burst onto a fresh key at most (nodes − 1) / nodes² × the limit once.
+// The sliding window log is not supported here: its state is a log, not two numbers.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "algorithm/compact_state.h"
+#include "store/redis/loop_thread.h"
+#include "store/redis/server_pool.h"
+#include "store/store.h"
+
+namespace sluice {
+
+struct SyncedStoreOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6379;
+  Micros timeout_us = 20'000;  // per sync call
+  std::string key_prefix = "sluice:";
+  Micros sync_interval_us = 100'000;
+  std::size_t sluice_nodes = 1;
+  std::size_t max_keys = 1'000'000;
+  // Keys not used for this long stop being synced and are forgotten.
+  Micros idle_after_us = 10'000'000;
+};
+
+class SyncedStore final : public Store {
+ public:
+  explicit SyncedStore(SyncedStoreOptions options);
+  ~SyncedStore() override;
+
+  // Never blocks on the network. kDegraded when the last successful sync is older than three
+  // intervals (Redis is unreachable and the shared view is stale).
+  [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
+                                  std::span<Outcome> outcomes) noexcept override;
+
+  // Thread-safe. Pushes and pulls now and waits for the reply (tests, shutdown).
+  bool syncNow();
+  [[nodiscard]] std::size_t keyCount() const noexcept;
+
+ private:
+  struct Entry;
+  struct Shard;
+  struct Batch;
+  static constexpr std::size_t kShards = 16;
+
+  Shard& shardFor(const std::string& key) noexcept;
+  void scheduleSync();
+  // On the loop: collects what to push and pull, sends it; `finished` runs when all replies are in.
+  void sync(std::function<void(bool)> finished);
+  // Takes a sync reply (or its failure) into the entries; true if it was a good reply.
+  bool applyReply(const Batch& batch, const redisReply* reply);
+
+  SyncedStoreOptions options_;
+  std::array<std::unique_ptr<Shard>, kShards> shards_;
+  std::atomic<std::size_t> keys_{0};
+  std::atomic<Micros> last_sync_ok_us_{0};  // steady micros; 0 before the first
+  // Redis's clock minus this node's wall clock, learned at each sync, so states written with
+  // Redis TIME are read at the same time scale.
+  std::atomic<Micros> clock_offset_us_{0};
+  redis::LoopThread loop_;
+  std::unique_ptr<redis::ServerPool> pool_;                // on loop_
+  std::unique_ptr<boost::asio::steady_timer> sync_timer_;  // on loop_
+  bool sync_running_ = false;                              // on loop_
+};
+
+}  // namespace sluice
