@@ -100,7 +100,8 @@ class RedisConnection {
     out.type = reply.type;
     out.integer = reply.integer;
     if (reply.str != nullptr) out.text.assign(reply.str, reply.len);
-    for (std::size_t i = 0; i < reply.elements; ++i) out.elements.push_back(copy(*reply.element[i]));
+    for (std::size_t i = 0; i < reply.elements; ++i)
+      out.elements.push_back(copy(*reply.element[i]));
     return out;
   }
 
@@ -178,12 +179,23 @@ class RedisServer {
 
   // Starts the child and waits (bounded) until it answers PING; false if it does not.
   bool launch() {
-    std::vector<std::string> args = {binary_,       "--port",         std::to_string(port_),
-                                     "--bind",      "127.0.0.1",      "--save",
-                                     "",            "--appendonly",   "no",
-                                     "--dir",       dir_.string(),    "--logfile",
-                                     logPath(),     "--daemonize",    "no",
-                                     "--databases", "1"};
+    std::vector<std::string> args = {binary_,
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--dir",
+                                     dir_.string(),
+                                     "--logfile",
+                                     logPath(),
+                                     "--daemonize",
+                                     "no",
+                                     "--databases",
+                                     "1"};
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);

@@ -41,16 +41,15 @@ std::vector<LimitSpec> specsFor(Algorithm algorithm) {
       cases = {{"7/s", 0}, {"3/min", 0}, {"1000/day", 0}, {"10/h", 0}, {"5/100ms", 0}};
       break;
     case Algorithm::kSlidingWindowCounter:
-      cases = {{"7/s", 0},         {"3/min", 0},         {"1000/day", 0},
+      cases = {{"7/s", 0},         {"3/min", 0},        {"1000/day", 0},
                {"20000/month", 0}, {"2097151/year", 0}, {"7/3s", 0}};
       break;
     case Algorithm::kTokenBucketInterval:
       cases = {{"7/s", 20}, {"3/min", 3}, {"1000/day", 1000}, {"4/s", 9}, {"3/100ms", 10}};
       break;
     default:  // the draining buckets and GCRA
-      cases = {{"7/s", 5},        {"3/min", 3},           {"1000/day", 50},
-               {"100/s", 20},     {"3/100ms", 10},        {"20000/month", 20000},
-               {"1/1099511627776us", 8191}};
+      cases = {{"7/s", 5},      {"3/min", 3},           {"1000/day", 50},           {"100/s", 20},
+               {"3/100ms", 10}, {"20000/month", 20000}, {"1/1099511627776us", 8191}};
       break;
   }
   std::vector<LimitSpec> specs;
@@ -98,7 +97,7 @@ struct Step {
   StepKind kind;
   Micros at_us;
   std::uint64_t cost;
-  Outcome expected;        // decide steps
+  Outcome expected;             // decide steps
   CompactState expected_state;  // sync steps
 };
 
@@ -220,15 +219,15 @@ TEST_P(AlgorithmTrace, SyncStateMatchesCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryAlgorithm, AlgorithmTrace,
-    ::testing::Values(Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
-                      Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
-                      Algorithm::kTokenBucketInterval, Algorithm::kLeakyBucketMeter,
-                      Algorithm::kLeakyBucketShaper, Algorithm::kGcra),
-    [](const ::testing::TestParamInfo<Algorithm>& param_info) {
-      return std::string(algorithmName(param_info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, AlgorithmTrace,
+                         ::testing::Values(Algorithm::kFixedWindow, Algorithm::kSlidingWindowLog,
+                                           Algorithm::kSlidingWindowCounter,
+                                           Algorithm::kTokenBucket, Algorithm::kTokenBucketInterval,
+                                           Algorithm::kLeakyBucketMeter,
+                                           Algorithm::kLeakyBucketShaper, Algorithm::kGcra),
+                         [](const ::testing::TestParamInfo<Algorithm>& param_info) {
+                           return std::string(algorithmName(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace sluice::testing

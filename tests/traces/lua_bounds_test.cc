@@ -10,7 +10,7 @@ namespace {
 
 using sluice::testing::spec;
 
-constexpr Algorithm kAll[] = {Algorithm::kFixedWindow,         Algorithm::kSlidingWindowLog,
+constexpr Algorithm kAll[] = {Algorithm::kFixedWindow,          Algorithm::kSlidingWindowLog,
                               Algorithm::kSlidingWindowCounter, Algorithm::kTokenBucket,
                               Algorithm::kTokenBucketInterval,  Algorithm::kLeakyBucketMeter,
                               Algorithm::kLeakyBucketShaper,    Algorithm::kGcra};
@@ -41,9 +41,11 @@ TEST(LuaIncompatibility, BucketBoundIsExact) {
 TEST(LuaIncompatibility, RejectsSpecsBeyondTwoToThe53) {
   EXPECT_TRUE(luaIncompatibility(spec(Algorithm::kGcra, "1/year", 1000)).has_value());
   EXPECT_TRUE(luaIncompatibility(spec(Algorithm::kTokenBucket, "7/year", 1000)).has_value());
-  EXPECT_TRUE(luaIncompatibility(spec(Algorithm::kTokenBucketInterval, "1/year", 1000)).has_value());
+  EXPECT_TRUE(
+      luaIncompatibility(spec(Algorithm::kTokenBucketInterval, "1/year", 1000)).has_value());
   EXPECT_EQ(luaIncompatibility(spec(Algorithm::kTokenBucketInterval, "1/year", 285)), std::nullopt);
-  EXPECT_TRUE(luaIncompatibility(spec(Algorithm::kSlidingWindowCounter, "2097152/year")).has_value());
+  EXPECT_TRUE(
+      luaIncompatibility(spec(Algorithm::kSlidingWindowCounter, "2097152/year")).has_value());
   EXPECT_EQ(luaIncompatibility(spec(Algorithm::kSlidingWindowCounter, "2097151/year")),
             std::nullopt);
   EXPECT_EQ(luaIncompatibility(spec(Algorithm::kFixedWindow, "4294967295/year")), std::nullopt);

@@ -36,11 +36,14 @@ class ScriptOperations : public ::testing::Test {
 // A written key expires when its state is back to full, to the millisecond (rounded up); the
 // script reads Redis TIME here, so the TTL is in Redis's own clock.
 TEST_F(ScriptOperations, WrittenKeysExpireWhenFull) {
-  const LimitSpec specs[] = {
-      spec(Algorithm::kFixedWindow, "10/min"),     spec(Algorithm::kSlidingWindowLog, "10/min"),
-      spec(Algorithm::kSlidingWindowCounter, "10/min"), spec(Algorithm::kTokenBucket, "7/min", 5),
-      spec(Algorithm::kTokenBucketInterval, "3/min", 9), spec(Algorithm::kLeakyBucketMeter, "7/min", 5),
-      spec(Algorithm::kLeakyBucketShaper, "7/min", 5), spec(Algorithm::kGcra, "7/min", 5)};
+  const LimitSpec specs[] = {spec(Algorithm::kFixedWindow, "10/min"),
+                             spec(Algorithm::kSlidingWindowLog, "10/min"),
+                             spec(Algorithm::kSlidingWindowCounter, "10/min"),
+                             spec(Algorithm::kTokenBucket, "7/min", 5),
+                             spec(Algorithm::kTokenBucketInterval, "3/min", 9),
+                             spec(Algorithm::kLeakyBucketMeter, "7/min", 5),
+                             spec(Algorithm::kLeakyBucketShaper, "7/min", 5),
+                             spec(Algorithm::kGcra, "7/min", 5)};
   for (const LimitSpec& limit : specs) {
     const std::string key = "ttl:" + limit.toString();
     const ScriptCheck check[] = {{key, &limit, 3}};
@@ -82,9 +85,9 @@ TEST_F(ScriptOperations, RefundToFullDeletesTheKey) {
 // the refunded consumption: a decide right after equals, or is stricter than, the C++ state
 // that never saw it.
 TEST_F(ScriptOperations, RefundAfterLaterAdmissionsIsConservative) {
-  for (const Algorithm algorithm : {Algorithm::kTokenBucket, Algorithm::kTokenBucketInterval,
-                                    Algorithm::kGcra, Algorithm::kFixedWindow,
-                                    Algorithm::kSlidingWindowCounter}) {
+  for (const Algorithm algorithm :
+       {Algorithm::kTokenBucket, Algorithm::kTokenBucketInterval, Algorithm::kGcra,
+        Algorithm::kFixedWindow, Algorithm::kSlidingWindowCounter}) {
     const LimitSpec limit = spec(algorithm, "10/s", 10);
     const std::string key = "late:" + limit.toString();
     CompactState without;  // C++: only the admissions that were not refunded

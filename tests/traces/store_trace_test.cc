@@ -103,7 +103,8 @@ TEST_F(StoreTrace, DenialInTheMiddleConsumesNothing) {
   const LimitSpec& log = slots_[1].spec;     // 5 per second
   std::vector<ScriptCheck> fill = {{"log", &log, 5}};
   expectBothAgree(fill, "fill the log");
-  std::vector<ScriptCheck> checks = {{"bucket", &bucket, 3}, {"log", &log, 1}, {"fixed", &fixed, 6}};
+  std::vector<ScriptCheck> checks = {
+      {"bucket", &bucket, 3}, {"log", &log, 1}, {"fixed", &fixed, 6}};
   const auto outcomes = expectBothAgree(checks, "denied in the middle");
   EXPECT_TRUE(outcomes[0].allowed);
   EXPECT_FALSE(outcomes[1].allowed);
