@@ -1,0 +1,139 @@
+#include "gateway/ddos_guard.h"
+
+#include <algorithm>
+
+namespace sluice::gateway {
+namespace {
+
+int hexValue(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percentDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hexValue(text[i + 1]) >= 0 &&
+        hexValue(text[i + 2]) >= 0) {
+      out += static_cast<char>(hexValue(text[i + 1]) * 16 + hexValue(text[i + 2]));
+      i += 2;
+    } else if (plus_is_space && text[i] == '+') {
+      out += ' ';
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+bool isBlank(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+}  // namespace
+
+std::string foldForMatching(std::string_view target) {
+  const std::size_t query = target.find('?');
+  const bool has_query = query != std::string_view::npos;
+  std::string decoded = percentDecode(target.substr(0, query), false);
+  if (has_query) decoded += "?" + percentDecode(target.substr(query + 1), true);
+  decoded = percentDecode(decoded, false);  // double encoding: %253Cscript
+  std::string folded;
+  folded.reserve(decoded.size());
+  for (std::size_t i = 0; i < decoded.size(); ++i) {
+    char c = decoded[i];
+    // An SQL comment between keywords is whitespace to the database: UNION/**/SELECT.
+    if (c == '/' && i + 1 < decoded.size() && decoded[i + 1] == '*') {
+      const std::size_t end = decoded.find("*/", i + 2);
+      i = end == std::string::npos ? decoded.size() : end + 1;
+      c = ' ';
+    }
+    if (isBlank(c)) {
+      if (!folded.empty() && folded.back() == ' ') continue;
+      c = ' ';
+    }
+    folded += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  }
+  return folded;
+}
+
+DdosGuard::DdosGuard(const GuardSettings& settings, const Clock& clock)
+    : clock_(clock),
+      patterns_(settings.patterns),
+      max_connections_per_ip_(settings.max_connections_per_ip) {
+  if (settings.global_rps > 0) {
+    constexpr std::int64_t kNanosPerSecond = 1'000'000'000;
+    interval_ns_ = std::max<std::int64_t>(
+        1, kNanosPerSecond / static_cast<std::int64_t>(
+                                 std::min<std::uint64_t>(settings.global_rps, kNanosPerSecond)));
+    tolerance_ns_ = kNanosPerSecond - interval_ns_;
+  }
+}
+
+bool DdosGuard::admitGlobal() noexcept {
+  if (interval_ns_ == 0) return true;
+  const std::int64_t now_ns = clock_.now() * 1000;
+  std::int64_t tat = theoretical_arrival_ns_.load(std::memory_order_relaxed);
+  while (true) {
+    const std::int64_t start = std::max(tat, now_ns);
+    if (start - now_ns > tolerance_ns_) {
+      over_global_rate_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (theoretical_arrival_ns_.compare_exchange_weak(tat, start + interval_ns_,
+                                                      std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+}
+
+std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target) {
+  if (patterns_.empty()) return std::nullopt;
+  const std::string folded = foldForMatching(target);
+  for (const std::string& pattern : patterns_) {
+    if (folded.find(pattern) != std::string::npos) {
+      suspicious_.fetch_add(1, std::memory_order_relaxed);
+      return pattern;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<DdosGuard::ConnectionTicket> DdosGuard::admitConnection(
+    const boost::asio::ip::address& address) {
+  if (max_connections_per_ip_ == 0) return ConnectionTicket(nullptr, address);
+  std::lock_guard lock(connections_mutex_);
+  std::size_t& open = connections_[address];
+  if (open >= max_connections_per_ip_) {
+    over_ip_connections_.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  ++open;
+  return ConnectionTicket(this, address);
+}
+
+void DdosGuard::release(const boost::asio::ip::address& address) noexcept {
+  std::lock_guard lock(connections_mutex_);
+  const auto found = connections_.find(address);
+  if (found == connections_.end()) return;
+  // Addresses with no connection are dropped, so the map holds only the connected ones.
+  if (--found->second == 0) connections_.erase(found);
+}
+
+DdosGuard::ConnectionTicket::ConnectionTicket(ConnectionTicket&& other) noexcept
+    : guard_(std::exchange(other.guard_, nullptr)), address_(other.address_) {}
+
+DdosGuard::ConnectionTicket::~ConnectionTicket() {
+  if (guard_ != nullptr) guard_->release(address_);
+}
+
+GuardCounters DdosGuard::counters() const noexcept {
+  return {over_global_rate_.load(std::memory_order_relaxed),
+          suspicious_.load(std::memory_order_relaxed),
+          over_ip_connections_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace sluice::gateway

@@ -1,0 +1,87 @@
+// The DDoS guard: cheap checks that run before any per-client work (identity, keys, the store),
+// so a flood costs the gateway as little as possible. A global requests/s ceiling (→ 503),
+// suspicious patterns in the path and query (→ 400) and a cap on connections per client address.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "gateway/gateway_config.h"
+#include "sluice/time.h"
+
+namespace sluice::gateway {
+
+struct GuardCounters {
+  std::uint64_t over_global_rate = 0;     // answered 503
+  std::uint64_t suspicious = 0;           // answered 400
+  std::uint64_t over_ip_connections = 0;  // connections refused
+};
+
+class DdosGuard {
+ public:
+  // `clock` must outlive the guard.
+  DdosGuard(const GuardSettings& settings, const Clock& clock);
+
+  // Thread-safe, lock-free. True when the request fits under the global ceiling (always, with
+  // no ceiling). One second's worth of requests may come at once (a GCRA with burst = rps).
+  [[nodiscard]] bool admitGlobal() noexcept;
+
+  // Thread-safe. The first configured pattern found in `target` (path and query as sent), after
+  // percent-decoding (twice, against double encoding), lower-casing, and folding blanks and SQL
+  // comments to one space; nullopt when clean. Counts a hit.
+  [[nodiscard]] std::optional<std::string> suspiciousPattern(std::string_view target);
+
+  // A connection slot for one client address; releases it when destroyed.
+  class ConnectionTicket {
+   public:
+    ConnectionTicket(ConnectionTicket&& other) noexcept;
+    ConnectionTicket& operator=(ConnectionTicket&&) = delete;
+    ConnectionTicket(const ConnectionTicket&) = delete;
+    ~ConnectionTicket();
+
+   private:
+    friend class DdosGuard;
+    ConnectionTicket(DdosGuard* guard, const boost::asio::ip::address& address)
+        : guard_(guard), address_(address) {}
+    DdosGuard* guard_;
+    boost::asio::ip::address address_;
+  };
+
+  // Thread-safe. A ticket, or nullopt when `address` already has max_connections_per_ip open.
+  // The guard must outlive its tickets.
+  [[nodiscard]] std::optional<ConnectionTicket> admitConnection(
+      const boost::asio::ip::address& address);
+
+  [[nodiscard]] GuardCounters counters() const noexcept;
+
+ private:
+  void release(const boost::asio::ip::address& address) noexcept;
+
+  const Clock& clock_;
+  std::int64_t interval_ns_ = 0;   // 0: no global ceiling
+  std::int64_t tolerance_ns_ = 0;  // how far ahead of now the schedule may run (the burst)
+  std::atomic<std::int64_t> theoretical_arrival_ns_{0};
+  std::vector<std::string> patterns_;
+  std::size_t max_connections_per_ip_;
+  std::mutex connections_mutex_;
+  boost::unordered_flat_map<boost::asio::ip::address, std::size_t,
+                            std::hash<boost::asio::ip::address>>
+      connections_;
+  std::atomic<std::uint64_t> over_global_rate_{0};
+  std::atomic<std::uint64_t> suspicious_{0};
+  std::atomic<std::uint64_t> over_ip_connections_{0};
+};
+
+// The text the patterns are matched against (exposed for tests). Never throws but for
+// allocation.
+[[nodiscard]] std::string foldForMatching(std::string_view target);
+
+}  // namespace sluice::gateway

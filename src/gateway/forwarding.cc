@@ -1,0 +1,144 @@
+#include "gateway/forwarding.h"
+
+#include <array>
+#include <charconv>
+
+#include "policy/request_view.h"
+
+namespace sluice::gateway {
+namespace {
+
+using policy::equalsIgnoreCase;
+
+// Whether `list` (a comma-separated header value) holds `token`, in any case.
+bool listContains(std::string_view list, std::string_view token) noexcept {
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (equalsIgnoreCase(item, token)) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+void appendField(std::string_view name, std::string_view value, std::string& out) {
+  out += name;
+  out += ": ";
+  out += value;
+  out += "\r\n";
+}
+
+void appendFraming(Framing framing, std::uint64_t content_length, std::string& out) {
+  if (framing == Framing::kLength) {
+    std::array<char, 24> digits{};
+    const auto end =
+        std::to_chars(digits.data(), digits.data() + digits.size(), content_length).ptr;
+    appendField("Content-Length", std::string_view(digits.data(), end - digits.data()), out);
+  } else if (framing == Framing::kChunked) {
+    appendField("Transfer-Encoding", "chunked", out);
+  }
+}
+
+}  // namespace
+
+bool isHopByHop(std::string_view name, std::string_view connection) noexcept {
+  static constexpr std::array<std::string_view, 9> kHopByHop = {"connection",
+                                                                "keep-alive",
+                                                                "proxy-connection",
+                                                                "te",
+                                                                "trailer",
+                                                                "transfer-encoding",
+                                                                "upgrade",
+                                                                "proxy-authenticate",
+                                                                "proxy-authorization"};
+  for (std::string_view hop : kHopByHop) {
+    if (equalsIgnoreCase(name, hop)) return true;
+  }
+  return !connection.empty() && listContains(connection, name);
+}
+
+void appendUpstreamRequestHead(const boost::beast::http::request_header<>& request,
+                               std::string_view peer_ip, Framing framing,
+                               std::uint64_t content_length, const http::HeaderList& extra,
+                               std::string& out) {
+  namespace bhttp = boost::beast::http;
+  out += request.method_string();
+  out += ' ';
+  out += request.target();
+  out += " HTTP/1.1\r\n";
+  const std::string_view connection = request[bhttp::field::connection];
+  std::string forwarded_for;
+  std::string forwarded_proto;
+  for (const auto& field : request) {
+    const std::string_view name = field.name_string();
+    if (isHopByHop(name, connection) || equalsIgnoreCase(name, "content-length") ||
+        equalsIgnoreCase(name, "expect")) {
+      continue;
+    }
+    if (name.size() >= 9 && equalsIgnoreCase(name.substr(0, 9), "x-sluice-")) continue;
+    if (equalsIgnoreCase(name, "x-forwarded-for")) {
+      forwarded_for += std::string(field.value()) + ", ";
+      continue;
+    }
+    if (equalsIgnoreCase(name, "x-forwarded-proto")) {
+      forwarded_proto += std::string(field.value()) + ", ";
+      continue;
+    }
+    appendField(name, field.value(), out);
+  }
+  forwarded_for += peer_ip;
+  forwarded_proto += "http";
+  appendField("X-Forwarded-For", forwarded_for, out);
+  appendField("X-Forwarded-Proto", forwarded_proto, out);
+  appendFraming(framing, content_length, out);
+  for (const auto& [name, value] : extra) appendField(name, value, out);
+  out += "\r\n";
+}
+
+void appendClientResponseHead(const boost::beast::http::response_header<>& response,
+                              unsigned client_version, Framing framing,
+                              std::optional<std::uint64_t> content_length, bool keep_alive,
+                              const http::HeaderList& extra, std::string& out) {
+  namespace bhttp = boost::beast::http;
+  out += client_version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  out += std::to_string(response.result_int());
+  out += ' ';
+  const std::string_view reason = response.reason();
+  out += reason.empty() ? std::string_view(bhttp::obsolete_reason(response.result())) : reason;
+  out += "\r\n";
+  const std::string_view connection = response[bhttp::field::connection];
+  for (const auto& field : response) {
+    const std::string_view name = field.name_string();
+    if (isHopByHop(name, connection)) continue;
+    // A body without framing of its own (HEAD, 204, 304) keeps the upstream's Content-Length.
+    if (framing != Framing::kNone && equalsIgnoreCase(name, "content-length")) continue;
+    appendField(name, field.value(), out);
+  }
+  appendFraming(framing, content_length.value_or(0), out);
+  if (!keep_alive) {
+    appendField("Connection", "close", out);
+  } else if (client_version == 10) {
+    appendField("Connection", "keep-alive", out);
+  }
+  for (const auto& [name, value] : extra) appendField(name, value, out);
+  out += "\r\n";
+}
+
+Framing clientFraming(Framing upstream, unsigned client_version) noexcept {
+  if (upstream == Framing::kChunked || upstream == Framing::kUntilClose) {
+    return client_version >= 11 ? Framing::kChunked : Framing::kUntilClose;
+  }
+  return upstream;
+}
+
+void appendChunkHeader(std::size_t bytes, std::string& out) {
+  std::array<char, 24> digits{};
+  const auto end = std::to_chars(digits.data(), digits.data() + digits.size(), bytes, 16).ptr;
+  out.append(digits.data(), end);
+  out += "\r\n";
+}
+
+}  // namespace sluice::gateway

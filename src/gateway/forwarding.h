@@ -1,0 +1,56 @@
+// What a reverse proxy changes in the messages it passes on: hop-by-hop headers removed (RFC 9110
+// 7.6.1), X-Forwarded-For and X-Forwarded-Proto appended, the body framing re-stated, and the
+// rate-limit headers added. Plain functions over Beast headers, so they are tested without
+// sockets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/beast/http/message.hpp>
+
+#include "http/rate_limit_headers.h"
+
+namespace sluice::gateway {
+
+// How a message body is delimited on the wire.
+enum class Framing {
+  kNone,        // no body
+  kLength,      // Content-Length
+  kChunked,     // Transfer-Encoding: chunked
+  kUntilClose,  // a response read until the upstream closes (HTTP/1.0 style)
+};
+
+// Thread-safe. True for a header that concerns one connection only: the fixed list (Connection,
+// Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-Authenticate,
+// Proxy-Authorization) and any name listed in `connection` (the message's Connection value).
+[[nodiscard]] bool isHopByHop(std::string_view name, std::string_view connection) noexcept;
+
+// Appends the request head sent upstream: the request line as HTTP/1.1, end-to-end headers but
+// Expect (the gateway answers 100-continue itself) and the X-Sluice-* decision headers (only the
+// gateway writes those), X-Forwarded-For and X-Forwarded-Proto with this hop appended, the body
+// framing, then `extra`. Never throws but for allocation.
+void appendUpstreamRequestHead(const boost::beast::http::request_header<>& request,
+                               std::string_view peer_ip, Framing framing,
+                               std::uint64_t content_length, const http::HeaderList& extra,
+                               std::string& out);
+
+// Appends the response head sent to the client: the upstream's status line in the client's
+// version, end-to-end headers, `framing` as re-stated for the client, Connection: close when
+// `keep_alive` is false, then `extra`. Never throws but for allocation.
+void appendClientResponseHead(const boost::beast::http::response_header<>& response,
+                              unsigned client_version, Framing framing,
+                              std::optional<std::uint64_t> content_length, bool keep_alive,
+                              const http::HeaderList& extra, std::string& out);
+
+// How the client gets a response body the upstream framed as `upstream`: chunked stays chunked
+// for HTTP/1.1 clients, a read-until-close body becomes chunked for them; HTTP/1.0 clients get
+// no chunking, and the connection closes after a body without a length.
+[[nodiscard]] Framing clientFraming(Framing upstream, unsigned client_version) noexcept;
+
+// The chunk-size line for `bytes` of data: "<hex>\r\n".
+void appendChunkHeader(std::size_t bytes, std::string& out);
+
+}  // namespace sluice::gateway

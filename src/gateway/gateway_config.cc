@@ -1,0 +1,355 @@
+#include "gateway/gateway_config.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <yaml-cpp/yaml.h>
+
+#include "policy/request_view.h"
+#include "policy/yaml_fields.h"
+
+namespace sluice::gateway {
+namespace {
+
+using policy::Errors;
+
+// "host:port" with an IP literal: the gateway resolves no names, so a slow DNS can never stall a
+// request.
+std::optional<boost::asio::ip::tcp::endpoint> parseHostPort(const std::string& text) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  unsigned port = 0;
+  const char* first = text.data() + colon + 1;
+  const char* last = text.data() + text.size();
+  boost::system::error_code bad_address;
+  const auto address = boost::asio::ip::make_address(host, bad_address);
+  const auto [end, ec] = std::from_chars(first, last, port);
+  if (bad_address || ec != std::errc() || end != last || port == 0 || port > 65535) {
+    return std::nullopt;
+  }
+  return boost::asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port));
+}
+
+std::optional<boost::asio::ip::tcp::endpoint> endpointValue(const YAML::Node& node,
+                                                            const std::string& what,
+                                                            Errors& errors) {
+  const auto text = policy::scalar(node, what, errors);
+  if (!text) return std::nullopt;
+  auto endpoint = parseHostPort(*text);
+  if (!endpoint) errors.add(node, what + " must be an IP address and port, e.g. 127.0.0.1:9000");
+  return endpoint;
+}
+
+policy::RouteMatch loadMatch(const YAML::Node& node, const std::string& where, Errors& errors) {
+  std::vector<std::string> methods;
+  if (node["method"]) {
+    for (std::string method : policy::stringList(node["method"], where + ".method", errors)) {
+      for (char& c : method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+      methods.push_back(method);
+    }
+  }
+  int paths = 0;
+  auto kind = policy::RouteMatch::PathKind::kAny;
+  std::string path;
+  for (const auto& [key, path_kind] :
+       {std::pair{"path", policy::RouteMatch::PathKind::kExact},
+        std::pair{"path_prefix", policy::RouteMatch::PathKind::kPrefix},
+        std::pair{"path_glob", policy::RouteMatch::PathKind::kGlob}}) {
+    if (!node[key]) continue;
+    ++paths;
+    kind = path_kind;
+    path = policy::scalar(node[key], where + "." + key, errors).value_or("");
+    if (!path.starts_with("/")) errors.add(node[key], where + "." + key + " must start with /");
+    if (path_kind == policy::RouteMatch::PathKind::kExact) path = policy::normalizePath(path);
+  }
+  if (paths > 1) errors.add(node, where + " takes one of path, path_prefix, path_glob");
+  return policy::RouteMatch(std::move(methods), kind, std::move(path));
+}
+
+std::optional<Micros> positiveDuration(const YAML::Node& node, const std::string& what,
+                                       Errors& errors) {
+  const auto value = policy::durationValue(node, what, errors);
+  if (value && *value <= 0) errors.add(node, what + " must be longer than zero");
+  return value;
+}
+
+void loadUpstreams(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+  if (!node || !node.IsMap() || node.size() == 0) {
+    errors.add(node ? node.Mark() : YAML::Mark::null_mark(),
+               "gateway.upstreams must map at least one name to an address");
+    return;
+  }
+  for (const auto& entry : node) {
+    Upstream upstream;
+    upstream.name = entry.first.Scalar();
+    const std::string where = "gateway.upstreams." + upstream.name;
+    const YAML::Node value = entry.second;
+    YAML::Node address = value;
+    if (value.IsMap()) {
+      policy::checkKeys(value, where, {"address", "max_idle"}, errors);
+      address = value["address"];
+      if (!address) errors.add(value, where + " needs an address");
+      if (value["max_idle"]) {
+        upstream.max_idle_per_thread =
+            policy::unsignedValue(value["max_idle"], where + ".max_idle", errors).value_or(64);
+      }
+    }
+    if (address) {
+      if (auto endpoint = endpointValue(address, where, errors)) upstream.endpoint = *endpoint;
+    }
+    settings.upstreams.push_back(std::move(upstream));
+  }
+}
+
+void loadRoutes(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+  if (!node || !node.IsSequence() || node.size() == 0) {
+    errors.add(node ? node.Mark() : YAML::Mark::null_mark(),
+               "gateway.routes must list at least one route");
+    return;
+  }
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node entry = node[i];
+    const std::string where = "gateway.routes[" + std::to_string(i) + "]";
+    if (!policy::isMap(entry, where, errors)) continue;
+    policy::checkKeys(entry, where,
+                      {"method", "path", "path_prefix", "path_glob", "upstream", "mode"}, errors);
+    Route route;
+    route.match = loadMatch(entry, where, errors);
+    const std::string upstream =
+        entry["upstream"]
+            ? policy::scalar(entry["upstream"], where + ".upstream", errors).value_or("")
+            : "";
+    const auto found = std::find_if(settings.upstreams.begin(), settings.upstreams.end(),
+                                    [&](const Upstream& u) { return u.name == upstream; });
+    if (found == settings.upstreams.end()) {
+      errors.add(entry["upstream"] ? entry["upstream"] : entry,
+                 where + ".upstream \"" + upstream + "\" is not one of gateway.upstreams");
+    }
+    route.upstream = static_cast<std::size_t>(found - settings.upstreams.begin());
+    if (entry["mode"]) {
+      const std::string mode = policy::scalar(entry["mode"], where + ".mode", errors).value_or("");
+      if (mode == "monitor") {
+        route.mode = RouteMode::kMonitor;
+      } else if (mode != "enforce") {
+        errors.add(entry["mode"], where + ".mode must be enforce or monitor");
+      }
+    }
+    settings.routes.push_back(std::move(route));
+  }
+}
+
+void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
+  if (!policy::isMap(node, "gateway.guard", errors)) return;
+  policy::checkKeys(node, "gateway.guard", {"global_rps", "max_connections_per_ip", "patterns"},
+                    errors);
+  if (node["global_rps"]) {
+    guard.global_rps =
+        policy::unsignedValue(node["global_rps"], "gateway.guard.global_rps", errors).value_or(0);
+  }
+  if (node["max_connections_per_ip"]) {
+    guard.max_connections_per_ip =
+        policy::unsignedValue(node["max_connections_per_ip"],
+                              "gateway.guard.max_connections_per_ip", errors)
+            .value_or(0);
+  }
+  if (const YAML::Node patterns = node["patterns"]) {
+    if (patterns.IsSequence() && patterns.size() == 0) {
+      guard.patterns.clear();  // `patterns: []` turns the check off
+    } else {
+      guard.patterns.clear();
+      for (std::string pattern : policy::stringList(patterns, "gateway.guard.patterns", errors)) {
+        if (pattern == "default") {
+          for (const std::string& builtin : GuardSettings::defaultPatterns())
+            guard.patterns.push_back(builtin);
+          continue;
+        }
+        std::transform(pattern.begin(), pattern.end(), pattern.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (pattern.empty()) errors.add(patterns, "gateway.guard.patterns has an empty pattern");
+        guard.patterns.push_back(std::move(pattern));
+      }
+    }
+  }
+}
+
+void loadConcurrency(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+  if (!node.IsSequence()) {
+    errors.add(node, "gateway.concurrency must be a list");
+    return;
+  }
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node entry = node[i];
+    const std::string where = "gateway.concurrency[" + std::to_string(i) + "]";
+    if (!policy::isMap(entry, where, errors)) continue;
+    policy::checkKeys(entry, where, {"name", "match", "key", "max_in_flight", "deny_status"},
+                      errors);
+    ConcurrencyLimit limit;
+    limit.name = entry["name"] ? policy::scalar(entry["name"], where + ".name", errors).value_or("")
+                               : "concurrency-" + std::to_string(i);
+    if (entry["match"] && policy::isMap(entry["match"], where + ".match", errors)) {
+      policy::checkKeys(entry["match"], where + ".match",
+                        {"method", "path", "path_prefix", "path_glob"}, errors);
+      limit.match = loadMatch(entry["match"], where + ".match", errors);
+    }
+    const std::vector<std::string> parts =
+        entry["key"] ? policy::stringList(entry["key"], where + ".key", errors)
+                     : std::vector<std::string>{"client"};
+    Result<policy::KeySelector> key = policy::KeySelector::parse(parts);
+    if (key.ok()) {
+      limit.key = std::move(key).value();
+    } else {
+      errors.add(entry["key"] ? entry["key"] : entry, where + ".key: " + key.error());
+    }
+    if (!entry["max_in_flight"]) errors.add(entry, where + " needs max_in_flight");
+    if (entry["max_in_flight"]) {
+      limit.max_in_flight =
+          policy::unsignedValue(entry["max_in_flight"], where + ".max_in_flight", errors)
+              .value_or(1);
+      if (limit.max_in_flight == 0)
+        errors.add(entry["max_in_flight"], where + ".max_in_flight must be at least 1");
+    }
+    if (entry["deny_status"]) {
+      const auto status =
+          policy::unsignedValue(entry["deny_status"], where + ".deny_status", errors).value_or(429);
+      if (status < 400 || status > 599)
+        errors.add(entry["deny_status"], where + ".deny_status must be 400..599");
+      limit.deny_status = static_cast<int>(status);
+    }
+    settings.concurrency.push_back(std::move(limit));
+  }
+}
+
+void loadWebhook(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+  if (!policy::isMap(node, "gateway.webhook", errors)) return;
+  policy::checkKeys(
+      node, "gateway.webhook",
+      {"url", "timeout", "cache_ttl", "failure_ttl", "max_entries", "cache_key_headers"}, errors);
+  WebhookSettings webhook;
+  webhook.server.name = "webhook";
+  const std::string url =
+      node["url"] ? policy::scalar(node["url"], "gateway.webhook.url", errors).value_or("") : "";
+  constexpr std::string_view kScheme = "http://";
+  const std::size_t slash = url.find('/', kScheme.size());
+  if (!url.starts_with(kScheme)) {
+    errors.add(node["url"] ? node["url"] : node,
+               "gateway.webhook.url must be http://<ip>:<port>/<path>");
+  } else {
+    const auto endpoint = parseHostPort(url.substr(kScheme.size(), slash - kScheme.size()));
+    if (endpoint) {
+      webhook.server.endpoint = *endpoint;
+    } else {
+      errors.add(node["url"], "gateway.webhook.url's host must be an IP address and port");
+    }
+    webhook.path = slash == std::string::npos ? "/" : url.substr(slash);
+  }
+  if (node["timeout"])
+    webhook.timeout_us =
+        positiveDuration(node["timeout"], "gateway.webhook.timeout", errors).value_or(1);
+  if (node["cache_ttl"])
+    webhook.cache_ttl_us =
+        policy::durationValue(node["cache_ttl"], "gateway.webhook.cache_ttl", errors).value_or(0);
+  if (node["failure_ttl"])
+    webhook.failure_ttl_us =
+        policy::durationValue(node["failure_ttl"], "gateway.webhook.failure_ttl", errors)
+            .value_or(0);
+  if (node["max_entries"]) {
+    webhook.max_entries =
+        policy::unsignedValue(node["max_entries"], "gateway.webhook.max_entries", errors)
+            .value_or(1);
+    if (webhook.max_entries == 0)
+      errors.add(node["max_entries"], "gateway.webhook.max_entries must be at least 1");
+  }
+  if (node["cache_key_headers"]) {
+    webhook.cache_key_headers =
+        policy::stringList(node["cache_key_headers"], "gateway.webhook.cache_key_headers", errors);
+  }
+  settings.webhook = std::move(webhook);
+}
+
+void loadTimeouts(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+  for (const auto& [key, field] : {std::pair{"client_timeout", &settings.client_timeout_us},
+                                   std::pair{"connect_timeout", &settings.connect_timeout_us},
+                                   std::pair{"response_timeout", &settings.response_timeout_us}}) {
+    if (node[key])
+      *field = positiveDuration(node[key], std::string("gateway.") + key, errors).value_or(1);
+  }
+}
+
+void loadGateway(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+  if (!policy::isMap(node, "gateway", errors)) return;
+  policy::checkKeys(
+      node, "gateway",
+      {"listen", "max_connections", "max_header_bytes", "client_timeout", "connect_timeout",
+       "response_timeout", "upstreams", "routes", "guard", "concurrency", "webhook"},
+      errors);
+  if (node["listen"]) {
+    settings.listen = policy::scalar(node["listen"], "gateway.listen", errors).value_or("");
+    const YAML::Node listen = node["listen"];
+    // Port 0 is fine for listening (tests), so check the address part only.
+    if (settings.listen.rfind(':') == std::string::npos) {
+      errors.add(listen, "gateway.listen must be an IP address and port, e.g. 127.0.0.1:8000");
+    }
+  }
+  if (node["max_connections"]) {
+    settings.max_connections =
+        policy::unsignedValue(node["max_connections"], "gateway.max_connections", errors)
+            .value_or(1);
+    if (settings.max_connections == 0)
+      errors.add(node["max_connections"], "gateway.max_connections must be at least 1");
+  }
+  if (node["max_header_bytes"]) {
+    settings.max_header_bytes =
+        policy::unsignedValue(node["max_header_bytes"], "gateway.max_header_bytes", errors)
+            .value_or(16 * 1024);
+  }
+  loadTimeouts(node, settings, errors);
+  loadUpstreams(node["upstreams"], settings, errors);
+  loadRoutes(node["routes"], settings, errors);
+  if (node["guard"]) loadGuard(node["guard"], settings.guard, errors);
+  if (node["concurrency"]) loadConcurrency(node["concurrency"], settings, errors);
+  if (node["webhook"]) loadWebhook(node["webhook"], settings, errors);
+}
+
+}  // namespace
+
+std::vector<std::string> GuardSettings::defaultPatterns() {
+  // Lower case; matched after percent-decoding and with runs of blanks and SQL comments folded
+  // to one space, so "UNION/**/SELECT" and "union%20%20select" are the same to the guard.
+  return {"<script",       "javascript:",  "../",
+          "..\\",          "union select", "union all select",
+          "select * from", "' or '1'='1",  "\" or \"1\"=\"1",
+          "' or 1=1",      " or 1=1 --",   "drop table",
+          "insert into",   "delete from",  "information_schema",
+          "sleep(",        "benchmark(",   "xp_cmdshell",
+          "/etc/passwd"};
+}
+
+Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string& yaml,
+                                                               const std::string& source) {
+  Errors errors(source);
+  GatewaySettings settings;
+  settings.guard.patterns = GuardSettings::defaultPatterns();
+  try {
+    const YAML::Node root = YAML::Load(yaml);
+    if (!root.IsMap() || !root["gateway"]) return std::optional<GatewaySettings>{};
+    loadGateway(root["gateway"], settings, errors);
+  } catch (const YAML::Exception& error) {
+    errors.add(error.mark, error.msg);
+  }
+  if (errors.empty()) return std::optional<GatewaySettings>(std::move(settings));
+  std::string message;
+  for (const std::string& line : errors.take()) message += (message.empty() ? "" : "\n") + line;
+  return Error{message};
+}
+
+Result<std::optional<GatewaySettings>> loadGatewaySettings(const std::string& path) {
+  bool ok = false;
+  const std::string text = policy::readFile(path, ok);
+  if (!ok) return Error{path + ": cannot read the file"};
+  return loadGatewaySettingsText(text, path);
+}
+
+}  // namespace sluice::gateway

@@ -1,0 +1,61 @@
+// One request passing through a ProxySession and its response: what was decided, the permits it
+// holds, the upstream connection it uses. Destroying it releases all of them, so every way an
+// exchange ends (response done, error, client gone, shutdown) gives its concurrency slots back.
+// Internal to src/gateway.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include "gateway/concurrency_limiter.h"
+#include "gateway/dynamic_limits.h"
+#include "gateway/forwarding.h"
+#include "gateway/gateway_config.h"
+#include "gateway/proxy_session.h"
+#include "gateway/upstream_pool.h"
+#include "policy/decide.h"
+#include "policy/request_context.h"
+
+namespace sluice::gateway {
+
+// Body bytes move through a buffer of this size: bodies of any size cost a session this much.
+inline constexpr std::size_t kChunkBytes = 64 * 1024;
+
+struct ProxySession::Exchange {
+  policy::PolicyPtr policy;  // one policy for the whole request, across throttle waits
+  const Route* route = nullptr;
+  policy::RequestView view;
+  std::optional<policy::RequestContext> context;  // refers to `view`
+  DynamicLimitsPtr dynamic;
+  policy::PolicyDecision decision;
+  Micros waited_us = 0;
+  std::vector<ConcurrencyLimiter::Permit> permits;
+  std::unique_ptr<boost::asio::steady_timer> timer;
+  http::HeaderList client_headers;    // added to the response: rate-limit headers
+  http::HeaderList upstream_headers;  // added to the request: monitor-mode verdict
+  bool head_request = false;
+  unsigned version = 11;
+
+  // Forwarding.
+  UpstreamConnection upstream;
+  bool reused_connection = false;  // taken from the pool: may have gone stale
+  bool retried = false;
+  Framing request_framing = Framing::kNone;
+  std::string request_head;
+  bool request_head_sent = false;
+  std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> response;
+  boost::beast::flat_buffer upstream_buffer;
+  Framing client_framing = Framing::kNone;
+  bool client_keep_alive = false;
+  bool response_head_sent = false;
+  std::unique_ptr<char[]> chunk;
+};
+
+}  // namespace sluice::gateway

@@ -1,0 +1,271 @@
+// The upstream half of ProxySession: connect (or reuse a parked connection), stream the request
+// body, stream the response back. One operation is outstanding at a time per session, so
+// destroying the exchange from a handler never leaves an operation behind on its socket.
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "gateway/proxy_exchange.h"
+#include "gateway/proxy_session.h"
+
+namespace sluice::gateway {
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace net = boost::asio;
+
+namespace {
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr std::string_view kLastChunk = "0\r\n\r\n";
+
+}  // namespace
+
+void ProxySession::forward() {
+  Exchange& exchange = *exchange_;
+  const auto& header = request_->get();
+  exchange.request_framing = request_->chunked()          ? Framing::kChunked
+                             : request_->content_length() ? Framing::kLength
+                                                          : Framing::kNone;
+  appendUpstreamRequestHead(header, peer_ip_, exchange.request_framing,
+                            request_->content_length().value_or(0), exchange.upstream_headers,
+                            exchange.request_head);
+  // A client that sent `Expect: 100-continue` waits for this before sending the body; the
+  // gateway says it once the request is allowed (the upstream never sees the Expect).
+  if (!request_->is_done() && header.version() >= 11 &&
+      beast::iequals(header[bhttp::field::expect], "100-continue")) {
+    out_ = kContinue;
+    return writeClient([self = shared_from_this()] {
+      self->out_.clear();
+      self->sendRequestHead();
+    });
+  }
+  sendRequestHead();
+}
+
+void ProxySession::sendRequestHead() {
+  Exchange& exchange = *exchange_;
+  exchange.upstream = pool_.takeIdle(exchange.route->upstream);
+  exchange.reused_connection = exchange.upstream != nullptr;
+  if (exchange.upstream == nullptr) return connectUpstream();
+  pumpRequest();
+}
+
+void ProxySession::connectUpstream() {
+  Exchange& exchange = *exchange_;
+  exchange.upstream = std::make_unique<beast::tcp_stream>(loop_);
+  exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.connect_timeout_us));
+  exchange.upstream->async_connect(state_->settings.upstreams[exchange.route->upstream].endpoint,
+                                   [self = shared_from_this()](beast::error_code ec) {
+                                     if (ec) return self->upstreamFailed(ec);
+                                     beast::error_code ignored;
+                                     self->exchange_->upstream->socket().set_option(
+                                         net::ip::tcp::no_delay(true), ignored);
+                                     self->pumpRequest();
+                                   });
+}
+
+void ProxySession::pumpRequest() {
+  Exchange& exchange = *exchange_;
+  if (request_->is_done()) return writeUpstream(0);
+  if (exchange.chunk == nullptr) exchange.chunk = std::make_unique<char[]>(kChunkBytes);
+  auto& body = request_->get().body();
+  body.data = exchange.chunk.get();
+  body.size = kChunkBytes;
+  body.more = true;
+  client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
+  bhttp::async_read_some(
+      client_, client_buffer_, *request_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRequestChunk(ec); });
+}
+
+void ProxySession::onRequestChunk(beast::error_code ec) {
+  if (ec == bhttp::error::need_buffer) ec = {};
+  // The client went away or broke its body's framing mid-stream: the upstream has part of a
+  // request, so both connections go.
+  if (ec) return close();
+  writeUpstream(kChunkBytes - request_->get().body().size);
+}
+
+// Writes what is pending for the upstream in one gather write: the request head (first time),
+// `bytes` of body from the chunk buffer with chunk framing if chunked, and the last chunk.
+void ProxySession::writeUpstream(std::size_t bytes) {
+  Exchange& exchange = *exchange_;
+  const bool chunked = exchange.request_framing == Framing::kChunked;
+  const bool done = request_->is_done();
+  buffers_.clear();
+  frame_.clear();
+  if (chunked && bytes > 0) appendChunkHeader(bytes, frame_);
+  const std::size_t chunk_header = frame_.size();
+  if (chunked && bytes > 0) frame_ += "\r\n";
+  if (chunked && done) frame_ += kLastChunk;
+  if (!exchange.request_head_sent) buffers_.push_back(net::buffer(exchange.request_head));
+  if (chunk_header > 0) buffers_.push_back(net::buffer(frame_.data(), chunk_header));
+  if (bytes > 0) buffers_.push_back(net::buffer(exchange.chunk.get(), bytes));
+  if (frame_.size() > chunk_header) {
+    buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
+  }
+  if (buffers_.empty()) return done ? readResponseHeader() : pumpRequest();
+  exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.response_timeout_us));
+  net::async_write(*exchange.upstream, buffers_,
+                   [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                     if (ec) {
+                       if (self->retryOnFreshConnection(ec)) return;
+                       return self->upstreamFailed(ec);
+                     }
+                     self->exchange_->request_head_sent = true;
+                     self->request_->is_done() ? self->readResponseHeader() : self->pumpRequest();
+                   });
+}
+
+void ProxySession::readResponseHeader() {
+  Exchange& exchange = *exchange_;
+  exchange.response.emplace();
+  exchange.response->header_limit(64 * 1024);
+  exchange.response->body_limit(boost::none);  // streamed through the chunk buffer
+  if (exchange.head_request) exchange.response->skip(true);
+  exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.response_timeout_us));
+  bhttp::async_read_header(*exchange.upstream, exchange.upstream_buffer, *exchange.response,
+                           [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                             self->onResponseHeader(ec);
+                           });
+}
+
+void ProxySession::onResponseHeader(beast::error_code ec) {
+  if (ec) {
+    if (retryOnFreshConnection(ec)) return;
+    return upstreamFailed(ec);
+  }
+  Exchange& exchange = *exchange_;
+  const auto& response = exchange.response->get();
+  const unsigned status = response.result_int();
+  if (status == 101) return upstreamFailed(bhttp::error::bad_value);  // it was never offered
+  if (status >= 100 && status < 200) return readResponseHeader();     // interim: not passed on
+  Framing upstream_framing = Framing::kUntilClose;
+  if (exchange.head_request || status == 204 || status == 304) {
+    upstream_framing = Framing::kNone;
+  } else if (exchange.response->chunked()) {
+    upstream_framing = Framing::kChunked;
+  } else if (exchange.response->content_length()) {
+    upstream_framing = Framing::kLength;
+  }
+  exchange.client_framing = clientFraming(upstream_framing, exchange.version);
+  exchange.client_keep_alive = request_->get().keep_alive() && request_->is_done() &&
+                               exchange.client_framing != Framing::kUntilClose &&
+                               !state_->draining.load(std::memory_order_relaxed);
+  out_.clear();
+  const auto length = exchange.response->content_length();
+  appendClientResponseHead(response, exchange.version, exchange.client_framing,
+                           length ? std::optional<std::uint64_t>(*length) : std::nullopt,
+                           exchange.client_keep_alive, exchange.client_headers, out_);
+  pumpResponse();
+}
+
+void ProxySession::pumpResponse() {
+  Exchange& exchange = *exchange_;
+  if (exchange.response->is_done()) return writeClientChunk(0);
+  if (exchange.chunk == nullptr) exchange.chunk = std::make_unique<char[]>(kChunkBytes);
+  auto& body = exchange.response->get().body();
+  body.data = exchange.chunk.get();
+  body.size = kChunkBytes;
+  body.more = true;
+  exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.response_timeout_us));
+  bhttp::async_read_some(*exchange.upstream, exchange.upstream_buffer, *exchange.response,
+                         [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                           self->onResponseChunk(ec);
+                         });
+}
+
+void ProxySession::onResponseChunk(beast::error_code ec) {
+  if (ec == bhttp::error::need_buffer) ec = {};
+  if (ec) {
+    // Before the head went out the client can still get a 502/504; after, only a cut-off body.
+    if (!exchange_->response_head_sent) return upstreamFailed(ec);
+    return close();
+  }
+  writeClientChunk(kChunkBytes - exchange_->response->get().body().size);
+}
+
+// Writes the response head (first time), `bytes` of body with chunk framing when the client
+// gets chunks, and the last chunk, in one gather write.
+void ProxySession::writeClientChunk(std::size_t bytes) {
+  Exchange& exchange = *exchange_;
+  const bool chunked = exchange.client_framing == Framing::kChunked;
+  const bool done = exchange.response->is_done();
+  buffers_.clear();
+  frame_.clear();
+  if (chunked && bytes > 0) appendChunkHeader(bytes, frame_);
+  const std::size_t chunk_header = frame_.size();
+  if (chunked && bytes > 0) frame_ += "\r\n";
+  if (chunked && done) frame_ += kLastChunk;
+  if (!exchange.response_head_sent) buffers_.push_back(net::buffer(out_));
+  if (chunk_header > 0) buffers_.push_back(net::buffer(frame_.data(), chunk_header));
+  if (bytes > 0) buffers_.push_back(net::buffer(exchange.chunk.get(), bytes));
+  if (frame_.size() > chunk_header) {
+    buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
+  }
+  if (buffers_.empty()) return done ? finishExchange() : pumpResponse();
+  client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
+  net::async_write(
+      client_, buffers_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        if (ec) return self->close();
+        self->exchange_->response_head_sent = true;
+        self->exchange_->response->is_done() ? self->finishExchange() : self->pumpResponse();
+      });
+}
+
+void ProxySession::finishExchange() {
+  Exchange& exchange = *exchange_;
+  count(state_->counters.forwarded);
+  // Only a connection that ended a complete, kept-alive exchange with nothing unread goes back.
+  if (exchange.response->keep_alive() && !exchange.response->need_eof() &&
+      exchange.upstream_buffer.size() == 0 && request_->is_done()) {
+    pool_.giveBack(exchange.route->upstream, std::move(exchange.upstream));
+  }
+  const bool keep_alive = exchange.client_keep_alive;
+  exchange_.reset();  // the permits go back here
+  keep_alive ? readHeader() : close();
+}
+
+// A parked connection the upstream closed just as it was reused fails on first use. A request
+// without a body can be sent again on a fresh connection, once; one whose body was streamed
+// cannot be replayed, and a slow upstream is not retried (that would double the wait).
+bool ProxySession::retryOnFreshConnection(beast::error_code ec) {
+  Exchange& exchange = *exchange_;
+  const bool stale = ec == net::error::eof || ec == bhttp::error::end_of_stream ||
+                     ec == net::error::connection_reset || ec == net::error::broken_pipe;
+  if (!stale || !exchange.reused_connection || exchange.retried ||
+      exchange.request_framing != Framing::kNone) {
+    return false;
+  }
+  exchange.retried = true;
+  exchange.reused_connection = false;
+  exchange.request_head_sent = false;
+  exchange.response.reset();
+  exchange.upstream_buffer.clear();
+  exchange.upstream.reset();
+  connectUpstream();
+  return true;
+}
+
+void ProxySession::upstreamFailed(beast::error_code ec) {
+  const bool timed_out = ec == beast::error::timeout;
+  count(timed_out ? state_->counters.upstream_timed_out : state_->counters.upstream_failed);
+  static std::atomic<std::int64_t> last_logged_s{0};
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+  if (last_logged_s.exchange(now_s, std::memory_order_relaxed) != now_s) {
+    spdlog::warn("gateway: upstream {} {}: {}",
+                 state_->settings.upstreams[exchange_->route->upstream].name,
+                 timed_out ? "timed out" : "failed", ec.message());
+  }
+  if (exchange_->response_head_sent) return close();
+  respondLocal(timed_out ? 504 : 502,
+               timed_out ? "the upstream did not answer in time" : "the upstream failed", {});
+}
+
+}  // namespace sluice::gateway

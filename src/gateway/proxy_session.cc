@@ -1,0 +1,336 @@
+#include "gateway/proxy_session.h"
+
+#include <chrono>
+#include <ctime>
+
+#include <spdlog/spdlog.h>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "gateway/proxy_exchange.h"
+#include "http/check_api.h"
+#include "http/rate_limit_headers.h"
+
+namespace sluice::gateway {
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace net = boost::asio;
+
+namespace {
+
+// The IMF-fixdate for the Date header of the gateway's own answers, formatted once a second.
+std::string_view httpDate() {
+  thread_local std::time_t cached_second = 0;
+  thread_local char text[40] = {};
+  const std::time_t now = std::time(nullptr);
+  if (now != cached_second) {
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &utc);
+    cached_second = now;
+  }
+  return text;
+}
+
+// The header options of a policy, derived once per policy and thread rather than per request.
+const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
+  thread_local std::weak_ptr<const policy::Policy> derived_from;
+  thread_local http::HeaderOptions options;
+  if (derived_from.lock() != policy) {
+    const policy::HeaderSettings& settings = policy->headers;
+    options = http::HeaderOptions{};
+    options.x_ratelimit = settings.x_ratelimit;
+    options.ietf = settings.ietf;
+    options.retry_after = settings.retry_after;
+    const auto rename = [&](std::string_view family, std::string& name) {
+      if (const auto found = settings.names.find(family); found != settings.names.end())
+        name = found->second;
+    };
+    rename("limit", options.names.limit);
+    rename("remaining", options.names.remaining);
+    rename("reset", options.names.reset);
+    rename("retry_after", options.names.retry_after);
+    rename("ratelimit", options.names.ratelimit);
+    rename("ratelimit_policy", options.names.ratelimit_policy);
+    derived_from = policy;
+  }
+  return options;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+// At most one log line a second per kind: a flood must not turn into a flood of logs.
+bool shouldLog(std::atomic<std::int64_t>& last_logged_s) {
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+  return last_logged_s.exchange(now_s, std::memory_order_relaxed) != now_s;
+}
+
+}  // namespace
+
+ProxySession::ProxySession(net::ip::tcp::socket&& socket, net::io_context& loop,
+                           std::shared_ptr<Gateway::State> state,
+                           DdosGuard::ConnectionTicket ticket)
+    : client_(std::move(socket)),
+      loop_(loop),
+      state_(std::move(state)),
+      ticket_(std::move(ticket)),
+      pool_(state_->upstreams.forLoop(loop)) {
+  beast::error_code ignored;
+  peer_ = client_.socket().remote_endpoint(ignored);
+  peer_ip_ = peer_.address().to_string();
+  client_.socket().set_option(net::ip::tcp::no_delay(true), ignored);
+}
+
+ProxySession::~ProxySession() { state_->connections.fetch_sub(1, std::memory_order_relaxed); }
+
+void ProxySession::start() {
+  net::dispatch(client_.get_executor(),
+                beast::bind_front_handler(&ProxySession::readHeader, shared_from_this()));
+}
+
+void ProxySession::closeIfIdle() {
+  net::post(client_.get_executor(), [self = shared_from_this()] {
+    if (!self->busy_) self->close();
+  });
+}
+
+void ProxySession::close() {
+  exchange_.reset();  // gives back permits; an upstream connection mid-exchange is dropped
+  beast::error_code ignored;
+  client_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  client_.socket().close(ignored);
+}
+
+void ProxySession::readHeader() {
+  busy_ = false;
+  if (state_->draining.load(std::memory_order_relaxed)) return close();
+  request_.emplace();
+  request_->header_limit(static_cast<std::uint32_t>(state_->settings.max_header_bytes));
+  request_->body_limit(boost::none);  // streamed through a fixed buffer, never held whole
+  client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
+  bhttp::async_read_header(
+      client_, client_buffer_, *request_,
+      [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+}
+
+void ProxySession::onHeader(beast::error_code ec) {
+  busy_ = true;
+  if (ec == bhttp::error::end_of_stream || ec == net::error::operation_aborted ||
+      ec == beast::error::timeout || ec == net::error::eof || ec == net::error::connection_reset) {
+    return close();
+  }
+  exchange_ = std::make_unique<Exchange>();
+  exchange_->version = request_->get().version() == 10 ? 10 : 11;
+  if (ec == bhttp::error::header_limit) {
+    return respondLocal(431, "the request header block is over the limit", {});
+  }
+  if (ec) return respondLocal(400, "malformed HTTP request", {});
+  client_.expires_never();  // each later step sets its own deadline
+  admit();
+}
+
+// The guard, then the route, then identity; the webhook (when configured) before deciding.
+void ProxySession::admit() {
+  const auto& header = request_->get();
+  Exchange& exchange = *exchange_;
+  exchange.head_request = header.method() == bhttp::verb::head;
+  if (!state_->guard.admitGlobal()) {
+    return respondLocal(503, "the gateway is over its request ceiling", {{"Retry-After", "1"}});
+  }
+  const std::string_view target = header.target();
+  if (const auto pattern = state_->guard.suspiciousPattern(target)) {
+    static std::atomic<std::int64_t> last_logged_s{0};
+    if (shouldLog(last_logged_s)) {
+      spdlog::warn("guard: refused {} {} from {}: matches \"{}\"",
+                   std::string(header.method_string()), std::string(target.substr(0, 200)),
+                   peer_ip_, *pattern);
+    }
+    return respondLocal(400, "the request was refused by the gateway's guard", {});
+  }
+  policy::RequestView& view = exchange.view;
+  view.method = std::string(header.method_string());
+  for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+  view.path = policy::normalizePath(target.substr(0, target.find('?')));
+  view.peer = peer_.address();
+  for (const auto& field : header) {
+    view.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  for (const Route& route : state_->settings.routes) {
+    if (route.match.matches(view.method, view.path)) {
+      exchange.route = &route;
+      break;
+    }
+  }
+  if (exchange.route == nullptr) {
+    count(state_->counters.not_found);
+    return respondLocal(404, "no gateway route matches this request", {});
+  }
+  exchange.policy = state_->policy();
+  exchange.context.emplace(
+      policy::resolveIdentity(*exchange.policy, view, state_->clock.now() / kMicrosPerSecond));
+  if (state_->webhook == nullptr) return decidePass();
+  state_->webhook->lookup(view, exchange.context->client_ip, loop_,
+                          [self = shared_from_this()](DynamicLimitsPtr limits) {
+                            if (self->exchange_ == nullptr) return;  // closed meanwhile
+                            self->exchange_->dynamic = std::move(limits);
+                            self->decidePass();
+                          });
+}
+
+void ProxySession::decidePass() {
+  Exchange& exchange = *exchange_;
+  const bool monitor = exchange.route->mode == RouteMode::kMonitor;
+  // A monitor route never holds a request: a throttle verdict is passed on as a denial.
+  exchange.decision =
+      decideWithDynamic(*exchange.policy, *exchange.context, exchange.dynamic.get(), state_->engine,
+                        monitor ? policy::kCannotWait : exchange.waited_us);
+  const Micros wait_us =
+      exchange.decision.throttle_wait_us > 0
+          ? exchange.decision.throttle_wait_us
+          : (monitor || !exchange.decision.allowed ? 0 : exchange.decision.hold_us);
+  if (wait_us == 0) return afterDecision();
+  if (exchange.waited_us == 0) count(state_->counters.throttled);
+  exchange.waited_us += wait_us;
+  const bool final_hold = exchange.decision.throttle_wait_us == 0;  // a shaper's slot
+  exchange.timer = std::make_unique<net::steady_timer>(loop_);
+  exchange.timer->expires_after(std::chrono::microseconds(wait_us));
+  exchange.timer->async_wait(
+      [self = shared_from_this(), final_hold](const boost::system::error_code&) {
+        if (self->exchange_ == nullptr) return;
+        final_hold ? self->afterDecision() : self->decidePass();
+      });
+}
+
+void ProxySession::afterDecision() {
+  Exchange& exchange = *exchange_;
+  const policy::PolicyDecision& decision = exchange.decision;
+  const std::vector<std::string> shadow = decision.shadowDenials();
+  if (!shadow.empty()) count(state_->counters.shadow_denied);
+  if (exchange.route->mode == RouteMode::kMonitor) {
+    // The application decides (e.g. shadow-bans); the client sees the upstream's answer as is.
+    http::HeaderList& out = exchange.upstream_headers;
+    out.emplace_back("X-Sluice-Decision", decision.allowed ? "allow" : "deny");
+    if (const policy::PlannedCheck* binding = decision.binding()) {
+      out.emplace_back("X-Sluice-Limit", binding->label);
+      out.emplace_back("X-Sluice-Remaining",
+                       std::to_string(decision.enforced.bindingStatus()->remaining));
+    }
+    if (!decision.allowed) {
+      count(state_->counters.monitor_denied);
+      out.emplace_back("X-Sluice-Status", std::to_string(decision.status));
+      out.emplace_back("X-Sluice-Retry-After",
+                       std::to_string(http::headerSeconds(decision.enforced.retry_after_us)));
+    }
+    if (!shadow.empty()) out.emplace_back("X-Sluice-Shadow", joined(shadow));
+    if (!acquirePermits()) out.emplace_back("X-Sluice-Concurrency", "over");
+    return forward();
+  }
+  if (!decision.allowed) return respondDenied();
+  const std::vector<http::LimitLabel> labels = http::enforcedLabels(decision);
+  http::appendRateLimitHeaders(decision.enforced, labels, headerOptions(exchange.policy),
+                               exchange.client_headers);
+  if (!shadow.empty()) exchange.client_headers.emplace_back("X-RateLimit-Shadow", joined(shadow));
+  if (exchange.waited_us > 0) {
+    exchange.client_headers.emplace_back("X-RateLimit-Delayed-Ms",
+                                         std::to_string((exchange.waited_us + 999) / 1000));
+  }
+  if (!acquirePermits()) return;  // answered
+  forward();
+}
+
+// The permits of every concurrency limit that applies. False when one is full: then, on an
+// enforce route, the request has been answered with that limit's status.
+bool ProxySession::acquirePermits() {
+  Exchange& exchange = *exchange_;
+  for (const ConcurrencyLimit& limit : state_->settings.concurrency) {
+    if (!limit.match.matches(exchange.view.method, exchange.view.path)) continue;
+    std::string key;
+    policy::appendCounterPart(key, limit.name);
+    if (!limit.key.appendKey(*exchange.context, limit.match.describe(), key)) {
+      key += 'i';  // a missing key part: count the client address
+      policy::appendCounterPart(key, exchange.context->client_ip);
+    }
+    auto permit = state_->concurrency->tryAcquire(key, limit.max_in_flight);
+    if (!permit) {
+      count(state_->counters.concurrency_denied);
+      if (exchange.route->mode == RouteMode::kMonitor) return false;
+      const std::string body =
+          "{\"error\":\"too_many_concurrent_requests\",\"message\":\"at most " +
+          std::to_string(limit.max_in_flight) + " requests may be in flight at once\",\"limit\":";
+      std::string name;
+      http::appendJsonString(name, limit.name);
+      respondLocal(static_cast<unsigned>(limit.deny_status), body + name + "}", {});
+      return false;
+    }
+    exchange.permits.push_back(std::move(*permit));
+  }
+  return true;
+}
+
+void ProxySession::respondDenied() {
+  Exchange& exchange = *exchange_;
+  count(state_->counters.denied);
+  const std::vector<http::LimitLabel> labels = http::enforcedLabels(exchange.decision);
+  http::HeaderList headers;
+  http::appendRateLimitHeaders(exchange.decision.enforced, labels, headerOptions(exchange.policy),
+                               headers);
+  respondLocal(static_cast<unsigned>(exchange.decision.status),
+               http::deniedBody(exchange.decision.enforced, labels), headers);
+}
+
+// The gateway's own answer. `message` is a JSON body when it starts with '{', else the message
+// of an {"error", "message"} body. The connection stays open only when the request body (if
+// any) was not left unread.
+void ProxySession::respondLocal(unsigned status, std::string_view message,
+                                const http::HeaderList& extra) {
+  const auto code = bhttp::int_to_status(status);
+  std::string body;
+  if (message.starts_with("{")) {
+    body = message;
+  } else {
+    body = "{\"error\":";
+    http::appendJsonString(body, bhttp::obsolete_reason(code));
+    body += ",\"message\":";
+    http::appendJsonString(body, message);
+    body += "}";
+  }
+  const bool keep_alive = request_->is_header_done() && request_->is_done() &&
+                          request_->get().keep_alive() && status != 400 && status != 431 &&
+                          !state_->draining.load(std::memory_order_relaxed);
+  const unsigned version = exchange_ == nullptr ? 11 : exchange_->version;
+  out_ = version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  out_ += std::to_string(status) + " " + std::string(bhttp::obsolete_reason(code)) + "\r\n";
+  out_ += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+          "\r\nDate: " + std::string(httpDate()) + "\r\n";
+  for (const auto& [name, value] : extra) out_ += name + ": " + value + "\r\n";
+  out_ +=
+      keep_alive ? (version == 10 ? "Connection: keep-alive\r\n" : "") : "Connection: close\r\n";
+  out_ += "\r\n";
+  if (exchange_ == nullptr || !exchange_->head_request) out_ += body;
+  exchange_.reset();  // nothing is forwarded: the permits go back now
+  writeClient(
+      [self = shared_from_this(), keep_alive] { keep_alive ? self->readHeader() : self->close(); });
+}
+
+void ProxySession::writeClient(std::function<void()> then) {
+  client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
+  net::async_write(
+      client_, net::buffer(out_),
+      [self = shared_from_this(), then = std::move(then)](beast::error_code ec, std::size_t) {
+        if (ec) return self->close();
+        then();
+      });
+}
+
+}  // namespace sluice::gateway

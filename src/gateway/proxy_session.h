@@ -1,0 +1,89 @@
+// One client connection to the gateway. It reads a request header with Beast's parser, runs the
+// guard, decides the request, and forwards it: the body is streamed to the upstream in chunks as
+// it arrives, and the response streamed back, so bodies of any size pass through a fixed buffer.
+// A connection lives on one loop; a throttled request waits on a timer there, no thread blocked.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
+#include "gateway/concurrency_limiter.h"
+#include "gateway/ddos_guard.h"
+#include "gateway/dynamic_limits.h"
+#include "gateway/forwarding.h"
+#include "gateway/gateway_state.h"
+#include "policy/decide.h"
+
+namespace sluice::gateway {
+
+class ProxySession : public std::enable_shared_from_this<ProxySession> {
+ public:
+  ProxySession(boost::asio::ip::tcp::socket&& socket, boost::asio::io_context& loop,
+               std::shared_ptr<Gateway::State> state, DdosGuard::ConnectionTicket ticket);
+  ~ProxySession();
+
+  void start();
+  // On shutdown: closes the connection now if it is waiting for a request.
+  void closeIfIdle();
+
+ private:
+  struct Exchange;  // one request and its response
+
+  // Client side: read, guard, route, decide (proxy_session.cc).
+  void readHeader();
+  void onHeader(boost::beast::error_code ec);
+  void admit();
+  void decidePass();
+  void afterDecision();
+  bool acquirePermits();
+  void respondDenied();
+  void respondLocal(unsigned status, std::string_view message, const http::HeaderList& extra);
+  void writeClient(std::function<void()> then);
+  void close();
+
+  // Upstream side: connect, stream the request, stream the response (proxy_forwarding.cc).
+  void forward();
+  void connectUpstream();
+  void sendRequestHead();
+  void pumpRequest();
+  void onRequestChunk(boost::beast::error_code ec);
+  void writeUpstream(std::size_t bytes);
+  void writeClientChunk(std::size_t bytes);
+  void readResponseHeader();
+  void onResponseHeader(boost::beast::error_code ec);
+  void pumpResponse();
+  void onResponseChunk(boost::beast::error_code ec);
+  void finishExchange();
+  void upstreamFailed(boost::beast::error_code ec);
+  bool retryOnFreshConnection(boost::beast::error_code ec);
+
+  boost::beast::tcp_stream client_;
+  boost::asio::io_context& loop_;
+  std::shared_ptr<Gateway::State> state_;
+  DdosGuard::ConnectionTicket ticket_;
+  UpstreamPool& pool_;
+  boost::asio::ip::tcp::endpoint peer_;
+  std::string peer_ip_;
+  boost::beast::flat_buffer client_buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::buffer_body>> request_;
+  std::unique_ptr<Exchange> exchange_;
+  bool busy_ = false;  // a request is being handled (touched only on the connection's loop)
+  // What is being written: a head or chunk framing, and the buffers of one gather write.
+  std::string out_;
+  std::string frame_;
+  std::vector<boost::asio::const_buffer> buffers_;
+};
+
+}  // namespace sluice::gateway
