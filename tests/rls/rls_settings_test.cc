@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "policy/policy_loader.h"
+#include "rls/lyft_config.h"
+
 namespace sluice::rls {
 namespace {
 
@@ -62,6 +65,20 @@ TEST(RlsSettingsTest, MissingFile) {
   const auto settings = loadRlsSettings("/nonexistent/sluice.yaml");
   ASSERT_FALSE(settings.ok());
   EXPECT_NE(settings.error().find("/nonexistent/sluice.yaml"), std::string::npos);
+}
+
+// The Envoy example is a valid Sluice config whose envoy_rls section points at a valid lyft
+// config directory.
+TEST(RlsSettingsTest, EnvoyExampleLoads) {
+  const std::string path = std::string(SLUICE_SOURCE_DIR) + "/examples/envoy/sluice.yaml";
+  const policy::LoadResult policy = policy::loadPolicy(path);
+  EXPECT_NE(policy.policy, nullptr) << (policy.errors.empty() ? "" : policy.errors.front());
+  const auto settings = loadRlsSettings(path);
+  ASSERT_TRUE(settings.ok()) << settings.error();
+  ASSERT_TRUE(settings.value().has_value());
+  const LyftLoadResult lyft = loadLyftConfigDir(settings.value()->config_dir);
+  ASSERT_NE(lyft.config, nullptr) << lyft.errors.front();
+  EXPECT_NE(lyft.config->domain("edge"), nullptr);
 }
 
 }  // namespace
