@@ -46,6 +46,26 @@ const DescriptorNode* findAt(const DescriptorLevel& level, const EntryView& entr
 
 }  // namespace
 
+void RuleStats::addDetailed(std::string_view tuple, std::uint64_t hits, bool over, bool shadow) {
+  std::lock_guard lock(mutex_);
+  auto found = detailed_.find(tuple);
+  if (found == detailed_.end()) {
+    if (detailed_.size() >= kMaxDetailed) return;
+    found = detailed_.emplace(std::string(tuple), Counts{}).first;
+  }
+  found->second.total_hits += hits;
+  if (over) ++(shadow ? found->second.shadow_over_limit : found->second.over_limit);
+}
+
+void RuleStats::forEachDetailed(
+    const std::function<void(const std::string&, std::uint64_t, std::uint64_t, std::uint64_t)>&
+        visit) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [tuple, counts] : detailed_) {
+    visit(tuple, counts.total_hits, counts.over_limit, counts.shadow_over_limit);
+  }
+}
+
 std::optional<Unit> parseUnit(std::string_view name) noexcept {
   for (const NamedUnit& unit : kUnits) {
     if (equalsIgnoreCase(unit.name, name)) return unit.unit;

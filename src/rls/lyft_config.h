@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -41,10 +43,30 @@ enum class Unit : std::uint8_t {
 [[nodiscard]] Micros unitMicros(Unit unit) noexcept;
 
 // Counts kept per configured rule, for metrics. Relaxed atomics: the numbers are statistics.
-struct RuleStats {
+struct RuleCounts {
   std::atomic<std::uint64_t> total_hits{0};
   std::atomic<std::uint64_t> over_limit{0};
   std::atomic<std::uint64_t> shadow_over_limit{0};
+};
+
+struct RuleStats : RuleCounts {
+  // detailed_metric rules also count per request tuple ("domain.key_value.key_value"), up to
+  // kMaxDetailed tuples per rule: the values come from requests, so the series must be bounded.
+  static constexpr std::size_t kMaxDetailed = 1000;
+
+  // Thread-safe. Adds to the tuple's counts, unless the bound is reached (then only the
+  // rule's own counts, kept by the caller, grow).
+  void addDetailed(std::string_view tuple, std::uint64_t hits, bool over, bool shadow);
+  // Thread-safe. Calls `visit` with each tuple's counts, sorted by tuple.
+  void forEachDetailed(const std::function<void(const std::string&, std::uint64_t, std::uint64_t,
+                                                std::uint64_t)>& visit) const;
+
+ private:
+  struct Counts {
+    std::uint64_t total_hits = 0, over_limit = 0, shadow_over_limit = 0;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, Counts, std::less<>> detailed_;
 };
 
 struct RateLimitRule {

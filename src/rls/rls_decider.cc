@@ -95,6 +95,12 @@ void planRule(const Domain& domain, const Descriptor& descriptor, PlannedDescrip
   planned.name = rule.name;
   planned.requests_per_unit = rule.requests_per_unit;
   planned.unit = rule.unit;
+  if (node->detailed_metric) {
+    planned.detailed_key = domain.name;
+    for (const EntryView& entry : entries) {
+      planned.detailed_key.append(".").append(entry.key).append("_").append(entry.value);
+    }
+  }
   planned.kind = rule.unlimited ? Kind::kUnlimited : rule.spec ? Kind::kLimited : Kind::kAlwaysOver;
 }
 
@@ -131,6 +137,9 @@ void recordStats(const PlannedDescriptor& planned, bool over_limit) {
   if (planned.node == nullptr) return;
   RuleStats& stats = *planned.node->stats;
   stats.total_hits.fetch_add(planned.hits, std::memory_order_relaxed);
+  if (!planned.detailed_key.empty()) {
+    stats.addDetailed(planned.detailed_key, planned.hits, over_limit, planned.shadow);
+  }
   if (!over_limit) return;
   (planned.shadow ? stats.shadow_over_limit : stats.over_limit)
       .fetch_add(1, std::memory_order_relaxed);

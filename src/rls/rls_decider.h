@@ -65,6 +65,7 @@ struct PlannedDescriptor {
   const DescriptorNode* node = nullptr;  // the matched config node; null for an override
   std::optional<LimitSpec> override_spec;
   std::string counter_key;
+  std::string detailed_key;  // detailed_metric rules: "domain.key_value..." with request values
   std::uint64_t hits = 1;
   std::size_t group = 0;  // which engine call counts it (see RlsPlan::groups)
   std::size_t index = 0;  // its place in that call

@@ -121,14 +121,21 @@ std::string RlsServer::metricsText() const {
   const LyftConfigPtr config = config_.load(std::memory_order_acquire);
   if (config == nullptr) return text;
   std::string hits, over, shadow;
-  config->forEachRule([&](const Domain&, const DescriptorNode& node) {
-    const std::string label = "{rule=\"" + labelValue(node.stat_key) + "\"} ";
-    hits += "sluice_rls_rule_hits_total" + label +
-            std::to_string(node.stats->total_hits.load(std::memory_order_relaxed)) + "\n";
-    over += "sluice_rls_rule_over_limit_total" + label +
-            std::to_string(node.stats->over_limit.load(std::memory_order_relaxed)) + "\n";
+  const auto add = [&](const std::string& rule, std::uint64_t total, std::uint64_t over_limit,
+                       std::uint64_t shadow_over_limit) {
+    const std::string label = "{rule=\"" + labelValue(rule) + "\"} ";
+    hits += "sluice_rls_rule_hits_total" + label + std::to_string(total) + "\n";
+    over += "sluice_rls_rule_over_limit_total" + label + std::to_string(over_limit) + "\n";
     shadow += "sluice_rls_rule_shadow_over_limit_total" + label +
-              std::to_string(node.stats->shadow_over_limit.load(std::memory_order_relaxed)) + "\n";
+              std::to_string(shadow_over_limit) + "\n";
+  };
+  config->forEachRule([&](const Domain&, const DescriptorNode& node) {
+    const RuleStats& stats = *node.stats;
+    add(node.stat_key, stats.total_hits.load(std::memory_order_relaxed),
+        stats.over_limit.load(std::memory_order_relaxed),
+        stats.shadow_over_limit.load(std::memory_order_relaxed));
+    // detailed_metric: one more series per request tuple seen (bounded, see RuleStats).
+    if (node.detailed_metric) stats.forEachDetailed(add);
   });
   text +=
       "# HELP sluice_rls_rule_hits_total Hits counted per lyft rule (domain.key_value path).\n"

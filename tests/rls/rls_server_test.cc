@@ -86,6 +86,22 @@ TEST_F(RlsServerTest, AnswersOverGrpc) {
             std::string::npos);
 }
 
+// detailed_metric rules also count per request value, in their own series.
+TEST_F(RlsServerTest, DetailedMetricSeries) {
+  RateLimitResponse response;
+  ASSERT_TRUE(call(request("envoy", "detailed", "alice"), response).ok());
+  ASSERT_TRUE(call(request("envoy", "detailed", "bob"), response).ok());
+  const std::string metrics = server_->metricsText();
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed\"} 2"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed_alice\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed_bob\"} 1"),
+            std::string::npos);
+  EXPECT_EQ(metrics.find("remote_address_"), std::string::npos);  // not detailed: no values
+}
+
 // Bad requests come back as gRPC errors with a message.
 TEST_F(RlsServerTest, BadRequestsAreGrpcErrors) {
   RateLimitResponse response;
