@@ -153,6 +153,37 @@ void LyftConfig::forEachRule(
   for (const Domain* domain : sorted) visitLevel(*domain, domain->descriptors, visit);
 }
 
+namespace {
+
+// The names of the rules `rule` stands in for when both match one request.
+bool loadReplaces(const YAML::Node& list, RateLimitRule& rule, Errors& errors) {
+  if (!list.IsSequence()) {
+    errors.add(list, "replaces: must be a list of {name: ...}");
+    return false;
+  }
+  bool ok = true;
+  for (const YAML::Node& item : list) {
+    if (!policy::isMap(item, "a replaces entry", errors)) {
+      ok = false;
+      continue;
+    }
+    policy::checkKeys(item, "a replaces entry", {"name"}, errors);
+    const auto name = item["name"] ? policy::scalar(item["name"], "name", errors) : std::nullopt;
+    if (!name || name->empty()) {
+      errors.add(item, "replaces: each entry needs a non-empty name");
+    } else if (*name == rule.name) {
+      errors.add(item, "replaces: a rule cannot replace itself (\"" + *name + "\")");
+    } else {
+      rule.replaces.push_back(*name);
+      continue;
+    }
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace
+
 // Turns YAML into a LyftConfig, reporting every problem to `errors` and carrying on.
 class LyftConfigBuilder {
  public:
@@ -288,25 +319,7 @@ std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml,
     ok = ok && count && *count <= std::numeric_limits<std::uint32_t>::max();
     if (ok) rule.requests_per_unit = static_cast<std::uint32_t>(*count);
   }
-  if (yaml["replaces"] && !yaml["replaces"].IsSequence()) {
-    errors.add(yaml["replaces"], "replaces: must be a list of {name: ...}");
-    ok = false;
-  } else if (yaml["replaces"]) {
-    for (const YAML::Node& item : yaml["replaces"]) {
-      if (!policy::isMap(item, "a replaces entry", errors)) continue;
-      policy::checkKeys(item, "a replaces entry", {"name"}, errors);
-      const auto name = item["name"] ? policy::scalar(item["name"], "name", errors) : std::nullopt;
-      if (!name || name->empty()) {
-        errors.add(item, "replaces: each entry needs a non-empty name");
-      } else if (*name == rule.name) {
-        errors.add(item, "replaces: a rule cannot replace itself (\"" + *name + "\")");
-      } else {
-        rule.replaces.push_back(*name);
-        continue;
-      }
-      ok = false;
-    }
-  }
+  if (yaml["replaces"]) ok = loadReplaces(yaml["replaces"], rule, errors) && ok;
   if (!ok) return std::nullopt;
   if (!rule.unlimited && rule.requests_per_unit > 0) {
     Result<LimitSpec> spec =
