@@ -19,6 +19,7 @@
 #include "server/http_server.h"
 #include "server/io_pool.h"
 #include "server/service.h"
+#include "server/store_factory.h"
 
 namespace {
 
@@ -84,7 +85,15 @@ int serve(const std::string& path) {
   sluice::server::IoPool pool(threads);
   net::io_context& io = pool.first();  // signals, drain polling and throttle timers
   sluice::SystemClock clock;
-  sluice::server::Service service(loaded.policy, path, clock);
+  sluice::Result<sluice::server::StoreInstance> store = sluice::server::makeStore(policy.store);
+  if (!store.ok()) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), store.error().c_str());
+    return 2;
+  }
+  spdlog::info("store: {}", store.value().description);
+  // One store and engine for every front door, so they all count against the same limits.
+  sluice::Engine engine(*store.value().store, clock);
+  sluice::server::Service service(loaded.policy, path, clock, engine, store.value().key_count);
   const sluice::server::HttpServerLimits limits = serverLimits(policy);
   HttpServer api(pool, limits,
                  [&service](auto&& request, const auto& peer, auto& loop, auto respond) {

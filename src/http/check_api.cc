@@ -168,6 +168,8 @@ std::string renderDecision(const policy::PolicyDecision& decision, const HeaderL
   millis(decision.allowed ? 0 : decision.enforced.retry_after_us);
   out += ",\"delayed_ms\":";
   millis(delayed_us);
+  // Decided without the shared store (Redis down or slow): each limit's on_error decided.
+  if (decision.enforced.degraded) out += ",\"degraded\":true";
   out += ",\"limits\":[";
   for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
     const Outcome& outcome = decision.enforced.statuses[i];

@@ -131,15 +131,19 @@ std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext&
 
 namespace {
 
-// Splits planned checks by action, asks the engine, and applies throttle and deny status.
-PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
-                             Micros already_waited_us) {
+// Splits planned checks by action, reject/throttle ones first, then shadow ones.
+PolicyDecision splitByAction(std::vector<PlannedCheck> planned) {
   PolicyDecision result;
   for (PlannedCheck& check : planned) {
     (check.limit->action == Action::kShadow ? result.shadow_checks : result.enforced_checks)
         .push_back(std::move(check));
   }
-  result.enforced = engine.check(engineChecks(result.enforced_checks));
+  return result;
+}
+
+// Applies throttle and deny status to the enforced decision; true when the shadow limits
+// should be decided too (the decision is final).
+bool applyActions(PolicyDecision& result, Micros already_waited_us) {
   result.allowed = result.enforced.allowed;
   if (!result.allowed) {
     const Limit& limit = *result.binding()->limit;
@@ -149,28 +153,57 @@ PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
       // Not final: the caller waits and decides again. Shadow limits are counted once, on the
       // final pass, not on every pass of a throttled request.
       result.throttle_wait_us = wait_us;
-      return result;
+      return false;
     }
     result.status = limit.deny_status;
   } else {
     result.hold_us = result.enforced.delay_us;  // a shaper's slot
   }
-  if (!result.shadow_checks.empty()) {
+  return !result.shadow_checks.empty();
+}
+
+PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
+                             Micros already_waited_us) {
+  PolicyDecision result = splitByAction(std::move(planned));
+  result.enforced = engine.check(engineChecks(result.enforced_checks));
+  if (applyActions(result, already_waited_us)) {
     result.shadow = engine.check(engineChecks(result.shadow_checks));
   }
   return result;
 }
 
-}  // namespace
-
-PolicyDecision decide(const Policy& policy, const RequestContext& context, Engine& engine,
-                      Micros already_waited_us) {
-  return decidePlanned(planChecks(policy, context), engine, already_waited_us);
+// The same without blocking: the engine's answers come back through callbacks.
+void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micros already_waited_us,
+                        DecisionHandler done) {
+  struct State {
+    PolicyDecision result;
+    std::vector<LimitCheck> checks;  // views the result's keys; alive until the engine answers
+    DecisionHandler done;
+  };
+  auto state = std::make_shared<State>();
+  state->result = splitByAction(std::move(planned));
+  state->done = std::move(done);
+  state->checks = engineChecks(state->result.enforced_checks);
+  engine.checkAsync(state->checks, [state, &engine, already_waited_us](Decision&& enforced) {
+    state->result.enforced = std::move(enforced);
+    if (!applyActions(state->result, already_waited_us)) {
+      return state->done(std::move(state->result));
+    }
+    state->checks = engineChecks(state->result.shadow_checks);
+    engine.checkAsync(state->checks, [state](Decision&& shadow) {
+      state->result.shadow = std::move(shadow);
+      state->done(std::move(state->result));
+    });
+  });
 }
 
-Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_name,
-                                   std::string_view key, std::string_view tier, std::uint64_t cost,
-                                   Engine& engine, Micros already_waited_us) {
+// The planned checks of one named limit; error when the limit or tier is unknown; nullopt for
+// an unlimited tier.
+Result<std::optional<std::vector<PlannedCheck>>> planNamed(const Policy& policy,
+                                                           std::string_view limit_name,
+                                                           std::string_view key,
+                                                           std::string_view tier,
+                                                           std::uint64_t cost) {
   const Limit* limit = nullptr;
   for (const Limit& candidate : policy.limits) {
     if (candidate.name == limit_name) limit = &candidate;
@@ -184,24 +217,61 @@ Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_
   if (!limit->from_tier) {
     planned.push_back(
         {limit, &*limit->spec, counter, limit->name, limit->cost.value_or(cost), identity});
-  } else {
-    const auto spec = limit->tier_specs.find(tier);
-    if (spec == limit->tier_specs.end()) {
-      if (!policy.tiers.contains(tier)) {
-        return Error{"limit \"" + limit->name + "\" takes its numbers from the tier, and tier \"" +
-                     std::string(tier) + "\" is not defined"};
-      }
-      return PolicyDecision{};  // an unlimited tier
-    }
-    const std::uint64_t charged = limit->cost.value_or(cost);
-    planned.push_back({limit, &spec->second, counter, limit->name, charged, identity});
-    const auto daily = limit->tier_daily_specs.find(tier);
-    if (daily != limit->tier_daily_specs.end()) {
-      planned.push_back(
-          {limit, &daily->second, counter + 'd', limit->name + ":daily", charged, identity});
-    }
+    return std::optional(std::move(planned));
   }
-  return decidePlanned(std::move(planned), engine, already_waited_us);
+  const auto spec = limit->tier_specs.find(tier);
+  if (spec == limit->tier_specs.end()) {
+    if (!policy.tiers.contains(tier)) {
+      return Error{"limit \"" + limit->name + "\" takes its numbers from the tier, and tier \"" +
+                   std::string(tier) + "\" is not defined"};
+    }
+    return std::optional<std::vector<PlannedCheck>>();  // an unlimited tier
+  }
+  const std::uint64_t charged = limit->cost.value_or(cost);
+  planned.push_back({limit, &spec->second, counter, limit->name, charged, identity});
+  const auto daily = limit->tier_daily_specs.find(tier);
+  if (daily != limit->tier_daily_specs.end()) {
+    planned.push_back(
+        {limit, &daily->second, counter + 'd', limit->name + ":daily", charged, identity});
+  }
+  return std::optional(std::move(planned));
+}
+
+}  // namespace
+
+PolicyDecision decide(const Policy& policy, const RequestContext& context, Engine& engine,
+                      Micros already_waited_us) {
+  return decidePlanned(planChecks(policy, context), engine, already_waited_us);
+}
+
+Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_name,
+                                   std::string_view key, std::string_view tier, std::uint64_t cost,
+                                   Engine& engine, Micros already_waited_us) {
+  auto planned = planNamed(policy, limit_name, key, tier, cost);
+  if (!planned.ok()) return Error{planned.error()};
+  std::optional<std::vector<PlannedCheck>> checks = std::move(planned).value();
+  if (!checks) return PolicyDecision{};
+  return decidePlanned(std::move(*checks), engine, already_waited_us);
+}
+
+void decideAsync(const Policy& policy, const RequestContext& context, Engine& engine,
+                 Micros already_waited_us, DecisionHandler done) {
+  decidePlannedAsync(planChecks(policy, context), engine, already_waited_us, std::move(done));
+}
+
+std::optional<std::string> decideNamedAsync(const Policy& policy, std::string_view limit_name,
+                                            std::string_view key, std::string_view tier,
+                                            std::uint64_t cost, Engine& engine,
+                                            Micros already_waited_us, DecisionHandler done) {
+  auto planned = planNamed(policy, limit_name, key, tier, cost);
+  if (!planned.ok()) return planned.error();
+  std::optional<std::vector<PlannedCheck>> checks = std::move(planned).value();
+  if (!checks) {
+    done(PolicyDecision{});
+    return std::nullopt;
+  }
+  decidePlannedAsync(std::move(*checks), engine, already_waited_us, std::move(done));
+  return std::nullopt;
 }
 
 }  // namespace sluice::policy

@@ -3,6 +3,8 @@
 // front door shares them and tests need no server.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,5 +71,16 @@ inline constexpr Micros kCannotWait = kNever;
                                                  std::string_view key, std::string_view tier,
                                                  std::uint64_t cost, Engine& engine,
                                                  Micros already_waited_us = 0);
+
+// The non-blocking forms, for front doors on an event loop: `done` runs once with the decision,
+// possibly before the call returns, possibly on a store's thread. Nothing passed in needs to
+// outlive the call except the policy and the engine.
+using DecisionHandler = std::function<void(PolicyDecision&&)>;
+void decideAsync(const Policy& policy, const RequestContext& context, Engine& engine,
+                 Micros already_waited_us, DecisionHandler done);
+// Returns the error (and never calls `done`) when the limit or tier is unknown.
+[[nodiscard]] std::optional<std::string> decideNamedAsync(
+    const Policy& policy, std::string_view limit_name, std::string_view key, std::string_view tier,
+    std::uint64_t cost, Engine& engine, Micros already_waited_us, DecisionHandler done);
 
 }  // namespace sluice::policy

@@ -289,6 +289,7 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
       errors.add(root["limits"] ? root["limits"] : root, "limits: must list at least one limit");
     } else {
       loadLimits(root["limits"], root["tiers"], *policy, errors);
+      checkLimitsFitStore(root["limits"], *policy, errors);
     }
     policy->redacted_yaml = redact(root);
   } catch (const YAML::Exception& error) {

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "store/redis/lua_bounds.h"
+
 namespace sluice::policy {
 namespace {
 
@@ -101,6 +103,33 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (node["breaker_cooldown"])
     loadDuration(node["breaker_cooldown"], "store.breaker_cooldown (10ms..60s)", 10'000, 60'000'000,
                  store.breaker_cooldown_us, errors);
+}
+
+void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, Errors& errors) {
+  if (!policy.store.shared()) return;
+  const bool synced = policy.store.type == StoreSettings::Type::kSynced;
+  for (std::size_t i = 0; i < policy.limits.size(); ++i) {
+    const Limit& limit = policy.limits[i];
+    const YAML::Node node =
+        limits.IsSequence() && limits.size() == policy.limits.size() ? limits[i] : limits;
+    std::vector<const LimitSpec*> specs;
+    if (limit.spec) specs.push_back(&*limit.spec);
+    for (const auto& [tier, spec] : limit.tier_specs) specs.push_back(&spec);
+    for (const auto& [tier, spec] : limit.tier_daily_specs) specs.push_back(&spec);
+    for (const LimitSpec* spec : specs) {
+      if (synced && spec->algorithm() == Algorithm::kSlidingWindowLog) {
+        errors.add(node, "limit " + limit.name +
+                             ": the synced store cannot share a sliding window log (its state "
+                             "is a log); use sliding_window_counter, or store type redis");
+        break;
+      }
+      if (const auto reason = redis::luaIncompatibility(*spec)) {
+        errors.add(node, "limit " + limit.name + " (" + spec->toString() +
+                             ") is too large for the Redis store: " + *reason);
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace sluice::policy

@@ -20,7 +20,7 @@ class Metrics {
   // Thread-safe.
   void countDecision(const std::string& limit, Result result);
   void observeDecisionLatency(Micros latency_us) noexcept;
-  void countStoreError() noexcept { store_errors_.fetch_add(1, std::memory_order_relaxed); }
+  void countDegraded() noexcept { degraded_decisions_.fetch_add(1, std::memory_order_relaxed); }
   void countReload(bool ok) noexcept { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1); }
 
   // Thread-safe. The whole exposition; `keys_held` is the store's current key count.
@@ -35,7 +35,7 @@ class Metrics {
   std::array<std::atomic<std::uint64_t>, kLatencyBucketsSeconds.size() + 1> latency_buckets_{};
   std::atomic<std::uint64_t> latency_sum_us_{0};
   std::atomic<std::uint64_t> latency_count_{0};
-  std::atomic<std::uint64_t> store_errors_{0};
+  std::atomic<std::uint64_t> degraded_decisions_{0};
   std::atomic<std::uint64_t> reloads_ok_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
 };

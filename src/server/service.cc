@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -60,6 +61,9 @@ sluice::http::HeaderOptions headerOptions(const policy::HeaderSettings& settings
   return options;
 }
 
+// Says the decision was made without the shared store, by the limits' on_error policies.
+constexpr std::string_view kDegradedHeader = "X-RateLimit-Degraded";
+
 std::int64_t unixSeconds(const Clock& clock) { return clock.now() / kMicrosPerSecond; }
 
 }  // namespace
@@ -88,8 +92,18 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
     : active_(std::make_shared<const Active>(initial)),
       config_path_(std::move(config_path)),
       clock_(clock),
-      store_(MemoryStoreOptions{initial->store.max_keys}),
-      engine_(store_, clock) {}
+      own_store_(std::make_unique<MemoryStore>(MemoryStoreOptions{initial->store.max_keys})),
+      own_engine_(std::make_unique<Engine>(*own_store_, clock)),
+      engine_(*own_engine_),
+      key_count_([store = own_store_.get()] { return store->keyCount(); }) {}
+
+Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock,
+                 Engine& engine, std::function<std::size_t()> key_count)
+    : active_(std::make_shared<const Active>(initial)),
+      config_path_(std::move(config_path)),
+      clock_(clock),
+      engine_(engine),
+      key_count_(std::move(key_count)) {}
 
 std::vector<std::string> Service::reload() {
   policy::LoadResult loaded = policy::loadPolicy(config_path_);
@@ -139,74 +153,92 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
   decideAndRespond(std::move(pending));
 }
 
-Result<policy::PolicyDecision> Service::decideItem(const Pending& pending, std::size_t index,
-                                                   Micros waited_us) {
+void Service::decideItem(const Pending& pending, std::size_t index, Micros waited_us,
+                         ItemHandler done) {
   const policy::Policy& policy = *pending.active->policy;
   const policy::RequestView* view =
       pending.kind == Pending::Kind::kAuth
           ? &*pending.auth_view
           : (pending.body.items[index].request ? &*pending.body.items[index].request : nullptr);
+  const auto forward = [done](policy::PolicyDecision&& decision) {
+    done(Result<policy::PolicyDecision>(std::move(decision)));
+  };
   if (view != nullptr) {
     const policy::RequestContext context =
         policy::resolveIdentity(policy, *view, unixSeconds(clock_));
-    return policy::decide(policy, context, engine_, waited_us);
+    return policy::decideAsync(policy, context, engine_, waited_us, forward);
   }
   const auto& item = pending.body.items[index];
-  return policy::decideNamed(policy, item.limit, item.key, item.tier, item.cost, engine_,
-                             waited_us);
+  if (auto error = policy::decideNamedAsync(policy, item.limit, item.key, item.tier, item.cost,
+                                            engine_, waited_us, forward)) {
+    done(Error{std::move(*error)});
+  }
 }
 
 void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
+  if (pending->next >= pending->decisions.size()) return respondCheck(pending);
+  const std::size_t index = pending->next;
   // Items of a batch cannot wait: each would hold the connection in turn.
   const bool may_wait = pending->decisions.size() == 1;
-  while (pending->next < pending->decisions.size()) {
-    const std::size_t index = pending->next;
-    const Micros waited_us = may_wait ? pending->waited_us[index] : policy::kCannotWait;
-    const Micros started_us = steadyMicros();
-    Result<policy::PolicyDecision> decided = decideItem(*pending, index, waited_us);
-    metrics_.observeDecisionLatency(steadyMicros() - started_us);
-    if (!decided.ok()) {
-      pending->errors[index] = decided.error();
-      ++pending->next;
-      continue;
-    }
-    policy::PolicyDecision decision = std::move(decided).value();
-    if (decision.throttle_wait_us > 0) {
-      // Hold the request on a timer, no thread blocked, then decide again.
-      if (pending->waited_us[index] == 0) {  // once per request, however many passes
-        metrics_.countDecision(decision.binding()->label, Metrics::Result::kThrottled);
-      }
-      pending->waited_us[index] += decision.throttle_wait_us;
-      pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
-      pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
-      pending->timer->async_wait(
-          [this, pending](const boost::system::error_code&) { decideAndRespond(pending); });
-      return;
-    }
-    for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
-      const bool allowed = decision.enforced.statuses[i].allowed;
-      if (decision.allowed || !allowed) {
-        metrics_.countDecision(decision.enforced_checks[i].label,
-                               allowed ? Metrics::Result::kAllowed : Metrics::Result::kDenied);
-      }
-    }
-    for (const std::string& name : decision.shadowDenials()) {
-      metrics_.countDecision(name, Metrics::Result::kShadowDenied);
-    }
-    const Micros hold_us = may_wait ? decision.hold_us : 0;
-    pending->decisions[index] = std::move(decision);
+  const Micros waited_us = may_wait ? pending->waited_us[index] : policy::kCannotWait;
+  const Micros started_us = steadyMicros();
+  decideItem(*pending, index, waited_us,
+             [this, pending, started_us](Result<policy::PolicyDecision>&& decided) {
+               // A network store answers on its own thread; the connection lives on its loop.
+               net::dispatch(*pending->loop,
+                             [this, pending, started_us, decided = std::move(decided)]() mutable {
+                               onItemDecided(pending, started_us, std::move(decided));
+                             });
+             });
+}
+
+void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros started_us,
+                            Result<policy::PolicyDecision>&& decided) {
+  const std::size_t index = pending->next;
+  const bool may_wait = pending->decisions.size() == 1;
+  metrics_.observeDecisionLatency(steadyMicros() - started_us);
+  if (!decided.ok()) {
+    pending->errors[index] = decided.error();
     ++pending->next;
-    if (hold_us > 0) {
-      // A shaper admitted the request into a later slot: let it through then.
-      pending->waited_us[index] += hold_us;
-      pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
-      pending->timer->expires_after(std::chrono::microseconds(hold_us));
-      pending->timer->async_wait(
-          [this, pending](const boost::system::error_code&) { respondCheck(pending); });
-      return;
+    return decideAndRespond(pending);
+  }
+  policy::PolicyDecision decision = std::move(decided).value();
+  if (decision.enforced.degraded || decision.shadow.degraded) metrics_.countDegraded();
+  if (decision.throttle_wait_us > 0) {
+    // Hold the request on a timer, no thread blocked, then decide again.
+    if (pending->waited_us[index] == 0) {  // once per request, however many passes
+      metrics_.countDecision(decision.binding()->label, Metrics::Result::kThrottled);
+    }
+    pending->waited_us[index] += decision.throttle_wait_us;
+    pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
+    pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
+    pending->timer->async_wait(
+        [this, pending](const boost::system::error_code&) { decideAndRespond(pending); });
+    return;
+  }
+  for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
+    const bool allowed = decision.enforced.statuses[i].allowed;
+    if (decision.allowed || !allowed) {
+      metrics_.countDecision(decision.enforced_checks[i].label,
+                             allowed ? Metrics::Result::kAllowed : Metrics::Result::kDenied);
     }
   }
-  respondCheck(pending);
+  for (const std::string& name : decision.shadowDenials()) {
+    metrics_.countDecision(name, Metrics::Result::kShadowDenied);
+  }
+  const Micros hold_us = may_wait ? decision.hold_us : 0;
+  pending->decisions[index] = std::move(decision);
+  ++pending->next;
+  if (hold_us > 0) {
+    // A shaper admitted the request into a later slot: let it through then.
+    pending->waited_us[index] += hold_us;
+    pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
+    pending->timer->expires_after(std::chrono::microseconds(hold_us));
+    pending->timer->async_wait(
+        [this, pending](const boost::system::error_code&) { respondCheck(pending); });
+    return;
+  }
+  decideAndRespond(pending);
 }
 
 void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
@@ -224,6 +256,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
       for (const std::string& name : shadow) names += (names.empty() ? "" : ", ") + name;
       response.set("X-RateLimit-Shadow", names);
     }
+    if (decision.enforced.degraded) response.set(kDegradedHeader, "true");
     if (!decision.allowed) {
       const int status =
           policy.server.auth_deny_status != 0 ? policy.server.auth_deny_status : decision.status;
@@ -260,6 +293,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
     HttpResponse response =
         jsonResponse(http::status::ok, std::move(rendered[0]), pending->version);
     for (const auto& [name, value] : headers) response.set(name, value);  // the one decision's
+    if (pending->decisions[0]->enforced.degraded) response.set(kDegradedHeader, "true");
     response.prepare_payload();
     return pending->respond(std::move(response));
   }
@@ -285,7 +319,7 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
   if (path == "/metrics") {
     HttpResponse response{http::status::ok, version};
     response.set(http::field::content_type, "text/plain; version=0.0.4");
-    response.body() = metrics_.render(store_.keyCount());
+    response.body() = metrics_.render(key_count_());
     response.prepare_payload();
     return respond(std::move(response));
   }

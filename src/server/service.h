@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,9 +22,13 @@ namespace sluice::server {
 
 class Service {
  public:
-  // `config_path` is re-read on reload. The store is sized from the initial policy; store
-  // settings take effect on restart.
+  // `config_path` is re-read on reload. Store settings take effect on restart.
+  // With its own in-memory store, sized from the initial policy (tests, embedding).
   Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock);
+  // Over an engine the caller owns and shares with other front doors; `key_count` reports the
+  // counters held in this process for /metrics.
+  Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock, Engine& engine,
+          std::function<std::size_t()> key_count);
 
   // The API listener: POST /v1/check, and /v1/auth for auth subrequests (any method).
   // `loop` is the connection's; a throttled request waits on a timer there.
@@ -43,10 +48,14 @@ class Service {
  private:
   struct Pending;  // a request between decisions while it is throttled
 
-  // One item of the request, on its view or as a named limit; error for an unknown limit.
-  Result<policy::PolicyDecision> decideItem(const Pending& pending, std::size_t index,
-                                            Micros waited_us);
+  // One item of the request, on its view or as a named limit. `done` gets an error for an
+  // unknown limit; it may run on a store's thread.
+  using ItemHandler = std::function<void(Result<policy::PolicyDecision>&&)>;
+  void decideItem(const Pending& pending, std::size_t index, Micros waited_us, ItemHandler done);
+  // Decides the next item (or responds when none is left); continues on the connection's loop.
   void decideAndRespond(std::shared_ptr<Pending> pending);
+  void onItemDecided(const std::shared_ptr<Pending>& pending, Micros started_us,
+                     Result<policy::PolicyDecision>&& decided);
   void respondCheck(const std::shared_ptr<Pending>& pending);
 
   // The policy in force and what is derived from it once rather than per response; swapped
@@ -59,8 +68,10 @@ class Service {
   std::atomic<std::shared_ptr<const Active>> active_;
   std::string config_path_;
   const Clock& clock_;
-  MemoryStore store_;
-  Engine engine_;
+  std::unique_ptr<MemoryStore> own_store_;  // only with the first constructor
+  std::unique_ptr<Engine> own_engine_;
+  Engine& engine_;
+  std::function<std::size_t()> key_count_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
 };

@@ -43,6 +43,10 @@ void RedisConnection::connect() {
     return scheduleReconnect();
   }
   context_ = context;
+  // Watch the socket before hooking the events: setting the connect callback already asks to
+  // wait for writability.
+  boost::system::error_code ignored;
+  socket_.assign(context->c.fd, ignored);
   context->data = this;
   context->ev.data = this;
   context->ev.addRead = &RedisConnection::addRead;
@@ -52,10 +56,8 @@ void RedisConnection::connect() {
   context->ev.cleanup = &RedisConnection::cleanup;
   redisAsyncSetConnectCallback(context, &RedisConnection::connectCallback);
   redisAsyncSetDisconnectCallback(context, &RedisConnection::disconnectCallback);
-  boost::system::error_code ignored;
-  socket_.assign(context->c.fd, ignored);
-  // The connect completes when the socket turns writable; hiredis asked for that already?
-  // Not in every version, so ask here: a write wait is harmless once connected.
+  // The connect completes when the socket turns writable. hiredis 0.14 asks for that when the
+  // connect callback is set; ask again in case another version does not (it is idempotent).
   addWrite(this);
   timer_.expires_after(options_.connect_timeout);
   timer_.async_wait(

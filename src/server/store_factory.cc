@@ -1,0 +1,83 @@
+#include "server/store_factory.h"
+
+#include <charconv>
+
+#include "store/failover_store.h"
+#include "store/memory_store.h"
+#include "store/redis/redis_store.h"
+#include "store/redis/synced_store.h"
+
+namespace sluice::server {
+namespace {
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+Result<HostPort> splitAddress(const std::string& address) {
+  const std::size_t colon = address.rfind(':');
+  HostPort parsed;
+  if (colon == std::string::npos) return Error{"store address " + address + " has no port"};
+  parsed.host = address.substr(0, colon);
+  const char* begin = address.data() + colon + 1;
+  const char* end = address.data() + address.size();
+  const auto [stop, error] = std::from_chars(begin, end, parsed.port);
+  if (error != std::errc() || stop != end || parsed.port == 0)
+    return Error{"store address " + address + " has a bad port"};
+  return parsed;
+}
+
+FailoverOptions failoverOptions(const policy::StoreSettings& settings) {
+  return FailoverOptions{.sluice_nodes = settings.sluice_nodes,
+                         .breaker_failures = settings.breaker_failures,
+                         .breaker_cooldown_us = settings.breaker_cooldown_us,
+                         .local_max_keys = settings.max_keys};
+}
+
+}  // namespace
+
+Result<StoreInstance> makeStore(const policy::StoreSettings& settings) {
+  using Type = policy::StoreSettings::Type;
+  StoreInstance instance;
+  if (settings.type == Type::kMemory) {
+    auto memory = std::make_unique<MemoryStore>(MemoryStoreOptions{.max_keys = settings.max_keys});
+    MemoryStore* raw = memory.get();
+    instance.key_count = [raw] { return raw->keyCount(); };
+    instance.store = std::move(memory);
+    instance.description = "memory";
+    return instance;
+  }
+  Result<HostPort> first = splitAddress(settings.addresses.front());
+  if (!first.ok()) return Error{first.error()};
+  const HostPort& server = first.value();
+  if (settings.type == Type::kRedis) {
+    auto redis = std::make_unique<RedisStore>(RedisStoreOptions{.host = server.host,
+                                                                .port = server.port,
+                                                                .connections = settings.connections,
+                                                                .timeout_us = settings.timeout_us,
+                                                                .key_prefix = settings.key_prefix});
+    instance.store = std::make_unique<FailoverStore>(std::move(redis), failoverOptions(settings));
+    instance.key_count = [] { return std::size_t{0}; };  // the keys live in Redis
+    instance.description = "redis " + settings.addresses.front();
+    return instance;
+  }
+  if (settings.type == Type::kSynced) {
+    auto synced = std::make_unique<SyncedStore>(
+        SyncedStoreOptions{.host = server.host,
+                           .port = server.port,
+                           .timeout_us = settings.timeout_us,
+                           .key_prefix = settings.key_prefix,
+                           .sync_interval_us = settings.sync_interval_us,
+                           .sluice_nodes = settings.sluice_nodes,
+                           .max_keys = settings.max_keys});
+    SyncedStore* raw = synced.get();
+    instance.key_count = [raw] { return raw->keyCount(); };
+    instance.store = std::move(synced);
+    instance.description = "synced through redis " + settings.addresses.front();
+    return instance;
+  }
+  return Error{"store.type redis_cluster is not built yet"};
+}
+
+}  // namespace sluice::server
