@@ -105,6 +105,7 @@ void Gateway::shutdown() {
       acceptor->close(ignored);
     });
   }
+  state_->upstreams.closeIdle();
   std::lock_guard lock(state_->sessions_mutex);
   for (const auto& weak : state_->sessions) {
     if (auto session = weak.lock()) session->closeIfIdle();

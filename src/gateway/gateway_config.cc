@@ -87,10 +87,12 @@ void loadUpstreams(const YAML::Node& node, GatewaySettings& settings, Errors& er
     upstream.name = entry.first.Scalar();
     const std::string where = "gateway.upstreams." + upstream.name;
     const YAML::Node value = entry.second;
-    YAML::Node address = value;
+    // reset(), not =: assigning to a yaml-cpp node writes through to the node it refers to.
+    YAML::Node address;
+    address.reset(value);
     if (value.IsMap()) {
       policy::checkKeys(value, where, {"address", "max_idle"}, errors);
-      address = value["address"];
+      address.reset(value["address"]);
       if (!address) errors.add(value, where + " needs an address");
       if (value["max_idle"]) {
         upstream.max_idle_per_thread =

@@ -2,6 +2,11 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <atomic>
+
+#include <boost/asio/post.hpp>
+
 namespace sluice::gateway {
 namespace {
 
@@ -54,11 +59,64 @@ void UpstreamPool::closeAll() {
   }
 }
 
+namespace {
+
+// The pools living on one loop, by gateway id. Destroyed with the loop: its shutdown() closes
+// the parked sockets while the loop's socket services still exist.
+class LoopPoolRegistry : public boost::asio::execution_context::service {
+ public:
+  static inline boost::asio::execution_context::id id;  // NOLINT: asio's service identity
+
+  explicit LoopPoolRegistry(boost::asio::execution_context& context)
+      : boost::asio::execution_context::service(context) {}
+
+  UpstreamPool& poolFor(std::uint64_t gateway, const std::vector<Upstream>& upstreams) {
+    std::lock_guard lock(mutex_);
+    std::unique_ptr<UpstreamPool>& pool = pools_[gateway];
+    if (pool == nullptr) pool = std::make_unique<UpstreamPool>(upstreams);
+    return *pool;
+  }
+
+  UpstreamPool* find(std::uint64_t gateway) {
+    std::lock_guard lock(mutex_);
+    const auto found = pools_.find(gateway);
+    return found == pools_.end() ? nullptr : found->second.get();
+  }
+
+ private:
+  void shutdown() override {
+    std::lock_guard lock(mutex_);
+    pools_.clear();
+  }
+
+  std::mutex mutex_;
+  boost::unordered_flat_map<std::uint64_t, std::unique_ptr<UpstreamPool>> pools_;
+};
+
+std::atomic<std::uint64_t> next_gateway_id{1};
+
+}  // namespace
+
+UpstreamPools::UpstreamPools(std::vector<Upstream> upstreams)
+    : id_(next_gateway_id.fetch_add(1)), upstreams_(std::move(upstreams)) {}
+
 UpstreamPool& UpstreamPools::forLoop(boost::asio::io_context& loop) {
+  {
+    std::lock_guard lock(mutex_);
+    if (std::find(loops_.begin(), loops_.end(), &loop) == loops_.end()) loops_.push_back(&loop);
+  }
+  return boost::asio::use_service<LoopPoolRegistry>(loop).poolFor(id_, upstreams_);
+}
+
+void UpstreamPools::closeIdle() {
   std::lock_guard lock(mutex_);
-  std::unique_ptr<UpstreamPool>& pool = pools_[&loop];
-  if (pool == nullptr) pool = std::make_unique<UpstreamPool>(upstreams_);
-  return *pool;
+  for (boost::asio::io_context* loop : loops_) {
+    boost::asio::post(*loop, [loop, id = id_] {
+      if (UpstreamPool* pool = boost::asio::use_service<LoopPoolRegistry>(*loop).find(id)) {
+        pool->closeAll();
+      }
+    });
+  }
 }
 
 }  // namespace sluice::gateway

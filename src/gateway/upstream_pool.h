@@ -44,20 +44,28 @@ class UpstreamPool {
   std::vector<std::vector<UpstreamConnection>> idle_;
 };
 
-// The pools of every loop. Thread-safe.
+// A gateway's pools, one per loop. Each pool belongs to its loop (an io_context service holds
+// it), so parked sockets are destroyed with their loop, never after it, whatever order the
+// gateway and the loops go in. Thread-safe.
 class UpstreamPools {
  public:
-  explicit UpstreamPools(std::vector<Upstream> upstreams) : upstreams_(std::move(upstreams)) {}
+  explicit UpstreamPools(std::vector<Upstream> upstreams);
 
-  // The pool of `loop`, made on first use. The reference stays valid for the life of this.
+  // The pool of `loop` for this gateway, made on first use. The reference stays valid for the
+  // life of `loop`.
   [[nodiscard]] UpstreamPool& forLoop(boost::asio::io_context& loop);
+
+  // Closes the parked connections on every loop (posted to each; a stopped loop closes them
+  // when it is destroyed).
+  void closeIdle();
 
   [[nodiscard]] const std::vector<Upstream>& upstreams() const noexcept { return upstreams_; }
 
  private:
+  std::uint64_t id_;  // names this gateway's pools in each loop's registry
   std::vector<Upstream> upstreams_;
   std::mutex mutex_;
-  boost::unordered_flat_map<boost::asio::io_context*, std::unique_ptr<UpstreamPool>> pools_;
+  std::vector<boost::asio::io_context*> loops_;
 };
 
 }  // namespace sluice::gateway

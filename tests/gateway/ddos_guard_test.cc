@@ -1,0 +1,74 @@
+// The DDoS guard: the global ceiling on a fake clock, the patterns, the connection cap.
+#include "gateway/ddos_guard.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::gateway {
+namespace {
+
+class DdosGuardTest : public ::testing::Test {
+ protected:
+  FakeClock clock_{1'000 * kMicrosPerSecond};
+};
+
+// 10/s: ten at once (one second's worth), the eleventh waits exactly 100 ms.
+TEST_F(DdosGuardTest, GlobalCeilingEdges) {
+  GuardSettings settings;
+  settings.global_rps = 10;
+  DdosGuard guard(settings, clock_);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(guard.admitGlobal()) << i;
+  EXPECT_FALSE(guard.admitGlobal());
+  clock_.advance(100 * kMicrosPerMilli - 1);
+  EXPECT_FALSE(guard.admitGlobal());
+  clock_.advance(1);
+  EXPECT_TRUE(guard.admitGlobal());
+  EXPECT_FALSE(guard.admitGlobal());
+  EXPECT_EQ(guard.counters().over_global_rate, 3u);
+}
+
+// No ceiling configured: everything passes.
+TEST_F(DdosGuardTest, NoCeiling) {
+  DdosGuard guard(GuardSettings{}, clock_);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(guard.admitGlobal());
+}
+
+// Encodings, case, blanks and SQL comments do not hide a pattern.
+TEST_F(DdosGuardTest, PatternsSeeThroughEncoding) {
+  GuardSettings settings;
+  settings.patterns = GuardSettings::defaultPatterns();
+  DdosGuard guard(settings, clock_);
+  EXPECT_EQ(guard.suspiciousPattern("/search?q=1+UNION++SELECT+x"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/search?q=1%20union/**/select%20x"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/a?x=%253Cscript%253E"), "<script");
+  EXPECT_EQ(guard.suspiciousPattern("/static/..%2F..%2Fetc%2Fpasswd"), "../");
+  EXPECT_EQ(guard.suspiciousPattern("/a?name=x'%20OR%20'1'='1"), "' or '1'='1");
+  EXPECT_EQ(guard.suspiciousPattern("/api/users/42?sort=name&select=all"), std::nullopt);
+  EXPECT_EQ(guard.suspiciousPattern("/blog/unions-and-selects"), std::nullopt);
+  EXPECT_EQ(guard.counters().suspicious, 5u);
+}
+
+// The folding itself: decoded twice, lower case, blanks and comments to one space.
+TEST(FoldForMatchingTest, Folds) {
+  EXPECT_EQ(foldForMatching("/A%2541?Q=a+B%20%20c/*x*/d"), "/aa?q=a b c d");
+  EXPECT_EQ(foldForMatching("/bad%zz%"), "/bad%zz%");
+}
+
+// Tickets count connections per address and give them back when destroyed.
+TEST_F(DdosGuardTest, ConnectionCapPerAddress) {
+  GuardSettings settings;
+  settings.max_connections_per_ip = 2;
+  DdosGuard guard(settings, clock_);
+  const auto a = boost::asio::ip::make_address("192.0.2.1");
+  const auto b = boost::asio::ip::make_address("192.0.2.2");
+  auto first = guard.admitConnection(a);
+  auto second = guard.admitConnection(a);
+  ASSERT_TRUE(first && second);
+  EXPECT_FALSE(guard.admitConnection(a));
+  EXPECT_TRUE(guard.admitConnection(b));
+  first.reset();
+  EXPECT_TRUE(guard.admitConnection(a));
+  EXPECT_EQ(guard.counters().over_ip_connections, 1u);
+}
+
+}  // namespace
+}  // namespace sluice::gateway

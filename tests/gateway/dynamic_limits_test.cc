@@ -1,0 +1,75 @@
+// The webhook's answers: what is accepted, what is garbage, and how they are decided.
+#include "gateway/dynamic_limits.h"
+
+#include <gtest/gtest.h>
+
+#include "store/memory_store.h"
+#include "support/policy_text.h"
+
+namespace sluice::gateway {
+namespace {
+
+// burst per window, and one per interval, with durations as strings or milliseconds.
+TEST(DynamicLimitsTest, ParsesBurstAndInterval) {
+  const auto parsed = parseDynamicLimits(
+      R"({"limits": [{"key": "user:1", "burst": 5, "window": "1m", "max_throttle": 2000},
+                     {"key": "ip:2", "interval": "250ms"}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  const DynamicLimits& limits = *parsed.value();
+  ASSERT_EQ(limits.limits.size(), 2u);
+  EXPECT_EQ(limits.limits[0].name, "dynamic:user:1");
+  EXPECT_EQ(limits.limits[0].spec->burst(), 5u);
+  EXPECT_EQ(limits.limits[0].action, policy::Action::kThrottle);
+  EXPECT_EQ(limits.limits[0].max_delay_us, 2 * kMicrosPerSecond);
+  EXPECT_EQ(limits.limits[1].action, policy::Action::kReject);
+  EXPECT_EQ(limits.limits[1].spec->burst(), 1u);
+  EXPECT_NE(limits.keys[0], limits.keys[1]);
+  EXPECT_TRUE(parseDynamicLimits(R"({"limits": []})").value()->limits.empty());
+}
+
+// Garbage of every kind is an error with a reason, never a crash.
+TEST(DynamicLimitsTest, RejectsGarbage) {
+  for (const char* answer :
+       {"", "not json", "[]", R"({"limits": 3})", R"({"limits": [{"burst": 1}]})",
+        R"({"limits": [{"key": 7, "burst": 1}]})", R"({"limits": [{"key": "k"}]})",
+        R"({"limits": [{"key": "k", "burst": -1}]})", R"({"limits": [{"key": "k", "burst": 1.5}]})",
+        R"({"limits": [{"key": "k", "interval": "soon"}]})",
+        R"({"limits": [{"key": "k", "burst": 1, "max_throttle": "2h"}]})",
+        R"({"limits": [{"key": "k", "burst": 1, "window": 0}]})"}) {
+    const auto parsed = parseDynamicLimits(answer);
+    EXPECT_FALSE(parsed.ok()) << answer;
+  }
+  std::string many = R"({"limits": [)";
+  for (int i = 0; i < 17; ++i) many += std::string(i ? "," : "") + R"({"key":"k","burst":1})";
+  EXPECT_FALSE(parseDynamicLimits(many + "]}").ok());
+}
+
+// The webhook's limits and the policy's are all-or-nothing together: a denial by the dynamic
+// limit consumes nothing from the policy's.
+TEST(DynamicLimitsTest, DecidedAllOrNothingWithThePolicy) {
+  FakeClock clock(1'000 * kMicrosPerSecond);
+  MemoryStore store;
+  Engine engine(store, clock);
+  const auto policy = sluice::testing::policyFrom(
+      "limits:\n  - { name: base, key: ip, algorithm: fixed_window, rate: 3/min }\n");
+  policy::RequestView view;
+  view.method = "GET";
+  view.path = "/";
+  view.peer = boost::asio::ip::make_address("192.0.2.1");
+  const policy::RequestContext context = policy::resolveIdentity(*policy, view, 1000);
+  const auto dynamic =
+      parseDynamicLimits(R"({"limits": [{"key": "k", "burst": 1, "window": "1h"}]})");
+  ASSERT_TRUE(dynamic.ok());
+  EXPECT_TRUE(decideWithDynamic(*policy, context, dynamic.value().get(), engine, 0).allowed);
+  const policy::PolicyDecision denied =
+      decideWithDynamic(*policy, context, dynamic.value().get(), engine, 0);
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(denied.binding()->label, "dynamic:k");
+  // base was charged once: two more fit without the dynamic limit.
+  EXPECT_TRUE(decideWithDynamic(*policy, context, nullptr, engine, 0).allowed);
+  EXPECT_TRUE(decideWithDynamic(*policy, context, nullptr, engine, 0).allowed);
+  EXPECT_FALSE(decideWithDynamic(*policy, context, nullptr, engine, 0).allowed);
+}
+
+}  // namespace
+}  // namespace sluice::gateway

@@ -1,0 +1,66 @@
+// What the proxy changes in the messages it passes on.
+#include "gateway/forwarding.h"
+
+#include <gtest/gtest.h>
+#include <boost/beast/http/empty_body.hpp>
+
+namespace sluice::gateway {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+// The fixed hop-by-hop list and the names Connection lists, in any case.
+TEST(ForwardingTest, HopByHop) {
+  EXPECT_TRUE(isHopByHop("Keep-Alive", ""));
+  EXPECT_TRUE(isHopByHop("transfer-encoding", ""));
+  EXPECT_TRUE(isHopByHop("X-Private", "close, x-private"));
+  EXPECT_FALSE(isHopByHop("X-Private", "close"));
+  EXPECT_FALSE(isHopByHop("Content-Type", "keep-alive"));
+}
+
+// The upstream request: HTTP/1.1, hop-by-hop and Expect gone, forwarding headers appended,
+// framing re-stated, extra headers last.
+TEST(ForwardingTest, UpstreamRequestHead) {
+  bhttp::request<bhttp::empty_body> request{bhttp::verb::post, "/a?b=1", 10};
+  request.set("Host", "example.com");
+  request.set("Connection", "X-Trace");
+  request.set("X-Trace", "1");
+  request.set("Expect", "100-continue");
+  request.set("Content-Length", "5");
+  request.set("X-Forwarded-For", "203.0.113.1");
+  request.set("X-Sluice-Decision", "allow");
+  std::string out;
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", Framing::kLength, 5,
+                            {{"X-Sluice-Decision", "deny"}}, out);
+  EXPECT_EQ(out,
+            "POST /a?b=1 HTTP/1.1\r\nHost: example.com\r\n"
+            "X-Forwarded-For: 203.0.113.1, 127.0.0.1\r\nX-Forwarded-Proto: http\r\n"
+            "Content-Length: 5\r\nX-Sluice-Decision: deny\r\n\r\n");
+}
+
+// The client response: the upstream's status, chunked re-stated, Connection: close when closing.
+TEST(ForwardingTest, ClientResponseHead) {
+  bhttp::response<bhttp::empty_body> response{bhttp::status::created, 11};
+  response.set("Transfer-Encoding", "chunked");
+  response.set("Keep-Alive", "timeout=5");
+  response.set("ETag", "\"x\"");
+  std::string out;
+  appendClientResponseHead(response.base(), 11, Framing::kChunked, std::nullopt, false,
+                           {{"X-RateLimit-Limit", "10"}}, out);
+  EXPECT_EQ(out,
+            "HTTP/1.1 201 Created\r\nETag: \"x\"\r\nTransfer-Encoding: chunked\r\n"
+            "Connection: close\r\nX-RateLimit-Limit: 10\r\n\r\n");
+}
+
+// HTTP/1.0 clients never get chunks; a read-until-close body becomes chunks for 1.1 clients.
+TEST(ForwardingTest, ClientFraming) {
+  EXPECT_EQ(clientFraming(Framing::kChunked, 10), Framing::kUntilClose);
+  EXPECT_EQ(clientFraming(Framing::kUntilClose, 11), Framing::kChunked);
+  EXPECT_EQ(clientFraming(Framing::kLength, 10), Framing::kLength);
+  std::string line;
+  appendChunkHeader(65536, line);
+  EXPECT_EQ(line, "10000\r\n");
+}
+
+}  // namespace
+}  // namespace sluice::gateway

@@ -1,0 +1,122 @@
+// The gateway: section of the configuration: what it accepts and how it reports mistakes.
+#include "gateway/gateway_config.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::gateway {
+namespace {
+
+Result<std::optional<GatewaySettings>> load(const std::string& yaml) {
+  return loadGatewaySettingsText(yaml, "test.yaml");
+}
+
+// A full section loads with every field in place.
+TEST(GatewayConfigTest, LoadsAFullSection) {
+  const auto loaded = load(R"(
+limits: []
+gateway:
+  listen: 127.0.0.1:8000
+  max_connections: 500
+  connect_timeout: 1s
+  response_timeout: 5s
+  upstreams:
+    app: 127.0.0.1:9000
+    admin: { address: "[::1]:9001", max_idle: 4 }
+  routes:
+    - { path_prefix: /admin, method: [get, POST], upstream: admin, mode: monitor }
+    - { path_prefix: /, upstream: app }
+  guard: { global_rps: 5000, max_connections_per_ip: 50, patterns: [default, "DROP DATABASE"] }
+  concurrency:
+    - { name: uploads, match: { path_prefix: /upload }, key: client, max_in_flight: 3 }
+  webhook: { url: "http://127.0.0.1:7000/limits", timeout: 50ms, cache_ttl: 30s }
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ASSERT_TRUE(loaded.value().has_value());
+  const GatewaySettings& settings = *loaded.value();
+  EXPECT_EQ(settings.max_connections, 500u);
+  EXPECT_EQ(settings.connect_timeout_us, kMicrosPerSecond);
+  ASSERT_EQ(settings.upstreams.size(), 2u);
+  EXPECT_EQ(settings.upstreams[1].endpoint.port(), 9001);
+  EXPECT_EQ(settings.upstreams[1].max_idle_per_thread, 4u);
+  ASSERT_EQ(settings.routes.size(), 2u);
+  EXPECT_EQ(settings.routes[0].upstream, 1u);
+  EXPECT_EQ(settings.routes[0].mode, RouteMode::kMonitor);
+  EXPECT_TRUE(settings.routes[0].match.matches("GET", "/admin/x"));
+  EXPECT_FALSE(settings.routes[0].match.matches("PUT", "/admin/x"));
+  EXPECT_EQ(settings.guard.global_rps, 5000u);
+  EXPECT_EQ(settings.guard.patterns.back(), "drop database");
+  EXPECT_EQ(settings.guard.patterns.size(), GuardSettings::defaultPatterns().size() + 1);
+  ASSERT_EQ(settings.concurrency.size(), 1u);
+  EXPECT_EQ(settings.concurrency[0].max_in_flight, 3u);
+  ASSERT_TRUE(settings.webhook.has_value());
+  EXPECT_EQ(settings.webhook->path, "/limits");
+  EXPECT_EQ(settings.webhook->server.endpoint.port(), 7000);
+  EXPECT_EQ(settings.webhook->timeout_us, 50 * kMicrosPerMilli);
+}
+
+// No gateway: section is not an error: the gateway is simply off.
+TEST(GatewayConfigTest, AbsentSectionIsNullopt) {
+  const auto loaded = load("limits: []\n");
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_FALSE(loaded.value().has_value());
+}
+
+// The default guard patterns are on unless turned off with an empty list.
+TEST(GatewayConfigTest, DefaultPatternsAndTurningThemOff) {
+  const std::string base =
+      "gateway:\n  upstreams: { a: 127.0.0.1:1 }\n  routes: [ { upstream: a } ]\n";
+  EXPECT_EQ(load(base).value()->guard.patterns, GuardSettings::defaultPatterns());
+  EXPECT_TRUE(load(base + "  guard: { patterns: [] }\n").value()->guard.patterns.empty());
+}
+
+// Every mistake is reported with file:line:column, all in one run.
+TEST(GatewayConfigTest, ReportsEveryErrorWithItsPlace) {
+  const auto loaded = load(R"(gateway:
+  upstreams:
+    app: localhost:9000
+  routes:
+    - { path_prefix: api, upstream: nope, mode: loud }
+  guard: { global_rps: lots }
+  webhook: { url: "https://example.com/x" }
+  colour: blue
+)");
+  ASSERT_FALSE(loaded.ok());
+  const std::string& errors = loaded.error();
+  EXPECT_NE(errors.find("test.yaml:3:10: gateway.upstreams.app must be an IP address and port"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("test.yaml:5:22: gateway.routes[0].path_prefix must start with /"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("upstream \"nope\" is not one of gateway.upstreams"), std::string::npos);
+  EXPECT_NE(errors.find("mode must be enforce or monitor"), std::string::npos);
+  EXPECT_NE(errors.find("global_rps must be a whole number"), std::string::npos);
+  EXPECT_NE(errors.find("gateway.webhook.url must be http://"), std::string::npos);
+  EXPECT_NE(errors.find("test.yaml:8:3: unknown key \"colour\""), std::string::npos) << errors;
+}
+
+// Routes and upstreams are required.
+TEST(GatewayConfigTest, NeedsUpstreamsAndRoutes) {
+  const auto loaded = load("gateway: { listen: 127.0.0.1:8000 }\n");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().find("gateway.upstreams must map"), std::string::npos);
+  EXPECT_NE(loaded.error().find("gateway.routes must list"), std::string::npos);
+}
+
+// A concurrency limit needs max_in_flight ≥ 1 and a valid key.
+TEST(GatewayConfigTest, ConcurrencyLimitErrors) {
+  const auto loaded = load(R"(gateway:
+  upstreams: { a: 127.0.0.1:1 }
+  routes: [ { upstream: a } ]
+  concurrency:
+    - { key: "bogus:x", max_in_flight: 0 }
+    - { key: ip }
+)");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().find("gateway.concurrency[0].key"), std::string::npos);
+  EXPECT_NE(loaded.error().find("max_in_flight must be at least 1"), std::string::npos);
+  EXPECT_NE(loaded.error().find("gateway.concurrency[1] needs max_in_flight"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::gateway

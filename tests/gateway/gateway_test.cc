@@ -1,0 +1,340 @@
+// The gateway end to end: a real upstream on 127.0.0.1, the gateway in front of it, real HTTP.
+#include "gateway/gateway.h"
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include "gateway/gateway_fixture.h"
+#include "support/http_client.h"
+
+namespace sluice::gateway {
+namespace {
+
+namespace http = boost::beast::http;
+using sluice::testing::bigBody;
+using sluice::testing::httpCall;
+using sluice::testing::HttpReply;
+
+constexpr const char* kConfig = R"(
+limits:
+  - { name: limited, match: { path_prefix: /limited }, key: ip, algorithm: fixed_window, rate: 2/min }
+  - name: slowed
+    match: { path_prefix: /slowed }
+    key: ip
+    algorithm: gcra
+    rate: 10/s
+    burst: 1
+    action: throttle
+    max_delay: 2s
+  - { name: watched, match: { path_prefix: /watched }, key: ip, rate: 1/min, burst: 1, action: shadow }
+  - { name: monitored, match: { path_prefix: /monitored }, key: ip, rate: 1/min, burst: 1 }
+  - { name: everyone, key: global, rate: 100000/s }
+gateway:
+  listen: 127.0.0.1:0
+  response_timeout: 300ms
+  upstreams:
+    app: UPSTREAM
+    nowhere: 127.0.0.1:1
+  routes:
+    - { path_prefix: /monitored, upstream: app, mode: monitor }
+    - { path_prefix: /down, upstream: nowhere }
+    - { path_prefix: /, upstream: app }
+  concurrency:
+    - { name: one-at-a-time, match: { path_prefix: /slow }, key: ip, max_in_flight: 1 }
+)";
+
+class GatewayTest : public sluice::testing::GatewayFixture {
+ protected:
+  void SetUp() override { start(kConfig); }
+
+  HttpReply get(const std::string& target,
+                const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    return httpCall(endpoint_, http::verb::get, target, "", headers);
+  }
+};
+
+// An allowed request reaches the upstream and comes back with the rate-limit headers.
+TEST_F(GatewayTest, ForwardsAllowedRequestsWithRateLimitHeaders) {
+  const HttpReply reply = get("/hello?x=1");
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.body, "ok");
+  EXPECT_EQ(reply.header("x-ratelimit-limit"), "100000");
+  EXPECT_FALSE(reply.header("ratelimit-policy").empty());
+  EXPECT_EQ(reply.header("x-echo-x-forwarded-for"), "127.0.0.1");
+  EXPECT_EQ(reply.header("x-echo-x-forwarded-proto"), "http");
+  EXPECT_EQ(reply.header("x-echo-host"), "127.0.0.1");
+}
+
+// Hop-by-hop headers (and those Connection names) stop at the gateway; forwarding headers are
+// appended to what the client sent; a client cannot forge the monitor verdict.
+TEST_F(GatewayTest, RemovesHopByHopHeadersAndAppendsForwardingHeaders) {
+  const HttpReply reply = get("/hello", {{"Connection", "keep-alive, X-Private"},
+                                         {"X-Private", "secret"},
+                                         {"Keep-Alive", "timeout=5"},
+                                         {"TE", "trailers"},
+                                         {"X-Forwarded-For", "203.0.113.7"},
+                                         {"X-Sluice-Decision", "allow"}});
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.header("x-echo-x-private"), "");
+  EXPECT_EQ(reply.header("x-echo-keep-alive"), "");
+  EXPECT_EQ(reply.header("x-echo-te"), "");
+  EXPECT_EQ(reply.header("x-echo-x-sluice-decision"), "");
+  EXPECT_EQ(reply.header("x-echo-x-forwarded-for"), "203.0.113.7, 127.0.0.1");
+}
+
+// Over the limit: the limit's status, the JSON body and Retry-After; the upstream is not asked.
+TEST_F(GatewayTest, DeniesOverTheLimitWithJsonBody) {
+  EXPECT_EQ(get("/limited").status, 200);
+  EXPECT_EQ(get("/limited").status, 200);
+  const int before = upstream_.requests.load();
+  const HttpReply denied = get("/limited");
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_NE(denied.body.find("\"error\":\"rate_limited\""), std::string::npos) << denied.body;
+  EXPECT_NE(denied.body.find("\"limit\":\"limited\""), std::string::npos) << denied.body;
+  EXPECT_FALSE(denied.header("retry-after").empty());
+  EXPECT_EQ(denied.header("content-type"), "application/json");
+  EXPECT_EQ(upstream_.requests.load(), before);
+  EXPECT_EQ(gateway_->stats().denied, 1u);
+}
+
+// A throttled request waits for its slot (about 100 ms at 10/s) and then goes through.
+TEST_F(GatewayTest, ThrottlesThenForwards) {
+  EXPECT_EQ(get("/slowed").status, 200);
+  const auto started = std::chrono::steady_clock::now();
+  const HttpReply held = get("/slowed");
+  const auto waited = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(held.status, 200);
+  EXPECT_FALSE(held.header("x-ratelimit-delayed-ms").empty());
+  EXPECT_GE(waited, std::chrono::milliseconds(50));
+  EXPECT_LT(waited, std::chrono::seconds(2));
+  EXPECT_EQ(gateway_->stats().throttled, 1u);
+}
+
+// A shadow limit never blocks; the response names it.
+TEST_F(GatewayTest, ShadowLimitForwardsWithHeader) {
+  EXPECT_EQ(get("/watched").header("x-ratelimit-shadow"), "");
+  const HttpReply over = get("/watched");
+  EXPECT_EQ(over.status, 200);
+  EXPECT_EQ(over.header("x-ratelimit-shadow"), "watched");
+}
+
+// Monitor mode: the client always gets the upstream's answer; the upstream gets the verdict.
+TEST_F(GatewayTest, MonitorRoutePassesTheVerdictToTheUpstream) {
+  const HttpReply first = get("/monitored");
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.header("x-echo-x-sluice-decision"), "allow");
+  const HttpReply second = get("/monitored");
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.header("x-echo-x-sluice-decision"), "deny");
+  EXPECT_EQ(second.header("x-echo-x-sluice-limit"), "monitored");
+  EXPECT_EQ(second.header("x-echo-x-sluice-status"), "429");
+  EXPECT_FALSE(second.header("x-echo-x-sluice-retry-after").empty());
+  EXPECT_EQ(second.header("x-ratelimit-limit"), "");  // nothing tells the client
+  EXPECT_EQ(gateway_->stats().monitor_denied, 1u);
+}
+
+// Several MB each way, with a length and chunked, arrive byte for byte.
+TEST_F(GatewayTest, StreamsBigBodiesIntact) {
+  const std::string upload = bigBody(8 << 20);
+  const HttpReply echoed = httpCall(endpoint_, http::verb::post, "/echo", upload);
+  EXPECT_EQ(echoed.status, 200);
+  EXPECT_EQ(echoed.body.size(), upload.size());
+  EXPECT_TRUE(echoed.body == upload);
+  const HttpReply sized = get("/big?bytes=" + std::to_string(6 << 20));
+  EXPECT_EQ(sized.status, 200);
+  EXPECT_TRUE(sized.body == bigBody(6 << 20));
+  const HttpReply chunked = get("/big-chunked?bytes=" + std::to_string(5 << 20));
+  EXPECT_EQ(chunked.status, 200);
+  EXPECT_EQ(chunked.header("transfer-encoding"), "chunked");
+  EXPECT_TRUE(chunked.body == bigBody(5 << 20));
+}
+
+// A chunked upload is passed on chunked and arrives whole.
+TEST_F(GatewayTest, StreamsChunkedUploads) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(endpoint_);
+  const std::string upload = bigBody(3 << 20);
+  http::request<http::string_body> request{http::verb::post, "/echo", 11};
+  request.set(http::field::host, "127.0.0.1");
+  request.body() = upload;
+  request.chunked(true);
+  http::write(stream, request);
+  boost::beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 << 20);
+  http::read(stream, buffer, parser);
+  EXPECT_EQ(parser.get().result_int(), 200u);
+  EXPECT_EQ(parser.get()["X-Echo-transfer-encoding"], "chunked");
+  EXPECT_TRUE(parser.get().body() == upload);
+}
+
+// Requests on one client connection reuse one upstream connection.
+TEST_F(GatewayTest, KeepsUpstreamConnectionsAlive) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(endpoint_);
+  boost::beast::flat_buffer buffer;
+  for (int i = 0; i < 5; ++i) {
+    http::request<http::empty_body> request{http::verb::get, "/hello", 11};
+    request.set(http::field::host, "127.0.0.1");
+    http::write(stream, request);
+    http::response<http::string_body> response;
+    http::read(stream, buffer, response);
+    EXPECT_EQ(response.result_int(), 200u);
+    EXPECT_TRUE(response.keep_alive());
+  }
+  EXPECT_EQ(upstream_.connections.load(), 1);
+  EXPECT_EQ(upstream_.requests.load(), 5);
+}
+
+// Nothing listens upstream: 502. The upstream hangs up without answering: 502.
+TEST_F(GatewayTest, FailingUpstreamGets502) {
+  const HttpReply refused = get("/down");
+  EXPECT_EQ(refused.status, 502);
+  EXPECT_NE(refused.body.find("upstream"), std::string::npos);
+  EXPECT_EQ(get("/fail").status, 502);
+  EXPECT_EQ(gateway_->stats().upstream_failed, 2u);
+}
+
+// An upstream slower than response_timeout (300 ms): 504, well before it would have answered.
+TEST_F(GatewayTest, SlowUpstreamGets504) {
+  const auto started = std::chrono::steady_clock::now();
+  const HttpReply slow = get("/slow?ms=3000");
+  EXPECT_EQ(slow.status, 504);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(2500));
+  EXPECT_EQ(gateway_->stats().upstream_timed_out, 1u);
+}
+
+// HEAD gets the headers only, Content-Length included.
+TEST_F(GatewayTest, AnswersHeadRequests) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(endpoint_);
+  boost::beast::flat_buffer buffer;
+  for (int i = 0; i < 2; ++i) {  // twice: the connection stays usable after a bodiless answer
+    http::request<http::empty_body> request{http::verb::head, "/big?bytes=100", 11};
+    request.set(http::field::host, "127.0.0.1");
+    http::write(stream, request);
+    http::response_parser<http::string_body> parser;
+    parser.skip(true);
+    http::read(stream, buffer, parser);
+    EXPECT_EQ(parser.get().result_int(), 200u);
+    EXPECT_EQ(parser.get()[http::field::content_length], "100");
+    EXPECT_EQ(parser.get().body(), "");
+  }
+}
+
+// At most one request in flight per client on /slow: a second gets 429 while the first is
+// upstream, and the slot is free again once it is answered.
+TEST_F(GatewayTest, ConcurrencyLimitHoldsOneSlotPerKey) {
+  auto first = std::async(std::launch::async, [&] { return get("/slow?ms=250"); });
+  for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded wait for the upstream
+  }
+  ASSERT_EQ(upstream_.in_flight.load(), 1);
+  const HttpReply second = get("/slow?ms=0");
+  EXPECT_EQ(second.status, 429);
+  EXPECT_NE(second.body.find("too_many_concurrent_requests"), std::string::npos);
+  EXPECT_EQ(first.get().status, 200);
+  EXPECT_EQ(get("/slow?ms=0").status, 200);
+  EXPECT_EQ(gateway_->stats().concurrency_denied, 1u);
+}
+
+// The slot is given back on error paths too: after a 504 the next request gets through.
+TEST_F(GatewayTest, ConcurrencySlotReleasedOnTimeout) {
+  EXPECT_EQ(get("/slow?ms=3000").status, 504);
+  EXPECT_EQ(get("/slow?ms=0").status, 200);
+}
+
+// A client that goes away mid-request gives its slot back.
+TEST_F(GatewayTest, ConcurrencySlotReleasedWhenClientLeaves) {
+  {
+    boost::asio::io_context io;
+    boost::beast::tcp_stream stream(io);
+    stream.connect(endpoint_);
+    const std::string request = "GET /slow?ms=100 HTTP/1.1\r\nHost: x\r\n\r\n";
+    boost::asio::write(stream, boost::asio::buffer(request));
+    for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }  // closed before the answer
+  HttpReply after;
+  for (int i = 0; i < 100; ++i) {  // bounded: the upstream answers within 100 ms
+    after = get("/slow?ms=0");
+    if (after.status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(after.status, 200);
+}
+
+constexpr const char* kGuardConfig = R"(
+limits:
+  - { name: everyone, key: global, rate: 100000/s }
+gateway:
+  upstreams: { app: UPSTREAM }
+  routes: [ { path_prefix: /api, upstream: app } ]
+  guard: { global_rps: 3, max_connections_per_ip: 2 }
+)";
+
+class GatewayGuardTest : public sluice::testing::GatewayFixture {
+ protected:
+  void SetUp() override { start(kGuardConfig); }
+};
+
+// No route matches: 404 with a JSON body.
+TEST_F(GatewayGuardTest, UnroutedRequestGets404) {
+  const HttpReply reply = httpCall(endpoint_, http::verb::get, "/other");
+  EXPECT_EQ(reply.status, 404);
+  EXPECT_NE(reply.body.find("no gateway route"), std::string::npos);
+}
+
+// SQL keywords, script tags and path climbing in path or query: 400, counted, never forwarded.
+TEST_F(GatewayGuardTest, SuspiciousPatternsGet400) {
+  EXPECT_EQ(httpCall(endpoint_, http::verb::get, "/api/q?s=1%20UNION%20SELECT%20pw").status, 400);
+  EXPECT_EQ(httpCall(endpoint_, http::verb::get, "/api/x/../../etc/passwd").status, 400);
+  EXPECT_EQ(httpCall(endpoint_, http::verb::get, "/api/q?c=%3Cscript%3Ealert(1)").status, 400);
+  EXPECT_EQ(upstream_.requests.load(), 0);
+  EXPECT_EQ(gateway_->stats().guard.suspicious, 3u);
+}
+
+// Past the global ceiling (3/s here): 503 with Retry-After, before any per-client work.
+TEST_F(GatewayGuardTest, GlobalCeilingGets503) {
+  int unavailable = 0;
+  for (int i = 0; i < 6; ++i) {
+    const HttpReply reply = httpCall(endpoint_, http::verb::get, "/api/x");
+    if (reply.status == 503) {
+      ++unavailable;
+      EXPECT_EQ(reply.header("retry-after"), "1");
+    }
+  }
+  EXPECT_GE(unavailable, 2);  // 6 requests well within a second, 3 admitted at most
+  EXPECT_EQ(gateway_->stats().guard.over_global_rate, static_cast<std::uint64_t>(unavailable));
+}
+
+// A third connection from one address is refused with 503 while two are open.
+TEST_F(GatewayGuardTest, ConnectionCapPerAddress) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream first(io), second(io), third(io);
+  first.connect(endpoint_);
+  second.connect(endpoint_);
+  third.connect(endpoint_);
+  third.expires_after(std::chrono::seconds(5));
+  std::string answer;
+  boost::beast::error_code ec;
+  boost::asio::read(third, boost::asio::dynamic_buffer(answer), ec);  // until it closes
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 503")) << answer;
+  EXPECT_EQ(gateway_->stats().guard.over_ip_connections, 1u);
+}
+
+}  // namespace
+}  // namespace sluice::gateway

@@ -1,0 +1,163 @@
+// Test helper: a real HTTP/1.1 upstream on 127.0.0.1, in-process on its own thread, for the
+// gateway's end-to-end tests. Paths:
+//   /echo                the request body back; every request header as X-Echo-<name>
+//   /big?bytes=N         N bytes of a known pattern, with Content-Length
+//   /big-chunked?bytes=N the same, chunked
+//   /slow?ms=N           answers after N ms (a timer, no thread blocked)
+//   /fail                closes the connection without answering
+//   /limits, /limits-garbage, /limits-slow?ms=N   dynamic-limit webhook answers
+//   anything else        200 "ok", with the request headers echoed as for /echo
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace sluice::testing {
+
+// Byte i of a /big body.
+inline char bigByte(std::size_t i) { return static_cast<char>('a' + (i * 7 + i / 251) % 26); }
+
+inline std::string bigBody(std::size_t bytes) {
+  std::string body(bytes, '\0');
+  for (std::size_t i = 0; i < bytes; ++i) body[i] = bigByte(i);
+  return body;
+}
+
+class TestUpstream {
+ public:
+  // The webhook answer /limits gives; set before requests arrive.
+  std::string limits_answer = R"({"limits": []})";
+  std::atomic<int> requests{0};     // requests received
+  std::atomic<int> connections{0};  // connections accepted
+  std::atomic<int> in_flight{0};    // requests received and not yet answered
+
+  TestUpstream() : acceptor_(io_) {
+    namespace net = boost::asio;
+    const net::ip::tcp::endpoint where(net::ip::make_address("127.0.0.1"), 0);
+    acceptor_.open(where.protocol());
+    acceptor_.set_option(net::socket_base::reuse_address(true));
+    acceptor_.bind(where);
+    acceptor_.listen();
+    endpoint_ = acceptor_.local_endpoint();
+    accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~TestUpstream() {
+    io_.stop();
+    thread_.join();
+  }
+
+  [[nodiscard]] const boost::asio::ip::tcp::endpoint& endpoint() const { return endpoint_; }
+  [[nodiscard]] std::string address() const {
+    return "127.0.0.1:" + std::to_string(endpoint_.port());
+  }
+
+ private:
+  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+  struct Connection : std::enable_shared_from_this<Connection> {
+    Connection(boost::asio::ip::tcp::socket socket, TestUpstream& owner)
+        : stream(std::move(socket)), upstream(owner), timer(stream.get_executor()) {}
+    boost::beast::tcp_stream stream;
+    TestUpstream& upstream;
+    boost::asio::steady_timer timer;
+    boost::beast::flat_buffer buffer;
+    std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser;
+    Response response;
+
+    void read() {
+      parser.emplace();
+      parser->body_limit(64 << 20);
+      boost::beast::http::async_read(
+          stream, buffer, *parser,
+          [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
+            if (ec) return;
+            ++self->upstream.requests;
+            ++self->upstream.in_flight;
+            self->handle(self->parser->release());
+          });
+    }
+
+    void handle(Request request) {
+      namespace http = boost::beast::http;
+      const std::string target(request.target());
+      const std::string path = target.substr(0, target.find('?'));
+      const std::size_t eq = target.find('=');
+      const std::size_t number = eq == std::string::npos ? 0 : std::stoul(target.substr(eq + 1));
+      response = Response{http::status::ok, request.version()};
+      response.keep_alive(request.keep_alive());
+      for (const auto& field : request) {
+        std::string name(field.name_string());
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        response.set("X-Echo-" + name, field.value());
+      }
+      if (path == "/fail") {
+        --upstream.in_flight;
+        boost::beast::error_code ignored;
+        stream.socket().close(ignored);
+        return;
+      }
+      if (path == "/echo") {
+        response.body() = std::move(request.body());
+      } else if (path == "/big" || path == "/big-chunked") {
+        response.body() = bigBody(number);
+        if (path == "/big-chunked") response.chunked(true);
+      } else if (path == "/limits") {
+        response.body() = upstream.limits_answer;
+      } else if (path == "/limits-garbage") {
+        response.body() = "{\"limits\": [{\"key\": 5}]} and more";
+      } else {
+        response.body() = "ok";
+      }
+      if (!response.chunked()) response.prepare_payload();
+      if (request.method() == http::verb::head) {  // the length of what a GET would get, no body
+        const std::size_t length = response.body().size();
+        response.body().clear();
+        response.content_length(length);
+      }
+      const bool slow = path == "/slow" || path == "/limits-slow";
+      timer.expires_after(std::chrono::milliseconds(slow ? number : 0));
+      timer.async_wait([self = shared_from_this()](boost::beast::error_code) { self->write(); });
+    }
+
+    void write() {
+      --upstream.in_flight;
+      boost::beast::http::async_write(
+          stream, response, [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
+            if (ec || !self->response.keep_alive()) {
+              boost::beast::error_code ignored;
+              self->stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+              return;
+            }
+            self->read();
+          });
+    }
+  };
+
+  void accept() {
+    acceptor_.async_accept(
+        [this](boost::beast::error_code ec, boost::asio::ip::tcp::socket socket) {
+          if (ec) return;
+          ++connections;
+          std::make_shared<Connection>(std::move(socket), *this)->read();
+          accept();
+        });
+  }
+
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::ip::tcp::endpoint endpoint_;
+  std::thread thread_;
+};
+
+}  // namespace sluice::testing

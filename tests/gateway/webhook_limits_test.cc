@@ -1,0 +1,102 @@
+// The dynamic-limit webhook end to end: the test upstream plays the webhook.
+#include "gateway/webhook_limits.h"
+
+#include <chrono>
+
+#include <gtest/gtest.h>
+
+#include "gateway/gateway_fixture.h"
+#include "support/http_client.h"
+
+namespace sluice::gateway {
+namespace {
+
+namespace http = boost::beast::http;
+using sluice::testing::httpCall;
+using sluice::testing::HttpReply;
+
+std::string configWith(const std::string& webhook_path) {
+  return R"(
+limits:
+  - { name: everyone, key: global, rate: 100000/s }
+gateway:
+  upstreams: { app: UPSTREAM }
+  routes: [ { path_prefix: /, upstream: app } ]
+  webhook:
+    url: http://UPSTREAM)" +
+         webhook_path + R"(
+    timeout: 100ms
+    cache_ttl: 1m
+    failure_ttl: 1m
+)";
+}
+
+class WebhookLimitsTest : public sluice::testing::GatewayFixture {
+ protected:
+  HttpReply get(const std::string& target) {
+    return httpCall(endpoint_, http::verb::get, target, "", {{"Authorization", "Bearer k"}});
+  }
+};
+
+// The webhook's limit applies with the policy's; its answer is cached (one call).
+TEST_F(WebhookLimitsTest, AnsweredLimitsApply) {
+  upstream_.limits_answer = R"({"limits": [{"key": "user:k", "burst": 2, "window": "1m"}]})";
+  start(configWith("/limits"));
+  EXPECT_EQ(get("/a").status, 200);
+  EXPECT_EQ(get("/a").status, 200);
+  const HttpReply denied = get("/a");
+  EXPECT_EQ(denied.status, 429);
+  EXPECT_NE(denied.body.find("dynamic:user:k"), std::string::npos) << denied.body;
+  EXPECT_EQ(gateway_->stats().webhook.calls, 1u);
+  EXPECT_EQ(gateway_->stats().webhook.cache_hits, 2u);
+}
+
+// An interval limit with max_throttle holds the request instead of rejecting it.
+TEST_F(WebhookLimitsTest, IntervalLimitWithMaxThrottleDelays) {
+  upstream_.limits_answer = R"({"limits": [{"key": "k", "interval": 100, "max_throttle": "1s"}]})";
+  start(configWith("/limits"));
+  EXPECT_EQ(get("/a").status, 200);
+  const HttpReply held = get("/a");
+  EXPECT_EQ(held.status, 200);
+  EXPECT_FALSE(held.header("x-ratelimit-delayed-ms").empty());
+}
+
+// Garbage from the webhook: the static policy decides, and the failure is remembered.
+TEST_F(WebhookLimitsTest, GarbageFallsBackToStaticPolicy) {
+  start(configWith("/limits-garbage"));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(get("/a").status, 200);
+  EXPECT_EQ(gateway_->stats().webhook.calls, 1u);
+  EXPECT_EQ(gateway_->stats().webhook.failures, 1u);
+}
+
+// A webhook slower than its timeout (100 ms) costs one request about that long, then none.
+TEST_F(WebhookLimitsTest, SlowWebhookFallsBackWithinTheTimeout) {
+  start(configWith("/limits-slow?ms=3000"));
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(get("/a").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+  EXPECT_EQ(get("/a").status, 200);
+  EXPECT_EQ(gateway_->stats().webhook.failures, 1u);
+  EXPECT_EQ(gateway_->stats().webhook.calls, 1u);
+}
+
+// A webhook that is down: the static policy decides.
+TEST_F(WebhookLimitsTest, UnreachableWebhookFallsBack) {
+  std::string config = configWith("/limits");
+  config.replace(config.find("http://UPSTREAM"), 15, "http://127.0.0.1:1");
+  start(config);
+  EXPECT_EQ(get("/a").status, 200);
+  EXPECT_EQ(gateway_->stats().webhook.failures, 1u);
+}
+
+// Different cache-key headers are different shapes: each is asked once.
+TEST_F(WebhookLimitsTest, CacheKeyedByConfiguredHeaders) {
+  start(configWith("/limits"));
+  for (const char* key : {"Bearer a", "Bearer b", "Bearer a"}) {
+    EXPECT_EQ(httpCall(endpoint_, http::verb::get, "/a", "", {{"Authorization", key}}).status, 200);
+  }
+  EXPECT_EQ(gateway_->stats().webhook.calls, 2u);
+}
+
+}  // namespace
+}  // namespace sluice::gateway
