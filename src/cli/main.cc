@@ -20,6 +20,9 @@
 #include "server/io_pool.h"
 #include "server/service.h"
 #include "server/store_factory.h"
+#ifdef SLUICE_WITH_RLS
+#include "rls/rls_server.h"
+#endif
 
 namespace {
 
@@ -94,6 +97,27 @@ int serve(const std::string& path) {
   // One store and engine for every front door, so they all count against the same limits.
   sluice::Engine engine(*store.value().store, clock);
   sluice::server::Service service(loaded.policy, path, clock, engine, store.value().key_count);
+#ifdef SLUICE_WITH_RLS
+  // Envoy's gRPC door, when the config has an envoy_rls: section; gRPC runs its own threads.
+  std::unique_ptr<sluice::rls::RlsServer> rls;
+  std::string rls_listening;
+  auto rls_settings = sluice::rls::loadRlsSettings(path);
+  if (!rls_settings.ok()) {
+    std::fprintf(stderr, "%s\n", rls_settings.error().c_str());
+    return 2;
+  }
+  if (rls_settings.value()) {
+    rls = std::make_unique<sluice::rls::RlsServer>(engine, clock, *rls_settings.value());
+    const auto endpoint = rls->start();
+    if (!endpoint.ok()) {
+      std::fprintf(stderr, "%s\n", endpoint.error().c_str());
+      return 2;
+    }
+    rls_listening = " rls=" + endpoint.value().address().to_string() + ":" +
+                    std::to_string(endpoint.value().port());
+    service.setExtraMetrics([&rls] { return rls->metricsText(); });
+  }
+#endif
   const sluice::server::HttpServerLimits limits = serverLimits(policy);
   HttpServer api(pool, limits,
                  [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
@@ -119,6 +143,12 @@ int serve(const std::string& path) {
       if (errors.empty()) spdlog::info("reloaded {}", path);
       for (const std::string& error : errors)
         spdlog::error("reload refused, keeping the old policy: {}", error);
+#ifdef SLUICE_WITH_RLS
+      if (rls != nullptr) {
+        for (const std::string& error : rls->reload())
+          spdlog::error("envoy rls reload refused, keeping the old config: {}", error);
+      }
+#endif
       signals.async_wait(on_signal);
       return;
     }
@@ -126,14 +156,22 @@ int serve(const std::string& path) {
     service.setReady(false);
     api.shutdown();
     admin.shutdown();
+#ifdef SLUICE_WITH_RLS
+    if (rls != nullptr) rls->shutdown(std::chrono::seconds(5));
+#endif
     stopWhenDrained(pool, std::make_shared<net::steady_timer>(io), {&api, &admin},
                     std::chrono::steady_clock::now() + std::chrono::seconds(10));
   };
   signals.async_wait(on_signal);
   service.setReady(true);
-  std::printf("sluice listening api=%s:%u admin=%s:%u\n",
+  std::string doors;
+#ifdef SLUICE_WITH_RLS
+  doors += rls_listening;
+#endif
+  std::printf("sluice listening api=%s:%u admin=%s:%u%s\n",
               api_endpoint.value().address().to_string().c_str(), api_endpoint.value().port(),
-              admin_endpoint.value().address().to_string().c_str(), admin_endpoint.value().port());
+              admin_endpoint.value().address().to_string().c_str(), admin_endpoint.value().port(),
+              doors.c_str());
   std::fflush(stdout);
   pool.run();
   spdlog::info("stopped");

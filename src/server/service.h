@@ -43,6 +43,8 @@ class Service {
   std::vector<std::string> reload();
 
   [[nodiscard]] policy::PolicyPtr policy() const { return active_.load()->policy; }
+  // More Prometheus text appended to /metrics (other front doors' counters). Set before serving.
+  void setExtraMetrics(std::function<std::string()> extra) { extra_metrics_ = std::move(extra); }
   void setReady(bool ready) noexcept { ready_.store(ready); }
 
  private:
@@ -72,6 +74,7 @@ class Service {
   std::unique_ptr<Engine> own_engine_;
   Engine& engine_;
   std::function<std::size_t()> key_count_;
+  std::function<std::string()> extra_metrics_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
 };
