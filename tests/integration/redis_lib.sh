@@ -1,0 +1,81 @@
+# For the tests that share limits through Redis: a real redis-server on a loopback port, several
+# `sluice serve` processes, and a wrk load that counts answers by status. Every wait is bounded.
+# Source after lib.sh; the caller sets `work` and cleans up with stop_all.
+
+redis_pid=""
+redis_port=""
+node_pids=()
+node_ports=()
+
+start_redis() {  # [port]: a fresh, non-persistent server; reuses the port when given
+  redis_port="${1:-$(free_port)}"
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$work" --logfile "$work/redis.log" &
+  redis_pid=$!
+  for _ in $(seq 1 100); do
+    [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && return
+    sleep 0.05
+  done
+  fail "redis-server did not start on $redis_port"
+}
+
+kill_redis() {  # SIGKILL: the server vanishes as in a crash
+  if [ -n "$redis_pid" ]; then kill -KILL "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
+  redis_pid=""
+}
+
+start_node() {  # binary config: appends to node_pids and node_ports
+  local index=${#node_pids[@]}
+  "$1" serve --config "$2" > "$work/node$index.out" 2> "$work/node$index.err" &
+  node_pids+=($!)
+  local port=""
+  for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*api=127.0.0.1:\([0-9]*\).*/\1/p' "$work/node$index.out")
+    [ -n "$port" ] && break
+    sleep 0.05
+  done
+  [ -n "$port" ] || fail "sluice node $index did not start: $(cat "$work/node$index.err")"
+  node_ports+=("$port")
+}
+
+nodes_alive() {
+  for pid in "${node_pids[@]}"; do kill -0 "$pid" 2>/dev/null || return 1; done
+}
+
+stop_all() {
+  for pid in "${node_pids[@]}"; do { kill -TERM "$pid" && wait "$pid"; } 2>/dev/null || true; done
+  node_pids=()
+  kill_redis
+}
+
+# wrk against every node at once for $1 seconds with $2 connections per node, each request an
+# auth subrequest with the headers in the wrk script. Prints the total of 200s, 429s, other
+# statuses and socket errors over all nodes: "ok denied other errors".
+load_nodes() {
+  local seconds=$1 connections=$2 i
+  cat > "$work/count.lua" <<'LUA'
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) ok = 0; denied = 0; other = 0 end
+function response(status, headers, body)
+  if status == 200 then ok = ok + 1 elseif status == 429 then denied = denied + 1 else other = other + 1 end
+end
+function done(summary, latency, requests)
+  local a, d, o = 0, 0, 0
+  for _, t in ipairs(threads) do a = a + t:get("ok"); d = d + t:get("denied"); o = o + t:get("other") end
+  local e = summary.errors
+  io.write(string.format("COUNTS %d %d %d %d\n", a, d, o, e.connect + e.read + e.write + e.timeout))
+end
+LUA
+  for i in "${!node_ports[@]}"; do
+    wrk -t1 -c"$connections" -d"${seconds}s" --timeout 2s -s "$work/count.lua" \
+      "http://127.0.0.1:${node_ports[$i]}/v1/auth" > "$work/wrk$i.out" 2>&1 &
+  done
+  wait_wrk
+  awk '/^COUNTS/ { a += $2; d += $3; o += $4; e += $5 } END { print a + 0, d + 0, o + 0, e + 0 }' "$work"/wrk*.out
+}
+
+wait_wrk() {  # wrk ends on its own after -d; bounded anyway
+  for _ in $(seq 1 400); do pgrep -f "wrk -t1 -c.*$work" > /dev/null || return 0; sleep 0.05; done
+  pkill -f "wrk -t1 -c.*$work" || true
+}
