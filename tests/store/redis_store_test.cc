@@ -1,0 +1,377 @@
+// RedisStore against a real redis-server: the same decisions as MemoryStore, all-or-nothing
+// requests, exact admission under concurrency, and what callers see while Redis is down,
+// restarted, has lost its scripts, or is frozen (SIGSTOP).
+#include "store/redis/redis_store.h"
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "store/memory_store.h"
+#include "store/redis/script_call.h"
+#include "support/redis_server.h"
+#include "support/specs.h"
+#include "traces/trace_support.h"
+
+namespace sluice {
+namespace {
+
+using testing::describe;
+using testing::kJan2026;
+using testing::RedisServer;
+using testing::spec;
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Long enough that a loaded machine (or a sanitizer build) never times out a healthy call.
+constexpr Micros kRelaxedTimeoutUs = 2 * kMicrosPerSecond;
+// Short enough that a frozen Redis makes calls time out quickly.
+constexpr Micros kShortTimeoutUs = 100 * kMicrosPerMilli;
+// How long a call that should return may take before the test calls it a hang.
+constexpr auto kHangAfter = std::chrono::seconds(5);
+
+// The redis-server's pid, read from INFO: the support header does not expose it.
+pid_t redisPid(const RedisServer& server) {
+  const std::string info = server.connect().command({"INFO", "server"}).text;
+  const std::string field = "process_id:";
+  const auto at = info.find(field);
+  if (at == std::string::npos) throw std::runtime_error("INFO server has no process_id");
+  return static_cast<pid_t>(std::stol(info.substr(at + field.size())));
+}
+
+// Resumes a SIGSTOPped process when the test leaves the scope, whatever its assertions did.
+class Frozen {
+ public:
+  explicit Frozen(pid_t pid) : pid_(pid) { kill(pid_, SIGSTOP); }
+  ~Frozen() { thaw(); }
+  Frozen(const Frozen&) = delete;
+  Frozen& operator=(const Frozen&) = delete;
+  void thaw() {
+    if (pid_ > 0) kill(pid_, SIGCONT);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+class RedisStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = makeStore(kRelaxedTimeoutUs, false); }
+
+  std::unique_ptr<RedisStore> makeStore(Micros timeout_us, bool use_caller_clock) {
+    RedisStoreOptions options;
+    options.port = static_cast<std::uint16_t>(server_.port());
+    options.timeout_us = timeout_us;
+    options.use_caller_clock = use_caller_clock;
+    auto store = std::make_unique<RedisStore>(options);
+    EXPECT_TRUE(waitUntilDeciding(*store)) << "the store never connected";
+    return store;
+  }
+
+  // One check; EXPECTs the status.
+  Outcome applyOne(Store& store, const LimitSpec& limit, std::string_view key, std::uint64_t cost,
+                   StoreStatus expected = StoreStatus::kOk) {
+    const LimitCheck check{key, &limit, cost};
+    Outcome outcome;
+    EXPECT_EQ(store.apply(std::span(&check, 1), clock_, std::span(&outcome, 1)), expected);
+    return outcome;
+  }
+
+  // Polls a peek until the store decides again; false past `limit`. The store connects in the
+  // background and answers kUnavailable at once until then.
+  bool waitUntilDeciding(Store& store, SteadyClock::duration limit = std::chrono::seconds(2)) {
+    const LimitCheck peek{"probe", &probe_, 0};
+    const auto deadline = SteadyClock::now() + limit;
+    while (SteadyClock::now() < deadline) {
+      Outcome outcome;
+      if (store.apply(std::span(&peek, 1), clock_, std::span(&outcome, 1)) == StoreStatus::kOk) {
+        return true;
+      }
+      // Polling a reconnecting client, not timing it.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+  // Calls the blocking apply on a watchdog thread, so a hang fails the test instead of stalling
+  // it. On a hang the thread is detached and the store leaked, so nothing it uses is freed.
+  std::optional<StoreStatus> applyWatched(std::unique_ptr<RedisStore>& store,
+                                          const LimitSpec& limit, std::string key) {
+    struct Call {
+      std::string key;
+      LimitCheck check;
+      Outcome outcome;
+      std::promise<StoreStatus> status;
+    };
+    auto call = std::make_shared<Call>();
+    call->key = std::move(key);
+    call->check = LimitCheck{call->key, &limit, 1};
+    std::future<StoreStatus> status = call->status.get_future();
+    std::thread caller([call, target = store.get(), clock = &clock_] {
+      call->status.set_value(
+          target->apply(std::span(&call->check, 1), *clock, std::span(&call->outcome, 1)));
+    });
+    if (status.wait_for(kHangAfter) != std::future_status::ready) {
+      caller.detach();
+      (void)store.release();
+      return std::nullopt;
+    }
+    caller.join();
+    return status.get();
+  }
+
+  RedisServer server_;
+  FakeClock clock_{kJan2026};
+  std::unique_ptr<RedisStore> store_;
+  const LimitSpec probe_ = spec(Algorithm::kFixedWindow, "1/s");
+  const LimitSpec five_per_day_ = spec(Algorithm::kFixedWindow, "5/day");
+};
+
+// One limit per algorithm: slow enough (per day) that the real time a test takes refills
+// nothing, and fast enough (per second) for traces that cross many periods.
+struct AlgorithmCase {
+  Algorithm algorithm;
+  std::uint64_t burst;
+};
+
+std::string caseName(const ::testing::TestParamInfo<AlgorithmCase>& info) {
+  return std::string(algorithmName(info.param.algorithm));
+}
+
+const AlgorithmCase kAlgorithms[] = {
+    {Algorithm::kFixedWindow, 0},          {Algorithm::kSlidingWindowLog, 0},
+    {Algorithm::kSlidingWindowCounter, 0}, {Algorithm::kTokenBucket, 4},
+    {Algorithm::kTokenBucketInterval, 6},  {Algorithm::kLeakyBucketMeter, 3},
+    {Algorithm::kLeakyBucketShaper, 5},    {Algorithm::kGcra, 3}};
+
+class RedisStoreAlgorithmTest : public RedisStoreTest,
+                                public ::testing::WithParamInterface<AlgorithmCase> {};
+
+// Replayed at the caller's instants, a random trace of single checks decides exactly as
+// MemoryStore does, field by field.
+TEST_P(RedisStoreAlgorithmTest, TraceMatchesMemoryStore) {
+  auto store = makeStore(kRelaxedTimeoutUs, true);
+  MemoryStore memory;
+  const LimitSpec limit = spec(GetParam().algorithm, "7/s", GetParam().burst);
+  std::mt19937_64 random(static_cast<std::uint64_t>(GetParam().algorithm) + 11);
+  clock_.set(kJan2026 + 123'456);
+  for (int request = 0; request < 60; ++request) {
+    clock_.set(testing::nextInstant(random, clock_.now(), limit, false));
+    const LimitCheck check{"trace", &limit, testing::nextCost(random, limit)};
+    Outcome expected;
+    Outcome got;
+    ASSERT_EQ(memory.apply(std::span(&check, 1), clock_, std::span(&expected, 1)),
+              StoreStatus::kOk);
+    ASSERT_EQ(store->apply(std::span(&check, 1), clock_, std::span(&got, 1)), StoreStatus::kOk);
+    EXPECT_EQ(describe(got), describe(expected)) << "request " << request << " cost " << check.cost;
+  }
+}
+
+// At Redis's own clock, a burst of unit requests onto a fresh key admits as many as
+// MemoryStore admits at one instant (the limit, or the shaper's queue).
+TEST_P(RedisStoreAlgorithmTest, BurstAtRedisTimeAdmitsTheLimit) {
+  const std::uint64_t burst = GetParam().burst == 0 ? 0 : 10 * GetParam().burst;
+  const LimitSpec limit = spec(GetParam().algorithm, "30/day", burst);
+  MemoryStore memory;
+  std::uint64_t expected = 0;
+  std::uint64_t admitted = 0;
+  for (std::uint64_t i = 0; i < limit.limit() + 5; ++i) {
+    expected += applyOne(memory, limit, "burst", 1).allowed ? 1 : 0;
+    admitted += applyOne(*store_, limit, "burst", 1).allowed ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, expected);
+  EXPECT_GE(admitted, limit.limit());
+}
+
+// Eight threads hammering one key with blocking calls admit exactly what one thread would.
+TEST_P(RedisStoreAlgorithmTest, ThreadsOnOneKeyAdmitExactlyTheLimit) {
+  const std::uint64_t burst = GetParam().burst == 0 ? 0 : 200;
+  const LimitSpec limit = spec(GetParam().algorithm, "200/day", burst);
+  MemoryStore memory;
+  std::uint64_t expected = 0;
+  for (int i = 0; i < 8 * 40; ++i) expected += applyOne(memory, limit, "shared", 1).allowed ? 1 : 0;
+
+  std::atomic<std::uint64_t> admitted{0};
+  std::atomic<std::uint64_t> unavailable{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      const LimitCheck check{"shared", &limit, 1};
+      for (int i = 0; i < 40; ++i) {
+        Outcome outcome;
+        const StoreStatus status =
+            store_->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+        if (status != StoreStatus::kOk) ++unavailable;
+        if (status == StoreStatus::kOk && outcome.allowed) ++admitted;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(unavailable.load(), 0u);
+  EXPECT_EQ(admitted.load(), expected);
+  EXPECT_GE(admitted.load(), limit.limit());
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, RedisStoreAlgorithmTest, ::testing::ValuesIn(kAlgorithms),
+                         caseName);
+
+// A request whose second limit denies consumes nothing from its first; the first reports its
+// state as it is, as in MemoryStore.
+TEST_F(RedisStoreTest, MultiCheckIsAllOrNothing) {
+  auto store = makeStore(kRelaxedTimeoutUs, true);
+  MemoryStore memory;
+  const LimitSpec three = spec(Algorithm::kTokenBucket, "3/hour", 3);
+  const LimitSpec one = spec(Algorithm::kFixedWindow, "1/hour");
+  const std::vector<LimitCheck> request = {{"client", &three, 1}, {"route", &one, 1}};
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Outcome> expected(request.size());
+    std::vector<Outcome> got(request.size());
+    ASSERT_EQ(memory.apply(request, clock_, expected), StoreStatus::kOk);
+    ASSERT_EQ(store->apply(request, clock_, got), StoreStatus::kOk);
+    for (std::size_t i = 0; i < request.size(); ++i) {
+      EXPECT_EQ(describe(got[i]), describe(expected[i])) << "round " << round << " check " << i;
+    }
+    EXPECT_EQ(got[1].allowed, round == 0);
+  }
+  // Only the first round consumed: two of three left.
+  EXPECT_EQ(applyOne(*store, three, "client", 0).remaining, 2u);
+}
+
+// Every applyAsync calls back exactly once, on success and on a timeout whose reply comes late.
+TEST_F(RedisStoreTest, ApplyAsyncCallsBackExactlyOnce) {
+  constexpr int kCalls = 100;
+  const LimitCheck check{"async", &five_per_day_, 1};
+  std::vector<Outcome> outcomes(kCalls);
+  std::vector<std::atomic<int>> calls(kCalls);
+  std::atomic<int> finished{0};
+  std::atomic<int> allowed_ok{0};
+  for (int i = 0; i < kCalls; ++i) {
+    store_->applyAsync(std::span(&check, 1), clock_, std::span(&outcomes[i], 1),
+                       [&, i](StoreStatus status) {
+                         if (status == StoreStatus::kOk && outcomes[i].allowed) ++allowed_ok;
+                         ++calls[i];
+                         ++finished;
+                       });
+  }
+  const auto deadline = SteadyClock::now() + kHangAfter;
+  while (finished.load() < kCalls && SteadyClock::now() < deadline) std::this_thread::yield();
+  ASSERT_EQ(finished.load(), kCalls);
+  // A blocking call goes through the same loop and connections: any duplicate callback for
+  // the calls above would have run by the time it returns.
+  EXPECT_FALSE(applyOne(*store_, five_per_day_, "async", 1).allowed);
+  EXPECT_EQ(finished.load(), kCalls);
+  for (int i = 0; i < kCalls; ++i) EXPECT_EQ(calls[i].load(), 1) << "call " << i;
+  EXPECT_EQ(allowed_ok.load(), 5);
+}
+
+// With Redis gone, every call returns kUnavailable (nothing hangs), and decisions resume on
+// their own once a new Redis listens on the same port, with the script loaded again.
+TEST_F(RedisStoreTest, RedisDownIsUnavailableThenResumesAfterRestart) {
+  auto store = makeStore(kShortTimeoutUs, false);
+  EXPECT_TRUE(applyOne(*store, five_per_day_, "k", 1).allowed);
+  server_.stop();
+  for (int i = 0; i < 20; ++i) {
+    const std::optional<StoreStatus> status = applyWatched(store, five_per_day_, "k");
+    ASSERT_TRUE(status.has_value()) << "call " << i << " hung with Redis down";
+    EXPECT_EQ(*status, StoreStatus::kUnavailable) << "call " << i;
+  }
+  // An async call fails too, and calls back once.
+  {
+    const LimitCheck check{"k", &five_per_day_, 1};
+    Outcome outcome;
+    std::promise<StoreStatus> status;
+    store->applyAsync(std::span(&check, 1), clock_, std::span(&outcome, 1),
+                      [&status](StoreStatus got) { status.set_value(got); });
+    auto future = status.get_future();
+    ASSERT_EQ(future.wait_for(kHangAfter), std::future_status::ready);
+    EXPECT_EQ(future.get(), StoreStatus::kUnavailable);
+  }
+
+  server_.restart();
+  ASSERT_TRUE(waitUntilDeciding(*store, std::chrono::seconds(2)));
+  // The restarted Redis is empty: a fresh count.
+  EXPECT_EQ(applyOne(*store, five_per_day_, "k", 1).remaining, 4u);
+  const testing::RedisReply exists =
+      server_.connect().command({"SCRIPT", "EXISTS", redis::sluiceLuaScript().sha1});
+  ASSERT_EQ(exists.elements.size(), 1u);
+  EXPECT_EQ(exists.elements[0].integer, 1);
+}
+
+// After SCRIPT FLUSH the next call meets NOSCRIPT, sends the script's text, and succeeds;
+// the calls after it find the script loaded again.
+TEST_F(RedisStoreTest, RecoversFromScriptFlush) {
+  EXPECT_TRUE(applyOne(*store_, five_per_day_, "k", 1).allowed);
+  testing::RedisConnection admin = server_.connect();
+  ASSERT_EQ(admin.command({"SCRIPT", "FLUSH"}).text, "OK");
+  ASSERT_EQ(admin.command({"SCRIPT", "EXISTS", redis::sluiceLuaScript().sha1}).elements[0].integer,
+            0);
+  EXPECT_EQ(applyOne(*store_, five_per_day_, "k", 1).remaining, 3u);
+  EXPECT_EQ(admin.command({"SCRIPT", "EXISTS", redis::sluiceLuaScript().sha1}).elements[0].integer,
+            1);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(applyOne(*store_, five_per_day_, "k", 1).allowed);
+  EXPECT_FALSE(applyOne(*store_, five_per_day_, "k", 1).allowed);
+}
+
+// A frozen Redis (SIGSTOP) keeps its connections open but answers nothing: calls time out as
+// kUnavailable, async ones call back once, and decisions succeed again after SIGCONT.
+TEST_F(RedisStoreTest, FrozenRedisTimesOutThenRecovers) {
+  auto store = makeStore(kShortTimeoutUs, false);
+  Frozen frozen(redisPid(server_));
+  for (int i = 0; i < 3; ++i) {
+    const std::optional<StoreStatus> status = applyWatched(store, five_per_day_, "k");
+    ASSERT_TRUE(status.has_value()) << "call " << i << " hung on a frozen Redis";
+    EXPECT_EQ(*status, StoreStatus::kUnavailable) << "call " << i;
+  }
+  const LimitCheck check{"other", &five_per_day_, 1};
+  Outcome outcome;
+  std::atomic<int> calls{0};
+  std::promise<StoreStatus> status;
+  store->applyAsync(std::span(&check, 1), clock_, std::span(&outcome, 1), [&](StoreStatus got) {
+    if (++calls == 1) status.set_value(got);
+  });
+  auto future = status.get_future();
+  ASSERT_EQ(future.wait_for(kHangAfter), std::future_status::ready);
+  EXPECT_EQ(future.get(), StoreStatus::kUnavailable);
+
+  frozen.thaw();
+  ASSERT_TRUE(waitUntilDeciding(*store, std::chrono::seconds(2)));
+  EXPECT_EQ(applyOne(*store, five_per_day_, "fresh", 1).remaining, 4u);
+  // The late reply to the timed-out async call has arrived by now (same connections, in
+  // order) and was not delivered a second time.
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// kUnavailable promises that nothing was consumed (store.h). Calls that time out on a frozen
+// Redis are still in its socket buffer, though, and run when it resumes.
+// DISABLED: fails. KNOWN BUG: ServerPool::call's deadline (server_pool.cc) only stops waiting
+// for the reply; the EVALSHA already written still runs when Redis resumes, so the three
+// "unavailable" calls consume 3 of 5 units (remaining is 2). Re-enable once the store either
+// keeps the promise (e.g. the script skips calls past an expiry) or store.h weakens it.
+TEST_F(RedisStoreTest, DISABLED_TimedOutCallsConsumeNothing) {
+  auto store = makeStore(kShortTimeoutUs, false);
+  {
+    Frozen frozen(redisPid(server_));
+    for (int i = 0; i < 3; ++i) {
+      const std::optional<StoreStatus> status = applyWatched(store, five_per_day_, "k");
+      ASSERT_TRUE(status.has_value()) << "call " << i << " hung on a frozen Redis";
+      EXPECT_EQ(*status, StoreStatus::kUnavailable) << "call " << i;
+    }
+  }
+  ASSERT_TRUE(waitUntilDeciding(*store, std::chrono::seconds(2)));
+  EXPECT_EQ(applyOne(*store, five_per_day_, "k", 0).remaining, 5u);
+}
+
+}  // namespace
+}  // namespace sluice
