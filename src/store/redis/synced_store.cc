@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include "store/redis/redis_keys.h"
 #include "store/redis/script_call.h"
@@ -27,7 +28,12 @@ Micros wallNowUs() {
       .count();
 }
 
+template <typename T>
+using SmallVector = boost::container::small_vector<T, 4>;
+
 constexpr std::size_t kKeysPerSyncCall = 256;
+// A key in use but with nothing to push is pulled every this many intervals.
+constexpr Micros kPullEvery = 5;
 
 }  // namespace
 
@@ -38,6 +44,7 @@ struct SyncedStore::Entry {
   std::uint64_t pending = 0;       // admitted here since the last push
   std::uint64_t in_flight = 0;     // pushed, reply not back yet
   Micros last_used_us = 0;         // steady
+  Micros last_synced_us = 0;       // steady; when it was last pushed or pulled
 };
 
 struct SyncedStore::Shard {
@@ -118,23 +125,22 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
   try {
     const Micros now_us = clock.now() + clock_offset_us_.load(std::memory_order_relaxed);
     const Micros steady_us = steadyNowUs();
-    std::vector<std::string> keys;
-    std::vector<std::size_t> shard_of;
-    keys.reserve(checks.size());
+    // Inline storage for the usual few checks: a decision allocates only its key strings.
+    SmallVector<std::string> keys;
+    SmallVector<std::size_t> shard_of;
     for (const LimitCheck& check : checks) {
       if (!algorithm::hasCompactState(check.spec->algorithm())) return StoreStatus::kUnavailable;
       keys.push_back(redis::redisKey(options_.key_prefix, check));
       shard_of.push_back(std::hash<std::string>{}(keys.back()) % kShards);
     }
     // Lock every shard involved, in index order, so multi-limit requests never deadlock.
-    std::vector<std::size_t> order = shard_of;
+    SmallVector<std::size_t> order = shard_of;
     std::sort(order.begin(), order.end());
     order.erase(std::unique(order.begin(), order.end()), order.end());
-    std::vector<std::unique_lock<std::mutex>> locks;
+    SmallVector<std::unique_lock<std::mutex>> locks;
     for (const std::size_t index : order) locks.emplace_back(shards_[index]->mutex);
 
-    std::vector<Entry*> entries(checks.size());
-    std::vector<std::uint64_t> extra(checks.size(), 0);  // earlier checks of this request
+    SmallVector<Entry*> entries(checks.size());
     bool all_allowed = true;
     for (std::size_t i = 0; i < checks.size(); ++i) {
       auto& map = shards_[shard_of[i]]->entries;
@@ -160,7 +166,10 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
     if (all_allowed) {
       for (std::size_t i = 0; i < checks.size(); ++i) entries[i]->pending += checks[i].cost;
     }
-    const bool stale = steady_us - last_sync_ok_us_.load() > 3 * options_.sync_interval_us;
+    // Degraded when syncs fail (Redis unreachable), or have not completed for ten intervals; a
+    // sync that is merely slow under load leaves decisions normal.
+    const bool stale = last_sync_failed_.load(std::memory_order_relaxed) ||
+                       steady_us - last_sync_ok_us_.load() > 10 * options_.sync_interval_us;
     return stale ? StoreStatus::kDegraded : StoreStatus::kOk;
   } catch (...) {  // allocation failure
     return StoreStatus::kUnavailable;
@@ -181,7 +190,7 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
   if (sync_running_ || pool_ == nullptr) return finished(false);
   sync_running_ = true;
   const Micros steady_us = steadyNowUs();
-  const Micros active_since = steady_us - 2 * options_.sync_interval_us;
+  const Micros active_since = steady_us - kPullEvery * options_.sync_interval_us;
   std::vector<std::shared_ptr<Batch>> batches;
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->mutex);
@@ -193,8 +202,14 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
         keys_.fetch_sub(1);
         continue;
       }
-      // Push what was admitted; pull keys in use, to learn the other nodes' usage.
-      if (entry.pending > 0 || entry.last_used_us >= active_since) {
+      // Push what was admitted (the reply brings the global state back). Keys in use with
+      // nothing to push are pulled less often, to learn the other nodes' usage: pulling every
+      // key every interval would cost Redis more than deciding there.
+      const bool refresh =
+          entry.last_used_us >= active_since &&
+          steady_us - entry.last_synced_us >= kPullEvery * options_.sync_interval_us;
+      if (entry.pending > 0 || refresh) {
+        entry.last_synced_us = steady_us;
         if (batches.empty() || batches.back()->keys.size() == kKeysPerSyncCall)
           batches.push_back(std::make_shared<Batch>());
         batches.back()->keys.push_back(it->first);
@@ -223,6 +238,7 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
           if (--*outstanding > 0) return;
           sync_running_ = false;
           if (*all_ok) last_sync_ok_us_.store(steadyNowUs());
+          last_sync_failed_.store(!*all_ok, std::memory_order_relaxed);
           finished(*all_ok);
         });
   }

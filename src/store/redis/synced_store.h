@@ -42,8 +42,8 @@ class SyncedStore final : public Store {
   explicit SyncedStore(SyncedStoreOptions options);
   ~SyncedStore() override;
 
-  // Never blocks on the network. kDegraded when the last successful sync is older than three
-  // intervals (Redis is unreachable and the shared view is stale).
+  // Never blocks on the network. kDegraded when the last sync failed or none has completed for
+  // ten intervals (Redis is unreachable and the shared view is stale).
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
 
@@ -68,6 +68,7 @@ class SyncedStore final : public Store {
   std::array<std::unique_ptr<Shard>, kShards> shards_;
   std::atomic<std::size_t> keys_{0};
   std::atomic<Micros> last_sync_ok_us_{0};  // steady micros; 0 before the first
+  std::atomic<bool> last_sync_failed_{false};
   // Redis's clock minus this node's wall clock, learned at each sync, so states written with
   // Redis TIME are read at the same time scale.
   std::atomic<Micros> clock_offset_us_{0};

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Shared-store throughput, same machine, same run, same Redis:
+#  1. redis-benchmark running EVALSHA of a minimal GCRA script (64 clients, 10,000 keys): what
+#     Redis itself does per second with one script call per decision;
+#  2. Sluice in redis mode: HTTP POST /v1/check decisions per second (wrk -t2 -c64, 10,000 keys);
+#  3. Sluice in memory mode and in synced mode, the same wrk load.
+# Redis, Sluice and the load generators share the 2 cores.
+# Usage: bench/redis_bench.sh [seconds]   (after scripts/build.sh release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-10}"
+sluice_bin="${SLUICE_BIN:-build/src/sluice}"
+work="$(mktemp -d)"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+source tests/integration/lib.sh
+
+redis_port=$(free_port)
+redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
+  --logfile "$work/redis.log" & pids+=($!)
+wait_for_port "$redis_port"
+
+# The peer: the least a GCRA decision in Redis can be, one key read and one write per call.
+cat > "$work/gcra.lua" <<'LUA'
+local emission, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
+local time = redis.call('TIME')
+local now = time[1] * 1000000 + time[2]
+local tat = math.max(tonumber(redis.call('GET', KEYS[1]) or now), now)
+if tat + emission - now > tolerance then return 0 end
+redis.call('SET', KEYS[1], tat + emission, 'PX', math.ceil((tat + emission - now) / 1000) + 1)
+return 1
+LUA
+sha=$(redis-cli -p "$redis_port" script load "$(cat "$work/gcra.lua")")
+requests=$((seconds * 60000))
+redis-benchmark -p "$redis_port" -c 64 -n "$requests" -r 10000 -q \
+  EVALSHA "$sha" 1 "gcra:__rand_int__" 10000 1000000 > "$work/peer.txt" 2>&1
+peer_rps=$(tr '\r' '\n' < "$work/peer.txt" | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+
+cat > "$work/check.lua" <<'LUA'
+counter = 0
+request = function()
+  counter = counter + 1
+  local body = '{"limit":"per-client","key":"client-' .. (counter % 10000) .. '"}'
+  return wrk.format("POST", "/v1/check", {["Content-Type"] = "application/json"}, body)
+end
+LUA
+
+sluice_rps() {  # store settings → "requests/s p99"
+  local port admin
+  port=$(free_port); admin=$(free_port)
+  cat > "$work/sluice.yaml" <<CONF
+server: { listen: 127.0.0.1:$port, admin: 127.0.0.1:$admin, threads: 2 }
+store: $1
+limits:
+  - { name: per-client, key: client, algorithm: gcra, rate: 100/s, burst: 100 }
+CONF
+  "$sluice_bin" serve --config "$work/sluice.yaml" > "$work/sluice.log" 2>&1 &
+  local pid=$!
+  wait_for_port "$port"
+  wrk -t2 -c64 -d"${seconds}s" --latency -s "$work/check.lua" "http://127.0.0.1:$port" > "$work/wrk.txt"
+  # Decisions that fell back to on_error (Redis too slow) would flatter the figure: count them.
+  local degraded
+  degraded=$(curl -s "http://127.0.0.1:$admin/metrics" | awk '$1 == "sluice_degraded_decisions_total" {print $2}')
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  echo "$(awk '/^Requests\/sec:/ {print $2}' "$work/wrk.txt") $(awk '$1 == "99%" {print $2}' "$work/wrk.txt") $degraded"
+}
+read -r memory_rps memory_p99 _ <<< "$(sluice_rps "{ type: memory }")"
+read -r redis_rps redis_p99 redis_degraded <<< "$(sluice_rps "{ type: redis, address: 127.0.0.1:$redis_port }")"
+read -r synced_rps synced_p99 synced_degraded <<< "$(sluice_rps "{ type: synced, address: 127.0.0.1:$redis_port }")"
+percent() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }'; }
+echo "| what | decisions/s | p99 |"
+echo "|---|---|---|"
+echo "| redis-benchmark, EVALSHA minimal GCRA (-c 64, 10,000 keys) | $peer_rps | |"
+echo "| sluice redis mode, POST /v1/check (wrk -t2 -c64) | $redis_rps | $redis_p99 |"
+echo "| sluice memory mode, same load | $memory_rps | $memory_p99 |"
+echo "| sluice synced mode, same load | $synced_rps | $synced_p99 |"
+echo "degraded decisions (decided by on_error, not Redis): redis mode $redis_degraded, synced $synced_degraded"
+echo "redis mode / redis-benchmark: $(percent "$redis_rps" "$peer_rps"); synced / memory: $(percent "$synced_rps" "$memory_rps")"
