@@ -1,0 +1,299 @@
+// FailoverStore over a RedisStore on a real redis-server: each on_error policy while Redis is
+// down, all-or-nothing across policies, and the circuit breaker that stops calling a dead
+// Redis and probes it back. Also the CircuitBreaker alone, at fake instants.
+#include "store/failover_store.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "store/circuit_breaker.h"
+#include "store/redis/redis_store.h"
+#include "support/redis_server.h"
+#include "support/specs.h"
+
+namespace sluice {
+namespace {
+
+using testing::kJan2026;
+using testing::RedisServer;
+using testing::spec;
+
+using SteadyClock = std::chrono::steady_clock;
+
+class CircuitBreakerTest : public ::testing::Test {
+ protected:
+  static constexpr Micros kCooldownUs = 1'000;
+  CircuitBreaker breaker_{3, kCooldownUs};
+  const Micros t0_ = kJan2026;
+};
+
+// The third failure in a row opens the breaker; the two before it do not.
+TEST_F(CircuitBreakerTest, OpensAtTheThreshold) {
+  breaker_.onFailure(t0_);
+  breaker_.onFailure(t0_);
+  EXPECT_FALSE(breaker_.open());
+  EXPECT_TRUE(breaker_.allow(t0_));
+  breaker_.onFailure(t0_);
+  EXPECT_TRUE(breaker_.open());
+  EXPECT_FALSE(breaker_.allow(t0_));
+}
+
+// A success in between starts the count again: failures must be consecutive.
+TEST_F(CircuitBreakerTest, SuccessResetsTheCount) {
+  breaker_.onFailure(t0_);
+  breaker_.onFailure(t0_);
+  breaker_.onSuccess();
+  breaker_.onFailure(t0_);
+  breaker_.onFailure(t0_);
+  EXPECT_FALSE(breaker_.open());
+  EXPECT_TRUE(breaker_.allow(t0_));
+}
+
+// Open until exactly the cooldown has passed: 1 µs before, no call; at it, one probe.
+TEST_F(CircuitBreakerTest, CooldownEdge) {
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  EXPECT_FALSE(breaker_.allow(t0_ + kCooldownUs - 1));
+  EXPECT_TRUE(breaker_.allow(t0_ + kCooldownUs));
+}
+
+// After the cooldown exactly one caller probes; the others keep off until it reports.
+TEST_F(CircuitBreakerTest, SingleProbe) {
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  EXPECT_TRUE(breaker_.allow(t0_ + kCooldownUs));
+  EXPECT_FALSE(breaker_.allow(t0_ + kCooldownUs));
+  EXPECT_FALSE(breaker_.allow(t0_ + 100 * kCooldownUs));
+  EXPECT_TRUE(breaker_.open());
+}
+
+// Eight threads asking at once after the cooldown: one probe among them.
+TEST_F(CircuitBreakerTest, SingleProbeAmongThreads) {
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  std::atomic<int> probes{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) probes += breaker_.allow(t0_ + kCooldownUs) ? 1 : 0;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(probes.load(), 1);
+}
+
+// A successful probe closes the breaker: every caller passes again.
+TEST_F(CircuitBreakerTest, ProbeSuccessCloses) {
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  ASSERT_TRUE(breaker_.allow(t0_ + kCooldownUs));
+  breaker_.onSuccess();
+  EXPECT_FALSE(breaker_.open());
+  EXPECT_TRUE(breaker_.allow(t0_ + kCooldownUs));
+  EXPECT_TRUE(breaker_.allow(t0_ + kCooldownUs));
+  // Closed again means the full threshold again, not one failure.
+  breaker_.onFailure(t0_ + kCooldownUs);
+  EXPECT_FALSE(breaker_.open());
+}
+
+// A failed probe reopens the breaker for a whole cooldown counted from the probe's failure.
+TEST_F(CircuitBreakerTest, FailedProbeReopens) {
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  const Micros probe_at = t0_ + 5 * kCooldownUs;
+  ASSERT_TRUE(breaker_.allow(probe_at));
+  breaker_.onFailure(probe_at);
+  EXPECT_TRUE(breaker_.open());
+  EXPECT_FALSE(breaker_.allow(probe_at + kCooldownUs - 1));
+  EXPECT_TRUE(breaker_.allow(probe_at + kCooldownUs));
+  EXPECT_FALSE(breaker_.allow(probe_at + kCooldownUs));
+}
+
+class FailoverStoreTest : public ::testing::Test {
+ protected:
+  static constexpr std::size_t kBreakerFailures = 3;
+  static constexpr Micros kCooldownUs = kMicrosPerSecond;
+  static constexpr Micros kUnavailableRetryUs = 7 * kMicrosPerSecond;
+
+  FailoverStoreTest() {
+    RedisStoreOptions redis;
+    redis.port = static_cast<std::uint16_t>(server_.port());
+    // Generous: a loaded machine must not turn a healthy Redis into failures.
+    redis.timeout_us = 2 * kMicrosPerSecond;
+    FailoverOptions failover;
+    failover.sluice_nodes = 2;
+    failover.breaker_failures = kBreakerFailures;
+    failover.breaker_cooldown_us = kCooldownUs;
+    failover.unavailable_retry_after_us = kUnavailableRetryUs;
+    store_ = std::make_unique<FailoverStore>(std::make_unique<RedisStore>(redis), failover);
+    EXPECT_TRUE(waitUntilRedisDecides()) << "the Redis store never connected";
+  }
+
+  // Polls the Redis store itself (around the breaker) until it decides; false after 2 s.
+  bool waitUntilRedisDecides() {
+    const LimitCheck peek{"probe", &ten_per_day_, 0};
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+    while (SteadyClock::now() < deadline) {
+      Outcome outcome;
+      if (store_->shared().apply(std::span(&peek, 1), clock_, std::span(&outcome, 1)) ==
+          StoreStatus::kOk) {
+        return true;
+      }
+      // Polling a reconnecting client, not timing it.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+  // Decides `checks`; EXPECTs the status and returns the outcomes.
+  std::vector<Outcome> applyAll(const std::vector<LimitCheck>& checks, StoreStatus expected) {
+    std::vector<Outcome> outcomes(checks.size());
+    EXPECT_EQ(store_->apply(checks, clock_, outcomes), expected);
+    return outcomes;
+  }
+  Outcome applyOne(const LimitCheck& check, StoreStatus expected) {
+    return applyAll({check}, expected)[0];
+  }
+
+  // Allowed single checks out of `requests`, each EXPECTed to have `expected` status.
+  int admitted(const LimitCheck& check, int requests, StoreStatus expected) {
+    int count = 0;
+    for (int i = 0; i < requests; ++i) count += applyOne(check, expected).allowed ? 1 : 0;
+    return count;
+  }
+
+  RedisServer server_;
+  FakeClock clock_{kJan2026};  // drives the breaker and the local fallback only
+  std::unique_ptr<FailoverStore> store_;
+  const LimitSpec ten_per_day_ = spec(Algorithm::kFixedWindow, "10/day");
+  const LimitSpec bucket_ = spec(Algorithm::kTokenBucket, "10/day", 10);
+};
+
+// With Redis up, decisions are Redis's: status kOk, the full limit, the breaker closed.
+TEST_F(FailoverStoreTest, PassesThroughWhileRedisIsUp) {
+  const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kDeny};
+  EXPECT_EQ(admitted(check, 12, StoreStatus::kOk), 10);
+  EXPECT_FALSE(store_->breakerOpen());
+}
+
+// on_error allow: every request is admitted, degraded, showing the full limit.
+TEST_F(FailoverStoreTest, AllowAdmitsWhileRedisIsDown) {
+  server_.stop();
+  const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kAllow};
+  for (int i = 0; i < 15; ++i) {
+    const Outcome outcome = applyOne(check, StoreStatus::kDegraded);
+    EXPECT_TRUE(outcome.allowed);
+    EXPECT_EQ(outcome.reason, DenyReason::kNone);
+    EXPECT_EQ(outcome.limit, 10u);
+    EXPECT_EQ(outcome.remaining, 10u);
+  }
+}
+
+// on_error deny: every request is denied as unavailable, with the configured retry_after.
+TEST_F(FailoverStoreTest, DenyDeniesWhileRedisIsDown) {
+  server_.stop();
+  const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kDeny};
+  for (int i = 0; i < 5; ++i) {
+    const Outcome outcome = applyOne(check, StoreStatus::kDegraded);
+    EXPECT_FALSE(outcome.allowed);
+    EXPECT_EQ(outcome.reason, DenyReason::kStoreUnavailable);
+    EXPECT_EQ(outcome.retry_after_us, kUnavailableRetryUs);
+  }
+}
+
+// on_error local: this node enforces its share, limit / sluice_nodes, per key.
+TEST_F(FailoverStoreTest, LocalEnforcesTheNodeShare) {
+  server_.stop();
+  const LimitCheck window{"w", &ten_per_day_, 1, {}, OnStoreError::kLocal};
+  const LimitCheck bucket{"b", &bucket_, 1, {}, OnStoreError::kLocal};
+  EXPECT_EQ(admitted(window, 8, StoreStatus::kDegraded), 5);
+  EXPECT_EQ(admitted(bucket, 8, StoreStatus::kDegraded), 5);
+  const Outcome denied = applyOne(window, StoreStatus::kDegraded);
+  EXPECT_EQ(denied.reason, DenyReason::kOverLimit);
+  EXPECT_EQ(denied.limit, 5u);
+  // Another key has its own local count.
+  const LimitCheck other{"w2", &ten_per_day_, 1, {}, OnStoreError::kLocal};
+  EXPECT_EQ(admitted(other, 8, StoreStatus::kDegraded), 5);
+}
+
+// A request with a deny limit is denied whole: its local limits only look, consuming nothing.
+TEST_F(FailoverStoreTest, LocalBesideDenyConsumesNothing) {
+  server_.stop();
+  const LimitCheck local{"client", &ten_per_day_, 1, {}, OnStoreError::kLocal};
+  const LimitCheck deny{"route", &ten_per_day_, 1, {}, OnStoreError::kDeny};
+  for (int i = 0; i < 8; ++i) {
+    const std::vector<Outcome> outcomes = applyAll({local, deny}, StoreStatus::kDegraded);
+    EXPECT_EQ(outcomes[0].remaining, 5u) << "request " << i;
+    EXPECT_FALSE(outcomes[1].allowed);
+    EXPECT_EQ(outcomes[1].reason, DenyReason::kStoreUnavailable);
+  }
+  EXPECT_EQ(admitted(local, 8, StoreStatus::kDegraded), 5);
+}
+
+// applyAsync falls back the same way, and calls back once.
+TEST_F(FailoverStoreTest, AsyncFallsBackWhileRedisIsDown) {
+  server_.stop();
+  const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kLocal};
+  for (int i = 0; i < 7; ++i) {
+    Outcome outcome;
+    std::atomic<int> calls{0};
+    std::promise<StoreStatus> status;
+    store_->applyAsync(std::span(&check, 1), clock_, std::span(&outcome, 1), [&](StoreStatus got) {
+      if (++calls == 1) status.set_value(got);
+    });
+    auto future = status.get_future();
+    ASSERT_EQ(future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+    EXPECT_EQ(future.get(), StoreStatus::kDegraded);
+    EXPECT_EQ(outcome.allowed, i < 5) << "request " << i;
+    EXPECT_EQ(calls.load(), 1);
+  }
+}
+
+// After breaker_failures failures the breaker opens and stays open through the cooldown even
+// once Redis is back; then one probe reaches Redis and closes it.
+TEST_F(FailoverStoreTest, BreakerOpensThenOneProbeCloses) {
+  const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kAllow};
+  server_.stop();
+  for (std::size_t i = 0; i + 1 < kBreakerFailures; ++i) {
+    (void)applyOne(check, StoreStatus::kDegraded);
+    EXPECT_FALSE(store_->breakerOpen()) << "failure " << i + 1;
+  }
+  (void)applyOne(check, StoreStatus::kDegraded);
+  EXPECT_TRUE(store_->breakerOpen());
+
+  server_.restart();
+  ASSERT_TRUE(waitUntilRedisDecides());
+  // Redis answers, but the breaker keeps requests off it until the cooldown has passed.
+  clock_.advance(kCooldownUs - 1);
+  (void)applyOne(check, StoreStatus::kDegraded);
+  EXPECT_TRUE(store_->breakerOpen());
+  clock_.advance(1);
+  EXPECT_EQ(applyOne(check, StoreStatus::kOk).remaining, 9u);  // the probe reached Redis
+  EXPECT_FALSE(store_->breakerOpen());
+  EXPECT_EQ(applyOne(check, StoreStatus::kOk).remaining, 8u);
+}
+
+// A probe that fails reopens the breaker for a full cooldown from the probe.
+TEST_F(FailoverStoreTest, FailedProbeReopensTheBreaker) {
+  const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kAllow};
+  server_.stop();
+  for (std::size_t i = 0; i < kBreakerFailures; ++i) (void)applyOne(check, StoreStatus::kDegraded);
+  ASSERT_TRUE(store_->breakerOpen());
+  clock_.advance(kCooldownUs);
+  (void)applyOne(check, StoreStatus::kDegraded);  // the probe, into a dead Redis
+  EXPECT_TRUE(store_->breakerOpen());
+
+  server_.restart();
+  ASSERT_TRUE(waitUntilRedisDecides());
+  clock_.advance(kCooldownUs - 1);
+  (void)applyOne(check, StoreStatus::kDegraded);
+  EXPECT_TRUE(store_->breakerOpen());
+  clock_.advance(1);
+  EXPECT_EQ(applyOne(check, StoreStatus::kOk).remaining, 9u);
+  EXPECT_FALSE(store_->breakerOpen());
+}
+
+}  // namespace
+}  // namespace sluice
