@@ -4,6 +4,7 @@
 
 #include "store/failover_store.h"
 #include "store/memory_store.h"
+#include "store/redis/cluster_store.h"
 #include "store/redis/redis_store.h"
 #include "store/redis/synced_store.h"
 
@@ -77,7 +78,19 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings) {
     instance.description = "synced through redis " + settings.addresses.front();
     return instance;
   }
-  return Error{"store.type redis_cluster is not built yet"};
+  // redis_cluster: every address is a seed; the other masters are discovered from them.
+  for (const std::string& address : settings.addresses) {
+    if (Result<HostPort> seed = splitAddress(address); !seed.ok()) return Error{seed.error()};
+  }
+  auto cluster = std::make_unique<RedisClusterStore>(
+      RedisClusterStoreOptions{.seeds = settings.addresses,
+                               .connections = settings.connections,
+                               .timeout_us = settings.timeout_us,
+                               .key_prefix = settings.key_prefix});
+  instance.store = std::make_unique<FailoverStore>(std::move(cluster), failoverOptions(settings));
+  instance.key_count = [] { return std::size_t{0}; };  // the keys live in the cluster
+  instance.description = "redis cluster " + settings.addresses.front();
+  return instance;
 }
 
 }  // namespace sluice::server

@@ -1,0 +1,381 @@
+#include "store/redis/cluster_store.h"
+
+#include <algorithm>
+
+#include <hiredis/hiredis.h>
+
+#include "store/redis/cluster_slots.h"
+#include "store/redis/script_call.h"
+
+namespace sluice {
+namespace redis {
+
+// One slot's share of a request: the checks whose keys hash to it, decided in one script call.
+struct SlotGroup {
+  enum class State : std::uint8_t { kPending, kAllowed, kDenied, kFailed };
+
+  std::uint16_t slot = 0;
+  std::vector<std::size_t> checks;  // indices into the request's checks, in request order
+  std::vector<std::string> keys;
+  std::vector<const LimitSpec*> specs;
+  std::vector<std::uint64_t> costs;
+  std::vector<Outcome> outcomes;
+  Micros now_us = 0;  // the time the decide reply gave, which a refund must name
+  State state = State::kPending;
+};
+
+struct ClusterRequest {
+  std::vector<SlotGroup> groups;
+  std::optional<Micros> now_us;  // nullopt: Redis TIME
+  std::span<Outcome> outcomes;
+  StoreCallback done;
+  std::chrono::steady_clock::time_point deadline;
+  std::size_t pending = 0;  // calls (decides, then refunds) not answered yet
+  StoreStatus status = StoreStatus::kOk;
+  bool denied = false;
+};
+
+// A script call for one slot on its way through the cluster's redirections.
+struct RoutedCall {
+  std::shared_ptr<const ScriptCall> call;
+  std::uint16_t slot = 0;
+  std::chrono::steady_clock::time_point deadline;
+  // The final reply: null when the call failed; an error reply when the cluster refused it.
+  std::function<void(const redisReply*)> handler;
+  int redirects = 0;
+  std::string ask_address;  // when set, the next attempt goes there, after ASKING
+};
+
+}  // namespace redis
+
+namespace {
+
+using redis::ClusterRequest;
+using redis::RoutedCall;
+using redis::SlotGroup;
+using SteadyClock = std::chrono::steady_clock;
+
+// A bound on MOVED/ASK hops for one call: a cluster in the middle of a reshard may move a slot
+// again, but a loop of redirections means the nodes disagree, and the table must be fetched.
+constexpr int kMaxRedirects = 3;
+// How often a call waiting for a slot's master (table not fetched yet, or a new node's first
+// connection) looks again: short, since it spends the request's own time.
+constexpr std::chrono::microseconds kWaitPoll{500};
+// Refreshes caused by MOVED or failures come at most this often, so a burst of redirected
+// requests asks the cluster once.
+constexpr std::chrono::milliseconds kMinRefreshGap{50};
+constexpr std::chrono::milliseconds kFirstRefreshBackoff{5};
+constexpr std::chrono::milliseconds kLastRefreshBackoff{1000};
+// CLUSTER SLOTS runs in the background; it may take longer than a decision may.
+constexpr std::chrono::milliseconds kRefreshTimeout{1000};
+
+std::shared_ptr<ClusterRequest> makeRequest(std::span<const LimitCheck> checks,
+                                            std::string_view key_prefix,
+                                            std::optional<Micros> now_us,
+                                            std::span<Outcome> outcomes, StoreCallback done,
+                                            SteadyClock::time_point deadline) {
+  auto request = std::make_shared<ClusterRequest>();
+  request->now_us = now_us;
+  request->outcomes = outcomes;
+  request->done = std::move(done);
+  request->deadline = deadline;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    std::string key = redis::redisKey(key_prefix, checks[i]);
+    const std::uint16_t slot = redis::hashSlot(key);
+    auto group = std::find_if(request->groups.begin(), request->groups.end(),
+                              [slot](const SlotGroup& g) { return g.slot == slot; });
+    if (group == request->groups.end()) {
+      group = request->groups.emplace(request->groups.end());
+      group->slot = slot;
+    }
+    group->checks.push_back(i);
+    group->keys.push_back(std::move(key));
+    group->specs.push_back(checks[i].spec);
+    group->costs.push_back(checks[i].cost);
+  }
+  for (SlotGroup& group : request->groups) group.outcomes.resize(group.checks.size());
+  return request;
+}
+
+// A group that consumed and was refunded reports its state as it is now: as many units back as
+// the request's checks of each key took, up to and including this one.
+void restoreRefunded(SlotGroup& group) {
+  for (std::size_t i = 0; i < group.outcomes.size(); ++i) {
+    std::uint64_t taken = 0;
+    for (std::size_t j = 0; j <= i; ++j) {
+      if (group.keys[j] == group.keys[i]) taken += group.costs[j];
+    }
+    Outcome& outcome = group.outcomes[i];
+    outcome.remaining = std::min(outcome.limit, outcome.remaining + taken);
+  }
+}
+
+}  // namespace
+
+RedisClusterStore::RedisClusterStore(RedisClusterStoreOptions options)
+    : options_(std::move(options)), refresh_backoff_(kFirstRefreshBackoff) {
+  loop_.runAndWait([this] {
+    refresh_timer_ = std::make_unique<boost::asio::steady_timer>(loop_.io());
+    for (const std::string& seed : options_.seeds) node(seed);
+    refreshNow();
+  });
+}
+
+RedisClusterStore::~RedisClusterStore() {
+  loop_.runAndWait([this] {
+    stopping_ = true;
+    refresh_timer_->cancel();
+    slots_.fill(nullptr);
+    // Closing the pools fails their calls in flight; stopping_ keeps those callbacks from
+    // touching the nodes being destroyed.
+    std::map<std::string, Node> doomed = std::move(nodes_);
+    nodes_.clear();
+    doomed.clear();
+    if (outstanding_ == 0) drained_.set_value();
+  });
+  // Requests waiting to look for their slot's master again see stopping_ within kWaitPoll.
+  drained_.get_future().wait();
+  loop_.stop();
+}
+
+StoreStatus RedisClusterStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
+                                     std::span<Outcome> outcomes) noexcept {
+  if (loop_.runningHere()) return StoreStatus::kUnavailable;  // would wait on itself
+  std::promise<StoreStatus> result;
+  applyAsync(checks, clock, outcomes, [&result](StoreStatus status) { result.set_value(status); });
+  return result.get_future().get();
+}
+
+void RedisClusterStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
+                                   std::span<Outcome> outcomes, StoreCallback done) noexcept {
+  if (checks.empty()) return done(StoreStatus::kOk);
+  auto request = makeRequest(
+      checks, options_.key_prefix,
+      options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt, outcomes,
+      std::move(done), SteadyClock::now() + std::chrono::microseconds(options_.timeout_us));
+  loop_.post([this, request] { start(request); });
+}
+
+RedisClusterStore::Node* RedisClusterStore::node(const std::string& address) {
+  const auto found = nodes_.find(address);
+  if (found != nodes_.end()) return &found->second;
+  const std::optional<redis::HostPort> parsed = redis::splitHostPort(address);
+  if (!parsed) return nullptr;
+  Node& made = nodes_[address];
+  made.host = parsed->host;
+  made.pool = std::make_unique<redis::ServerPool>(loop_.io(), parsed->host, parsed->port,
+                                                  options_.connections);
+  made.pool->start();
+  return &made;
+}
+
+void RedisClusterStore::start(const std::shared_ptr<ClusterRequest>& request) {
+  if (stopping_) return request->done(StoreStatus::kUnavailable);
+  ++outstanding_;
+  // Counted before sending: a call may be answered (failed) before the next is sent.
+  request->pending = request->groups.size();
+  for (std::size_t g = 0; g < request->groups.size(); ++g) {
+    SlotGroup& group = request->groups[g];
+    auto routed = std::make_shared<RoutedCall>();
+    routed->call = std::make_shared<const redis::ScriptCall>(
+        redis::ScriptCall::make("decide", group.keys, group.specs, group.costs, request->now_us));
+    routed->slot = group.slot;
+    routed->deadline = request->deadline;
+    routed->handler = [this, request, g](const redisReply* reply) { onDecided(request, g, reply); };
+    route(routed);
+  }
+}
+
+void RedisClusterStore::onDecided(const std::shared_ptr<ClusterRequest>& request, std::size_t g,
+                                  const redisReply* reply) {
+  SlotGroup& group = request->groups[g];
+  if (reply == nullptr || redis::readDecideReply(reply, group.outcomes, group.now_us)) {
+    group.state = SlotGroup::State::kFailed;
+  } else {
+    // The script is all-or-nothing within the slot: any denial means nothing was consumed.
+    const bool allowed = std::all_of(group.outcomes.begin(), group.outcomes.end(),
+                                     [](const Outcome& outcome) { return outcome.allowed; });
+    group.state = allowed ? SlotGroup::State::kAllowed : SlotGroup::State::kDenied;
+  }
+  if (--request->pending == 0) settle(request);
+}
+
+void RedisClusterStore::settle(const std::shared_ptr<ClusterRequest>& request) {
+  bool failed = false;
+  for (const SlotGroup& group : request->groups) {
+    failed = failed || group.state == SlotGroup::State::kFailed;
+    request->denied = request->denied || group.state == SlotGroup::State::kDenied;
+  }
+  request->status = failed ? StoreStatus::kUnavailable : StoreStatus::kOk;
+  if (!failed && !request->denied) return finish(request);
+  // Some slot did not admit: give back what the others consumed. The refund names the time each
+  // decide ran at, so it undoes exactly that consumption. A refund that fails leaves the limit
+  // over-counted until it drains; it never admits more.
+  const std::size_t refunds = static_cast<std::size_t>(std::count_if(
+      request->groups.begin(), request->groups.end(),
+      [](const SlotGroup& group) { return group.state == SlotGroup::State::kAllowed; }));
+  if (refunds == 0 || stopping_) return finish(request);
+  request->pending = refunds;
+  for (const SlotGroup& group : request->groups) {
+    if (group.state != SlotGroup::State::kAllowed) continue;
+    auto routed = std::make_shared<RoutedCall>();
+    routed->call = std::make_shared<const redis::ScriptCall>(
+        redis::ScriptCall::make("refund", group.keys, group.specs, group.costs, group.now_us));
+    routed->slot = group.slot;
+    routed->deadline = request->deadline;
+    routed->handler = [this, request](const redisReply*) {
+      if (--request->pending == 0) finish(request);
+    };
+    route(routed);
+  }
+}
+
+void RedisClusterStore::finish(const std::shared_ptr<ClusterRequest>& request) {
+  if (request->status == StoreStatus::kOk) {
+    for (SlotGroup& group : request->groups) {
+      if (request->denied && group.state == SlotGroup::State::kAllowed) restoreRefunded(group);
+      for (std::size_t i = 0; i < group.checks.size(); ++i) {
+        request->outcomes[group.checks[i]] = group.outcomes[i];
+      }
+    }
+  }
+  request->done(request->status);
+  if (--outstanding_ == 0 && stopping_) drained_.set_value();
+}
+
+void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
+  if (stopping_ || SteadyClock::now() >= routed->deadline) return routed->handler(nullptr);
+  Node* target = routed->ask_address.empty() ? slots_[routed->slot] : node(routed->ask_address);
+  if (target == nullptr) {
+    requestRefresh();
+    return retryLater(routed);  // the table is not fetched yet, or names no master for the slot
+  }
+  if (!target->pool->connected()) {
+    if (!target->ever_connected) return retryLater(routed);  // its first connect is under way
+    // A master that went away: fail fast, and look for the replica that may replace it.
+    requestRefresh();
+    return routed->handler(nullptr);
+  }
+  target->ever_connected = true;
+  const auto remaining = std::max(
+      std::chrono::microseconds(1),
+      std::chrono::duration_cast<std::chrono::microseconds>(routed->deadline - SteadyClock::now()));
+  const bool asking = !routed->ask_address.empty();
+  target->pool->call(
+      routed->call, remaining,
+      [this, routed, host = target->host](const redisReply* reply, std::string_view) {
+        onRouted(routed, reply, host);
+      },
+      asking);
+}
+
+void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, const redisReply* reply,
+                                 const std::string& asked_host) {
+  routed->ask_address.clear();  // an ASK holds for one attempt only
+  if (stopping_) return routed->handler(nullptr);
+  if (reply == nullptr) {
+    requestRefresh();  // timed out or lost the connection: the master may have failed over
+    return routed->handler(nullptr);
+  }
+  const std::optional<redis::Redirect> redirect =
+      redis::readRedirect(redis::errorText(reply), asked_host);
+  // TRYAGAIN, CLUSTERDOWN and script errors end here, as error replies the caller rejects.
+  if (!redirect) return routed->handler(reply);
+  if (++routed->redirects > kMaxRedirects) {
+    requestRefresh();
+    return routed->handler(nullptr);
+  }
+  if (redirect->kind == redis::Redirect::Kind::kMoved) {
+    // The slot has a new master for good: use it now, and learn whatever else moved with it.
+    slots_[redirect->slot] = node(redirect->address);
+    requestRefresh();
+  } else {
+    routed->ask_address = redirect->address;
+  }
+  route(routed);
+}
+
+void RedisClusterStore::retryLater(const std::shared_ptr<RoutedCall>& routed) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(loop_.io());
+  timer->expires_at(std::min(routed->deadline, SteadyClock::now() + kWaitPoll));
+  timer->async_wait([this, routed, timer](const boost::system::error_code&) { route(routed); });
+}
+
+void RedisClusterStore::requestRefresh() {
+  if (stopping_) return;
+  if (refresh_in_flight_) {
+    refresh_again_ = true;
+    return;
+  }
+  armRefresh(std::max(SteadyClock::now(), last_refresh_ + kMinRefreshGap));
+}
+
+void RedisClusterStore::armRefresh(Deadline at) {
+  if (stopping_ || (refresh_armed_ && refresh_due_ <= at)) return;
+  refresh_armed_ = true;
+  refresh_due_ = at;
+  refresh_timer_->expires_at(at);  // cancels a later wait
+  refresh_timer_->async_wait([this](const boost::system::error_code& error) {
+    if (error) return;  // replaced by an earlier wait, or the store is stopping
+    refresh_armed_ = false;
+    refreshNow();
+  });
+}
+
+void RedisClusterStore::refreshNow() {
+  if (stopping_) return;
+  if (refresh_in_flight_) {
+    refresh_again_ = true;
+    return;
+  }
+  // Ask the next node that is connected, so one stuck node cannot keep the table stale.
+  Node* asked = nullptr;
+  for (std::size_t tried = 0; tried < nodes_.size() && asked == nullptr; ++tried) {
+    auto it =
+        std::next(nodes_.begin(), static_cast<std::ptrdiff_t>(refresh_cursor_++ % nodes_.size()));
+    if (it->second.pool->connected()) asked = &it->second;
+  }
+  if (asked == nullptr) {
+    armRefresh(SteadyClock::now() + refresh_backoff_);
+    refresh_backoff_ = std::min(refresh_backoff_ * 2, kLastRefreshBackoff);
+    return;
+  }
+  refresh_in_flight_ = true;
+  last_refresh_ = SteadyClock::now();
+  asked->pool->command({"CLUSTER", "SLOTS"}, kRefreshTimeout,
+                       [this, host = asked->host](const redisReply* reply, std::string_view) {
+                         onSlots(reply, host);
+                       });
+}
+
+void RedisClusterStore::onSlots(const redisReply* reply, const std::string& asked_host) {
+  refresh_in_flight_ = false;
+  if (stopping_) return;
+  redis::SlotMap map;
+  if (redis::readClusterSlots(reply, asked_host, map)) {
+    armRefresh(SteadyClock::now() + refresh_backoff_);  // try the next node
+    refresh_backoff_ = std::min(refresh_backoff_ * 2, kLastRefreshBackoff);
+    return;
+  }
+  applySlotMap(map);
+  refresh_backoff_ = kFirstRefreshBackoff;
+  ready_.store(true);
+  if (refresh_again_) {
+    refresh_again_ = false;
+    armRefresh(SteadyClock::now() + kMinRefreshGap);
+  } else {
+    armRefresh(SteadyClock::now() + std::chrono::microseconds(options_.refresh_interval_us));
+  }
+}
+
+void RedisClusterStore::applySlotMap(const redis::SlotMap& map) {
+  std::vector<Node*> masters;
+  masters.reserve(map.masters.size());
+  for (const std::string& address : map.masters) masters.push_back(node(address));
+  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
+    const std::int32_t owner = map.owner[slot];
+    slots_[slot] = owner == redis::SlotMap::kNoMaster ? nullptr : masters[owner];
+  }
+}
+
+}  // namespace sluice

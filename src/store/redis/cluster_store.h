@@ -1,0 +1,116 @@
+// Limits shared by every Sluice node through a Redis Cluster. Each check's key carries a hash tag
+// made from its group (redis_keys.h), so a client's limits share a slot: the checks of a request
+// that land in one slot decide in one script call, atomically. Checks spread over several slots
+// decide per slot, concurrently, and when any slot denies, the slots that consumed get their
+// consumption back (consume-then-refund): the limits may briefly over-count, never over-admit.
+//
+// Routing follows the cluster: the slot table comes from CLUSTER SLOTS (at start, after every
+// MOVED, periodically, and with a backoff while no node answers); MOVED updates the slot and
+// retries on its new master; ASK retries once on the importing node with ASKING. TRYAGAIN and
+// CLUSTERDOWN make the call unavailable. Everything a request does is bounded by the timeout.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "store/redis/loop_thread.h"
+#include "store/redis/redis_keys.h"
+#include "store/redis/server_pool.h"
+#include "store/store.h"
+
+namespace sluice {
+
+struct RedisClusterStoreOptions {
+  // "host:port" of one or more cluster nodes; the other masters are discovered from them.
+  std::vector<std::string> seeds = {"127.0.0.1:7000"};
+  std::size_t connections = 2;  // per master
+  Micros timeout_us = 20'000;   // per request, redirections and refunds included
+  std::string key_prefix = "sluice:";
+  // Tests: decide at the caller's clock instead of Redis TIME, to replay exact instants.
+  bool use_caller_clock = false;
+  // How often the slot table is fetched again when nothing else asks for it.
+  Micros refresh_interval_us = 10'000'000;
+};
+
+namespace redis {
+struct ClusterRequest;
+struct RoutedCall;
+struct SlotMap;
+}  // namespace redis
+
+class RedisClusterStore final : public Store {
+ public:
+  // Connects to the seeds and fetches the slot table in the background; until the table and a
+  // slot's master are known, a request waits for them, at most for its timeout.
+  explicit RedisClusterStore(RedisClusterStoreOptions options);
+  ~RedisClusterStore() override;
+
+  // Blocks for at most the timeout. Must not be called from a callback of this store.
+  [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
+                                  std::span<Outcome> outcomes) noexcept override;
+  // `done` runs on the store's loop thread.
+  void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
+                  std::span<Outcome> outcomes, StoreCallback done) noexcept override;
+
+  // Thread-safe: whether a slot table has been fetched.
+  [[nodiscard]] bool ready() const noexcept { return ready_.load(); }
+
+ private:
+  using Deadline = std::chrono::steady_clock::time_point;
+  // A master (or seed) and the connections to it. Kept for the store's life once seen: a
+  // cluster has a bounded number of nodes, and in-flight calls may still be on its pool.
+  struct Node {
+    std::unique_ptr<redis::ServerPool> pool;
+    std::string host;
+    bool ever_connected = false;  // after that, a lost connection fails calls at once
+  };
+
+  // Every member below runs on loop_.
+  Node* node(const std::string& address);
+  void start(const std::shared_ptr<redis::ClusterRequest>& request);
+  void onDecided(const std::shared_ptr<redis::ClusterRequest>& request, std::size_t group,
+                 const redisReply* reply);
+  void settle(const std::shared_ptr<redis::ClusterRequest>& request);
+  void finish(const std::shared_ptr<redis::ClusterRequest>& request);
+
+  // Sends a script call to its slot's master, following redirections, until its deadline.
+  void route(const std::shared_ptr<redis::RoutedCall>& routed);
+  void onRouted(const std::shared_ptr<redis::RoutedCall>& routed, const redisReply* reply,
+                const std::string& asked_host);
+  void retryLater(const std::shared_ptr<redis::RoutedCall>& routed);
+
+  void requestRefresh();
+  void armRefresh(Deadline at);
+  void refreshNow();
+  void onSlots(const redisReply* reply, const std::string& asked_host);
+  void applySlotMap(const redis::SlotMap& map);
+
+  RedisClusterStoreOptions options_;
+  redis::LoopThread loop_;
+  std::map<std::string, Node> nodes_;  // by "host:port"
+  std::array<Node*, redis::kClusterSlots> slots_{};
+  std::unique_ptr<boost::asio::steady_timer> refresh_timer_;
+  bool refresh_armed_ = false;
+  Deadline refresh_due_{};
+  bool refresh_in_flight_ = false;
+  bool refresh_again_ = false;
+  Deadline last_refresh_{};
+  std::chrono::milliseconds refresh_backoff_;
+  std::size_t refresh_cursor_ = 0;
+  bool stopping_ = false;
+  std::size_t outstanding_ = 0;  // requests started and not finished
+  std::promise<void> drained_;   // set when stopping and the last request has finished
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace sluice
