@@ -1,0 +1,260 @@
+// SyncedStore: two nodes sharing one real redis-server. Each node decides in memory against the
+// last global state plus its own deltas, spends at most its share between syncs, keeps deciding
+// while Redis is down, and pushes what it admitted once Redis is back.
+#include "store/redis/synced_store.h"
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/redis_server.h"
+#include "support/specs.h"
+
+namespace sluice {
+namespace {
+
+using testing::RedisServer;
+using testing::spec;
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kLimit = 1000;
+constexpr std::size_t kNodes = 2;
+// The synced.h bound for a burst onto a fresh key: (nodes − 1) / nodes² of the limit.
+constexpr std::uint64_t kBurstOvershoot = (kNodes - 1) * kLimit / (kNodes * kNodes);
+// Long enough that the background sync never runs during a test: the test syncs by hand.
+constexpr Micros kManualSyncIntervalUs = 10 * kMicrosPerSecond;
+
+// The redis-server's pid, read from INFO: the support header does not expose it.
+pid_t redisPid(const RedisServer& server) {
+  const std::string info = server.connect().command({"INFO", "server"}).text;
+  const std::string field = "process_id:";
+  const auto at = info.find(field);
+  if (at == std::string::npos) throw std::runtime_error("INFO server has no process_id");
+  return static_cast<pid_t>(std::stol(info.substr(at + field.size())));
+}
+
+// Resumes a SIGSTOPped process when the test leaves the scope, whatever its assertions did.
+class Frozen {
+ public:
+  explicit Frozen(pid_t pid) : pid_(pid) { kill(pid_, SIGSTOP); }
+  ~Frozen() { thaw(); }
+  Frozen(const Frozen&) = delete;
+  Frozen& operator=(const Frozen&) = delete;
+  void thaw() {
+    if (pid_ > 0) kill(pid_, SIGCONT);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+class SyncedStoreTest : public ::testing::Test {
+ protected:
+  SyncedStoreTest() : hour_at_start_(clock_.now() / kMicrosPerHour) {}
+
+  std::unique_ptr<SyncedStore> makeNode(Micros sync_interval_us,
+                                        Micros timeout_us = kMicrosPerSecond) {
+    SyncedStoreOptions options;
+    options.port = static_cast<std::uint16_t>(server_.port());
+    options.sluice_nodes = kNodes;
+    options.sync_interval_us = sync_interval_us;
+    options.timeout_us = timeout_us;
+    return std::make_unique<SyncedStore>(options);
+  }
+
+  // Syncs until a sync succeeds; false after 3 s. The first may fail while the node connects.
+  static bool syncUntilOk(SyncedStore& node) {
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(3);
+    while (SteadyClock::now() < deadline) {
+      if (node.syncNow()) return true;
+      // Polling a reconnecting client, not timing it.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+  Outcome applyOne(SyncedStore& node, std::uint64_t cost, StoreStatus expected = StoreStatus::kOk,
+                   const LimitSpec* limit = nullptr) {
+    const LimitCheck check{"k", limit != nullptr ? limit : &per_hour_, cost};
+    Outcome outcome;
+    EXPECT_EQ(node.apply(std::span(&check, 1), clock_, std::span(&outcome, 1)), expected);
+    return outcome;
+  }
+
+  // Unit requests until `node` denies; how many it admitted. Bounded by the limit.
+  std::uint64_t spend(SyncedStore& node) {
+    std::uint64_t admitted = 0;
+    for (std::uint64_t i = 0; i <= kLimit; ++i) {
+      if (!applyOne(node, 1).allowed) break;
+      ++admitted;
+    }
+    return admitted;
+  }
+
+  // A fixed window that rolled over mid-test (the hour changed) makes the counts meaningless.
+  bool sameHour() const { return clock_.now() / kMicrosPerHour == hour_at_start_; }
+
+  RedisServer server_;
+  SystemClock clock_;  // the store adds Redis's offset itself; a fake instant would not match
+  const Micros hour_at_start_;
+  const LimitSpec per_hour_ = spec(Algorithm::kFixedWindow, "1000/hour");
+};
+
+// Alone, a node spends half of what the global state has left between syncs: 500 of a fresh
+// 1000, then 250 of the 500 left, then 125. A share denial says to retry after one interval.
+TEST_F(SyncedStoreTest, NodeSpendsItsShareBetweenSyncs) {
+  auto node = makeNode(kManualSyncIntervalUs);
+  EXPECT_EQ(spend(*node), 500u);
+  const Outcome denied = applyOne(*node, 1);
+  EXPECT_EQ(denied.reason, DenyReason::kOverLimit);
+  EXPECT_EQ(denied.retry_after_us, kManualSyncIntervalUs);
+  EXPECT_EQ(denied.remaining, 0u);
+  ASSERT_TRUE(syncUntilOk(*node));
+  EXPECT_EQ(spend(*node), 250u);
+  ASSERT_TRUE(syncUntilOk(*node));
+  EXPECT_EQ(spend(*node), 125u);
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// Two nodes, two threads each, syncing between rounds until nothing more is admitted: the total
+// reaches the limit and overshoots it by no more than the documented burst bound.
+TEST_F(SyncedStoreTest, TwoNodesStayWithinTheBurstBound) {
+  std::unique_ptr<SyncedStore> nodes[kNodes] = {makeNode(kManualSyncIntervalUs),
+                                                makeNode(kManualSyncIntervalUs)};
+  std::uint64_t total = 0;
+  int rounds = 0;
+  for (; rounds < 20; ++rounds) {
+    std::atomic<std::uint64_t> admitted{0};
+    std::vector<std::thread> threads;
+    for (auto& node : nodes) {
+      for (int t = 0; t < 2; ++t) {
+        threads.emplace_back([&, store = node.get()] {
+          const LimitCheck check{"k", &per_hour_, 1};
+          int denials_in_a_row = 0;
+          // Until it denies repeatedly: a node's share, once spent, stays spent until a sync.
+          for (std::uint64_t i = 0; i <= kLimit && denials_in_a_row < 5; ++i) {
+            Outcome outcome;
+            (void)store->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+            denials_in_a_row = outcome.allowed ? 0 : denials_in_a_row + 1;
+            if (outcome.allowed) ++admitted;
+          }
+        });
+      }
+    }
+    for (std::thread& thread : threads) thread.join();
+    total += admitted.load();
+    for (auto& node : nodes) ASSERT_TRUE(syncUntilOk(*node)) << "round " << rounds;
+    if (admitted.load() == 0) break;
+  }
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+  EXPECT_LT(rounds, 20) << "admissions never stopped";
+  EXPECT_LE(total, kLimit + kBurstOvershoot);
+  // Shares round down to at least one unit, so the nodes converge on the whole limit.
+  EXPECT_GE(total, kLimit - 5);
+}
+
+// With Redis gone, decisions still come at once (degraded once syncs fail); what was admitted
+// meanwhile is pushed when Redis returns, and the other node then sees it.
+TEST_F(SyncedStoreTest, DecidesWhileRedisIsDownAndPushesLaterDeltas) {
+  auto node = makeNode(20 * kMicrosPerMilli, 20 * kMicrosPerMilli);
+  auto other = makeNode(kManualSyncIntervalUs);
+  server_.stop();
+  // Peeks until the background syncs have failed and decisions say so.
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(3);
+  StoreStatus status = StoreStatus::kOk;
+  while (status != StoreStatus::kDegraded && SteadyClock::now() < deadline) {
+    const LimitCheck peek{"k", &per_hour_, 0};
+    Outcome outcome;
+    status = node->apply(std::span(&peek, 1), clock_, std::span(&outcome, 1));
+    // Polling for the background sync to fail, not timing it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(status, StoreStatus::kDegraded);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(applyOne(*node, 1, StoreStatus::kDegraded).allowed);
+  EXPECT_FALSE(node->syncNow());
+
+  server_.restart();  // empty: only deltas pushed from now on count
+  ASSERT_TRUE(syncUntilOk(*node));
+  EXPECT_EQ(applyOne(*node, 0).remaining, kLimit - 10);
+  EXPECT_EQ(applyOne(*other, 0).remaining, kLimit);  // before it has pulled the key
+  ASSERT_TRUE(syncUntilOk(*other));
+  EXPECT_EQ(applyOne(*other, 0).remaining, kLimit - 10);
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// A frozen Redis (SIGSTOP) leaves syncs hanging until their deadline; decisions never wait on
+// them. Checked on a watchdog thread, so a blocking decision fails instead of stalling the test.
+TEST_F(SyncedStoreTest, NeverBlocksOnAFrozenRedis) {
+  auto node = makeNode(20 * kMicrosPerMilli, 200 * kMicrosPerMilli);
+  ASSERT_TRUE(applyOne(*node, 1).allowed);
+  ASSERT_TRUE(syncUntilOk(*node));
+  Frozen frozen(redisPid(server_));
+  auto decided = std::async(std::launch::async, [&] {
+    std::uint64_t admitted = 0;
+    const LimitCheck check{"k", &per_hour_, 1};
+    for (int i = 0; i < 2000; ++i) {
+      Outcome outcome;
+      (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+      admitted += outcome.allowed ? 1 : 0;
+    }
+    return admitted;
+  });
+  ASSERT_EQ(decided.wait_for(std::chrono::seconds(5)), std::future_status::ready)
+      << "decisions blocked on a frozen Redis";
+  // The share of the 999 left after the first sync.
+  EXPECT_EQ(decided.get(), 499u);
+  frozen.thaw();
+  ASSERT_TRUE(syncUntilOk(*node));
+  (void)applyOne(*node, 0, StoreStatus::kOk);  // no longer degraded
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// Deltas pushed by a sync that timed out on a frozen Redis are pushed again later; Redis runs
+// the first push too once it resumes, so they must not count twice.
+// DISABLED: fails. KNOWN BUG: SyncedStore::applyReply (synced_store.cc) puts a failed batch's
+// deltas back into `pending`, but a timed-out "sync" call may still run in Redis (it is in the
+// socket buffer), so the 10 units count twice: the other node sees 980 left, not 990.
+// Re-enable once a re-push cannot double count (e.g. pushes carry an id Redis deduplicates).
+TEST_F(SyncedStoreTest, DISABLED_DeltasOfATimedOutSyncCountOnce) {
+  auto node = makeNode(kManualSyncIntervalUs, 100 * kMicrosPerMilli);
+  auto other = makeNode(kManualSyncIntervalUs);
+  ASSERT_TRUE(applyOne(*node, 0).allowed);
+  ASSERT_TRUE(syncUntilOk(*node));  // connected
+  {
+    Frozen frozen(redisPid(server_));
+    for (int i = 0; i < 10; ++i) EXPECT_TRUE(applyOne(*node, 1).allowed);
+    EXPECT_FALSE(node->syncNow());  // times out; Redis still holds the call
+  }
+  ASSERT_TRUE(syncUntilOk(*node));
+  ASSERT_TRUE(applyOne(*other, 0).allowed);
+  ASSERT_TRUE(syncUntilOk(*other));
+  EXPECT_EQ(applyOne(*other, 0).remaining, kLimit - 10);
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// The sliding window log has no compact state to sync: its checks are unavailable, and a
+// request containing one consumes nothing from its other limits.
+TEST_F(SyncedStoreTest, SlidingWindowLogIsUnavailable) {
+  auto node = makeNode(kManualSyncIntervalUs);
+  const LimitSpec log = spec(Algorithm::kSlidingWindowLog, "10/hour");
+  (void)applyOne(*node, 1, StoreStatus::kUnavailable, &log);
+  const std::vector<LimitCheck> request = {{"k", &per_hour_, 1}, {"log", &log, 1}};
+  std::vector<Outcome> outcomes(request.size());
+  EXPECT_EQ(node->apply(request, clock_, outcomes), StoreStatus::kUnavailable);
+  EXPECT_EQ(applyOne(*node, 0).remaining, kLimit);
+}
+
+}  // namespace
+}  // namespace sluice
