@@ -1,0 +1,249 @@
+// RedisClusterStore against a real three-master Redis Cluster: atomic decisions within a slot,
+// consume-then-refund across slots, discovery from one seed, MOVED after a slot migration, ASK
+// during one, and a killed master. The script reads Redis TIME, and every limit is per day, so
+// no limit refills during a test.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sluice/decision.h"
+#include "store/redis/cluster_slots.h"
+#include "store/redis/cluster_store.h"
+#include "store/redis/redis_keys.h"
+#include "support/redis_cluster.h"
+#include "support/specs.h"
+
+namespace sluice::testing {
+namespace {
+
+using std::chrono::steady_clock;
+
+constexpr char kPrefix[] = "test:";
+
+class RedisClusterStoreTest : public ::testing::Test {
+ protected:
+  RedisClusterStoreTest() : cluster_(std::make_unique<RedisCluster>()) {}
+
+  // A store seeded with `seeds` (default: every node), once it has fetched the slot table.
+  std::unique_ptr<RedisClusterStore> makeStore(std::vector<std::string> seeds = {},
+                                               Micros timeout_us = 2'000'000) {
+    if (seeds.empty()) {
+      for (std::size_t i = 0; i < cluster_->size(); ++i) seeds.push_back(cluster_->address(i));
+    }
+    auto store = std::make_unique<RedisClusterStore>(RedisClusterStoreOptions{
+        .seeds = seeds, .connections = 2, .timeout_us = timeout_us, .key_prefix = kPrefix});
+    // A watchdog, not a timing assertion: the table comes as soon as a seed connects.
+    const auto deadline = steady_clock::now() + std::chrono::seconds(10);
+    while (!store->ready() && steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(store->ready());
+    return store;
+  }
+
+  static int slotOf(const LimitCheck& check) {
+    return redis::hashSlot(redis::redisKey(kPrefix, check));
+  }
+
+  // A group name, "<stem>-<n>", whose checks land on node `node`.
+  std::string groupOnNode(const std::string& stem, std::size_t node) {
+    for (int n = 0; n < 1000; ++n) {
+      const std::string group = stem + "-" + std::to_string(n);
+      if (cluster_->ownerOf(slotOf({"probe", &day_, 1, group})) == node) return group;
+    }
+    ADD_FAILURE() << "no group on node " << node;
+    return stem;
+  }
+
+  // Decides one check and returns its outcome, expecting the store to answer.
+  Outcome decide(Store& store, const LimitCheck& check) {
+    Outcome outcome;
+    EXPECT_EQ(store.apply({&check, 1}, clock_, {&outcome, 1}), StoreStatus::kOk) << check.key;
+    return outcome;
+  }
+
+  std::unique_ptr<RedisCluster> cluster_;
+  FakeClock clock_{kJan2026};  // unused by the store: Redis TIME decides
+  LimitSpec day_ = spec(Algorithm::kFixedWindow, "1000000/day");
+};
+
+// Checks of one group decide in one script call: under 8 threads, exactly the limit is
+// admitted, and the other limit of the same request is consumed only by admitted requests.
+TEST_F(RedisClusterStoreTest, OneSlotDecidesAtomicallyUnderContention) {
+  auto store = makeStore();
+  const LimitSpec small = spec(Algorithm::kTokenBucket, "300/day", 300);
+  const LimitSpec large = spec(Algorithm::kTokenBucket, "5000/day", 5000);
+  const LimitCheck checks[] = {{"small", &small, 1, "client-a"}, {"large", &large, 1, "client-a"}};
+  ASSERT_EQ(slotOf(checks[0]), slotOf(checks[1]));
+  std::atomic<int> admitted{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 60; ++i) {
+        Outcome outcomes[2];
+        if (store->apply(checks, clock_, outcomes) != StoreStatus::kOk) {
+          ++failed;
+        } else if (outcomes[0].allowed && outcomes[1].allowed) {
+          ++admitted;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(admitted.load(), 300);
+  EXPECT_EQ(decide(*store, {"large", &large, 0, "client-a"}).remaining, 5000u - 300u);
+}
+
+// Checks on two slots (on two masters): when one slot denies, the other's consumption is given
+// back, and its outcome shows the state as it is.
+TEST_F(RedisClusterStoreTest, ChecksOnTwoSlotsAreAllOrNothing) {
+  auto store = makeStore();
+  const LimitSpec five = spec(Algorithm::kFixedWindow, "5/day");
+  const LimitSpec three = spec(Algorithm::kGcra, "3/day", 3);
+  const std::string wide_group = groupOnNode("wide", 0);
+  const std::string narrow_group = groupOnNode("narrow", 1);
+  const LimitCheck checks[] = {{"wide", &five, 1, wide_group}, {"narrow", &three, 1, narrow_group}};
+  for (int i = 0; i < 3; ++i) {
+    Outcome outcomes[2];
+    ASSERT_EQ(store->apply(checks, clock_, outcomes), StoreStatus::kOk);
+    EXPECT_TRUE(outcomes[0].allowed && outcomes[1].allowed) << i;
+  }
+  Outcome outcomes[2];
+  ASSERT_EQ(store->apply(checks, clock_, outcomes), StoreStatus::kOk);
+  EXPECT_TRUE(outcomes[0].allowed);  // would have allowed; refunded
+  EXPECT_EQ(outcomes[0].remaining, 2u);
+  EXPECT_FALSE(outcomes[1].allowed);
+  EXPECT_EQ(outcomes[1].reason, DenyReason::kOverLimit);
+  // The refund left exactly two units of the five.
+  EXPECT_EQ(decide(*store, {"wide", &five, 0, checks[0].group}).remaining, 2u);
+  EXPECT_TRUE(decide(*store, {"wide", &five, 2, checks[0].group}).allowed);
+  EXPECT_FALSE(decide(*store, {"wide", &five, 1, checks[0].group}).allowed);
+}
+
+// Under contention across slots nothing is over-admitted, and the refunds leave the wider
+// limit holding exactly the admitted requests.
+TEST_F(RedisClusterStoreTest, ConcurrentCrossSlotRequestsNeverOverAdmit) {
+  auto store = makeStore();
+  const LimitSpec wide = spec(Algorithm::kFixedWindow, "1000/day");
+  const LimitSpec narrow = spec(Algorithm::kFixedWindow, "100/day");
+  const std::string wide_group = groupOnNode("wide", 1);
+  const std::string narrow_group = groupOnNode("narrow", 2);
+  const LimitCheck checks[] = {{"wide", &wide, 1, wide_group},
+                               {"narrow", &narrow, 1, narrow_group}};
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 30; ++i) {
+        Outcome outcomes[2];
+        EXPECT_EQ(store->apply(checks, clock_, outcomes), StoreStatus::kOk);
+        if (outcomes[0].allowed && outcomes[1].allowed) ++admitted;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(admitted.load(), 100);
+  EXPECT_EQ(decide(*store, {"wide", &wide, 0, checks[0].group}).remaining, 900u);
+}
+
+// Seeded with one node, the store learns the other masters and decides keys on all three.
+TEST_F(RedisClusterStoreTest, OneSeedDiscoversEveryMaster) {
+  auto store = makeStore({cluster_->address(2)});
+  const LimitSpec two = spec(Algorithm::kSlidingWindowCounter, "2/day");
+  for (std::size_t node = 0; node < cluster_->size(); ++node) {
+    const std::string group = groupOnNode("seeded", node);
+    const LimitCheck check{"k", &two, 1, group};
+    EXPECT_TRUE(decide(*store, check).allowed) << node;
+    EXPECT_TRUE(decide(*store, check).allowed) << node;
+    EXPECT_FALSE(decide(*store, check).allowed) << node;
+  }
+}
+
+// A slot migrated to another master with its keys: the old master answers MOVED, the store
+// follows it, and the key's state carries on where it was.
+TEST_F(RedisClusterStoreTest, FollowsMovedAfterSlotMigration) {
+  auto store = makeStore();
+  const LimitSpec ten = spec(Algorithm::kTokenBucket, "10/day", 10);
+  const std::string group = groupOnNode("moving", 0);
+  const LimitCheck check{"moving", &ten, 1, group};
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(decide(*store, check).allowed);
+  cluster_->migrateSlot(slotOf(check), 0, 1);
+  ASSERT_EQ(cluster_->ownerOf(slotOf(check), 2), 1u);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(decide(*store, check).allowed) << i;
+  const Outcome denied = decide(*store, check);
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(denied.remaining, 0u);
+  EXPECT_EQ(cluster_->connect(1).command({"EXISTS", redis::redisKey(kPrefix, check)}).integer, 1);
+}
+
+// While a slot is migrating, a key the source does not hold is served by the importing node
+// through ASK (with ASKING), on every call, and its count stays exact there.
+TEST_F(RedisClusterStoreTest, FollowsAskDuringMigration) {
+  auto store = makeStore();
+  const LimitSpec three = spec(Algorithm::kFixedWindow, "3/day");
+  const std::string group = groupOnNode("asked", 2);
+  const LimitCheck check{"asked", &three, 1, group};
+  const int slot = slotOf(check);
+  cluster_->beginMigration(slot, 2, 0);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(decide(*store, check).allowed) << i;
+  EXPECT_FALSE(decide(*store, check).allowed);
+  RedisConnection source = cluster_->connect(2);
+  EXPECT_EQ(source.command({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}).integer, 0);
+  RedisConnection target = cluster_->connect(0);
+  target.append({"ASKING"});
+  target.append({"EXISTS", redis::redisKey(kPrefix, check)});
+  EXPECT_FALSE(target.read().isError());
+  EXPECT_EQ(target.read().integer, 1);
+}
+
+// A killed master: its slots' calls are unavailable within the timeout (no hang), and the
+// other masters' slots keep deciding.
+TEST_F(RedisClusterStoreTest, KilledMasterIsUnavailableWithinTheTimeout) {
+  constexpr Micros kTimeoutUs = 300'000;
+  auto store = makeStore({}, kTimeoutUs);
+  const std::string lost_group = groupOnNode("lost", 1);
+  const std::string kept_group = groupOnNode("kept", 0);
+  const LimitCheck lost{"lost", &day_, 1, lost_group};
+  const LimitCheck kept{"kept", &day_, 1, kept_group};
+  ASSERT_TRUE(decide(*store, lost).allowed);
+  cluster_->kill(1);
+  for (int i = 0; i < 3; ++i) {
+    Outcome outcome;
+    const auto started = steady_clock::now();
+    EXPECT_EQ(store->apply({&lost, 1}, clock_, {&outcome, 1}), StoreStatus::kUnavailable);
+    // Generous: the bound is the timeout, plus scheduling on a loaded test machine.
+    EXPECT_LT(steady_clock::now() - started, std::chrono::microseconds(kTimeoutUs * 3));
+  }
+  EXPECT_TRUE(decide(*store, kept).allowed);
+  // A request touching both slots is unavailable as a whole.
+  const LimitCheck both[] = {kept, lost};
+  Outcome outcomes[2];
+  EXPECT_EQ(store->apply(both, clock_, outcomes), StoreStatus::kUnavailable);
+}
+
+// Redirections are read from Redis's error text; an omitted host is the asked node's.
+TEST(ClusterRedirect, ReadsMovedAndAsk) {
+  const auto moved = redis::readRedirect("MOVED 3999 127.0.0.1:6381", "10.0.0.1");
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->kind, redis::Redirect::Kind::kMoved);
+  EXPECT_EQ(moved->slot, 3999);
+  EXPECT_EQ(moved->address, "127.0.0.1:6381");
+  const auto ask = redis::readRedirect("ASK 16383 :7000", "10.0.0.1");
+  ASSERT_TRUE(ask.has_value());
+  EXPECT_EQ(ask->kind, redis::Redirect::Kind::kAsk);
+  EXPECT_EQ(ask->address, "10.0.0.1:7000");
+  EXPECT_FALSE(redis::readRedirect("MOVED 16384 127.0.0.1:1", "h"));
+  EXPECT_FALSE(redis::readRedirect("MOVED 12 ?:0", "h"));
+  EXPECT_FALSE(redis::readRedirect("TRYAGAIN Multiple keys request during rehashing", "h"));
+  EXPECT_FALSE(redis::readRedirect("CLUSTERDOWN The cluster is down", "h"));
+}
+
+}  // namespace
+}  // namespace sluice::testing
