@@ -32,11 +32,12 @@ inline constexpr std::size_t kMaxDynamicKeyBytes = 256;
 // Never throws.
 [[nodiscard]] Result<DynamicLimitsPtr> parseDynamicLimits(std::string_view json);
 
-// Thread-safe. policy::decide over the policy's limits plus `dynamic` (null: none), checked in
-// one all-or-nothing engine call; throttle, shadow and deny status as in policy::decide.
-[[nodiscard]] policy::PolicyDecision decideWithDynamic(const policy::Policy& policy,
-                                                       const policy::RequestContext& context,
-                                                       const DynamicLimits* dynamic, Engine& engine,
-                                                       Micros already_waited_us);
+// Thread-safe. policy::decideAsync over the policy's limits plus `dynamic` (null: none),
+// checked in one all-or-nothing engine call; throttle, shadow and deny status as in
+// policy::decide. `done` runs once, possibly before the call returns, possibly on a store's
+// thread. The policy and the engine must outlive `done`.
+void decideWithDynamic(const policy::Policy& policy, const policy::RequestContext& context,
+                       const DynamicLimitsPtr& dynamic, Engine& engine, Micros already_waited_us,
+                       policy::DecisionHandler done);
 
 }  // namespace sluice::gateway

@@ -191,10 +191,23 @@ void ProxySession::admit() {
 void ProxySession::decidePass() {
   Exchange& exchange = *exchange_;
   const bool monitor = exchange.route->mode == RouteMode::kMonitor;
-  // A monitor route never holds a request: a throttle verdict is passed on as a denial.
-  exchange.decision =
-      decideWithDynamic(*exchange.policy, *exchange.context, exchange.dynamic.get(), state_->engine,
-                        monitor ? policy::kCannotWait : exchange.waited_us);
+  // A monitor route never holds a request: a throttle verdict is passed on as a denial. The
+  // store may answer on its own thread; the session carries on on its loop.
+  decideWithDynamic(*exchange.policy, *exchange.context, exchange.dynamic, state_->engine,
+                    monitor ? policy::kCannotWait : exchange.waited_us,
+                    [self = shared_from_this()](policy::PolicyDecision&& decision) {
+                      net::dispatch(self->client_.get_executor(),
+                                    [self, decided = std::move(decision)]() mutable {
+                                      self->onDecision(std::move(decided));
+                                    });
+                    });
+}
+
+void ProxySession::onDecision(policy::PolicyDecision&& decision) {
+  if (exchange_ == nullptr) return;
+  Exchange& exchange = *exchange_;
+  exchange.decision = std::move(decision);
+  const bool monitor = exchange.route->mode == RouteMode::kMonitor;
   const Micros wait_us =
       exchange.decision.throttle_wait_us > 0
           ? exchange.decision.throttle_wait_us
@@ -237,6 +250,8 @@ void ProxySession::afterDecision() {
     return forward();
   }
   if (!decision.allowed) return respondDenied();
+  if (decision.enforced.degraded)
+    exchange.client_headers.emplace_back("X-RateLimit-Degraded", "true");
   const std::vector<http::LimitLabel> labels = http::enforcedLabels(decision);
   http::appendRateLimitHeaders(decision.enforced, labels, headerOptions(exchange.policy),
                                exchange.client_headers);

@@ -46,6 +46,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void onHeader(boost::beast::error_code ec);
   void admit();
   void decidePass();
+  void onDecision(policy::PolicyDecision&& decision);
   void afterDecision();
   bool acquirePermits();
   void respondDenied();

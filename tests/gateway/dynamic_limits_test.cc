@@ -57,18 +57,26 @@ TEST(DynamicLimitsTest, DecidedAllOrNothingWithThePolicy) {
   view.path = "/";
   view.peer = boost::asio::ip::make_address("192.0.2.1");
   const policy::RequestContext context = policy::resolveIdentity(*policy, view, 1000);
-  const auto dynamic =
+  const auto parsed =
       parseDynamicLimits(R"({"limits": [{"key": "k", "burst": 1, "window": "1h"}]})");
-  ASSERT_TRUE(dynamic.ok());
-  EXPECT_TRUE(decideWithDynamic(*policy, context, dynamic.value().get(), engine, 0).allowed);
-  const policy::PolicyDecision denied =
-      decideWithDynamic(*policy, context, dynamic.value().get(), engine, 0);
+  ASSERT_TRUE(parsed.ok());
+  const DynamicLimitsPtr dynamic = parsed.value();
+  // The memory store answers before decideWithDynamic returns.
+  const auto decide = [&](const DynamicLimitsPtr& extra) {
+    std::optional<policy::PolicyDecision> decided;
+    decideWithDynamic(*policy, context, extra, engine, 0,
+                      [&](policy::PolicyDecision&& decision) { decided = std::move(decision); });
+    EXPECT_TRUE(decided.has_value());
+    return decided.value_or(policy::PolicyDecision{});
+  };
+  EXPECT_TRUE(decide(dynamic).allowed);
+  const policy::PolicyDecision denied = decide(dynamic);
   EXPECT_FALSE(denied.allowed);
   EXPECT_EQ(denied.binding()->label, "dynamic:k");
   // base was charged once: two more fit without the dynamic limit.
-  EXPECT_TRUE(decideWithDynamic(*policy, context, nullptr, engine, 0).allowed);
-  EXPECT_TRUE(decideWithDynamic(*policy, context, nullptr, engine, 0).allowed);
-  EXPECT_FALSE(decideWithDynamic(*policy, context, nullptr, engine, 0).allowed);
+  EXPECT_TRUE(decide(nullptr).allowed);
+  EXPECT_TRUE(decide(nullptr).allowed);
+  EXPECT_FALSE(decide(nullptr).allowed);
 }
 
 }  // namespace

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The gateway against nginx as a rate-limiting reverse proxy (limit_req), in front of the same
+# backend, same run, same wrk settings; then the latency each adds at one connection.
+#   backend: nginx `return 200 "ok\n"` (1 worker), keep-alive from both proxies
+#   nginx:   proxy_pass with limit_req (per-address zone), upstream keepalive, 2 workers
+#   sluice:  sluice_gateway_server (the gateway alone; `sluice serve` runs the same code),
+#            a per-client token bucket, 2 threads
+# The limits are generous enough that every request is allowed: this measures the cost of
+# deciding and forwarding, not of refusing. wrk, the proxies and the backend share the cores.
+# Usage: bench/gateway_bench.sh [seconds] [connections]   (after building build/ in Release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-10}"
+connections="${2:-64}"
+gateway_bin="${GATEWAY_BIN:-build/tests/gateway/sluice_gateway_server}"
+work="$(mktemp -d)"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+source tests/integration/lib.sh
+
+backend_port=$(free_port); nginx_port=$(free_port); sluice_port=$(free_port)
+api_port=$(free_port); admin_port=$(free_port)
+mkdir -p "$work/backend/tmp" "$work/proxy/tmp"
+cat > "$work/backend/nginx.conf" <<CONF
+worker_processes 1;
+error_log stderr error;
+pid nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path tmp;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$backend_port; location / { return 200 "ok\n"; } }
+}
+CONF
+cat > "$work/proxy/nginx.conf" <<CONF
+worker_processes 2;
+error_log stderr error;
+pid nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path tmp;
+  proxy_temp_path tmp;
+  keepalive_requests 1000000;
+  limit_req_zone \$binary_remote_addr zone=perclient:10m rate=1000000r/s;
+  upstream backend { server 127.0.0.1:$backend_port; keepalive 64; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$nginx_port;
+    location / {
+      limit_req zone=perclient burst=1000000 nodelay;
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+    }
+  }
+}
+CONF
+cat > "$work/sluice.yaml" <<CONF
+server: { listen: 127.0.0.1:$api_port, admin: 127.0.0.1:$admin_port, threads: 2 }
+limits:
+  - { name: per-client, key: client, algorithm: token_bucket, rate: 1000000/s, burst: 1000000 }
+gateway:
+  listen: 127.0.0.1:$sluice_port
+  upstreams: { backend: 127.0.0.1:$backend_port }
+  routes: [ { path_prefix: /, upstream: backend } ]
+CONF
+
+nginx -p "$work/backend" -c "$work/backend/nginx.conf" -g 'daemon off;' > "$work/backend.log" 2>&1 & pids+=($!)
+nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' > "$work/proxy.log" 2>&1 & pids+=($!)
+"$gateway_bin" "$work/sluice.yaml" > "$work/sluice.log" 2>&1 & pids+=($!)
+wait_for_port "$backend_port"; wait_for_port "$nginx_port"; wait_for_port "$sluice_port"
+curl -sf "http://127.0.0.1:$sluice_port/" > /dev/null || fail "the gateway does not forward"
+curl -sf "http://127.0.0.1:$nginx_port/" > /dev/null || fail "nginx does not forward"
+
+run() {  # name port threads connections → "requests/s p50 p99"
+  wrk -t"$3" -c"$4" -d"${seconds}s" --latency "http://127.0.0.1:$2/api/items?id=42" > "$work/$1.txt"
+  local rps p50 p99
+  rps=$(awk '/^Requests\/sec:/ {print $2}' "$work/$1.txt")
+  p50=$(awk '$1 == "50%" {print $2}' "$work/$1.txt")
+  p99=$(awk '$1 == "99%" {print $2}' "$work/$1.txt")
+  echo "$rps $p50 $p99"
+}
+# wrk prints latencies as 812.00us / 1.23ms / 2.00s; in microseconds:
+micros() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else print n * 1000000 }'; }
+
+read -r nginx_rps nginx_p50 nginx_p99 <<< "$(run nginx "$nginx_port" 2 "$connections")"
+read -r sluice_rps sluice_p50 sluice_p99 <<< "$(run sluice "$sluice_port" 2 "$connections")"
+echo "| proxy (wrk -t2 -c$connections -d${seconds}s, keep-alive) | requests/s | p50 | p99 |"
+echo "|---|---|---|---|"
+echo "| nginx, proxy_pass + limit_req | $nginx_rps | $nginx_p50 | $nginx_p99 |"
+echo "| sluice gateway, token bucket per client | $sluice_rps | $sluice_p50 | $sluice_p99 |"
+awk -v a="$sluice_rps" -v b="$nginx_rps" 'BEGIN { printf "sluice / nginx: %.0f%%\n\n", 100 * a / b }'
+
+read -r _ direct_p50 direct_p99 <<< "$(run direct1 "$backend_port" 1 1)"
+read -r _ via_nginx_p50 via_nginx_p99 <<< "$(run nginx1 "$nginx_port" 1 1)"
+read -r _ via_sluice_p50 via_sluice_p99 <<< "$(run sluice1 "$sluice_port" 1 1)"
+added() { awk -v a="$(micros "$1")" -v b="$(micros "$2")" 'BEGIN { printf "%.0f µs", a - b }'; }
+echo "| one connection (wrk -t1 -c1) | p50 | p99 | added at p99 |"
+echo "|---|---|---|---|"
+echo "| backend direct | $direct_p50 | $direct_p99 | — |"
+echo "| through nginx limit_req | $via_nginx_p50 | $via_nginx_p99 | $(added "$via_nginx_p99" "$direct_p99") |"
+echo "| through the sluice gateway | $via_sluice_p50 | $via_sluice_p99 | $(added "$via_sluice_p99" "$direct_p99") |"
