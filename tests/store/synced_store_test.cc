@@ -244,6 +244,29 @@ TEST_F(SyncedStoreTest, DISABLED_DeltasOfATimedOutSyncCountOnce) {
   if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
 }
 
+// A request is all-or-nothing across its checks, also when it names one key twice: a check
+// past its node share keeps the others from consuming.
+TEST_F(SyncedStoreTest, MultiCheckIsAllOrNothing) {
+  auto node = makeNode(kManualSyncIntervalUs);
+  const LimitSpec small = spec(Algorithm::kFixedWindow, "10/hour");  // a share of 5
+  const auto decide = [&](const std::vector<LimitCheck>& request) {
+    std::vector<Outcome> outcomes(request.size());
+    EXPECT_EQ(node->apply(request, clock_, outcomes), StoreStatus::kOk);
+    bool allowed = true;
+    for (const Outcome& outcome : outcomes) allowed = allowed && outcome.allowed;
+    return allowed;
+  };
+  EXPECT_TRUE(decide({{"k", &per_hour_, 100}, {"small", &small, 3}}));
+  EXPECT_FALSE(decide({{"k", &per_hour_, 100}, {"small", &small, 3}}));
+  EXPECT_EQ(applyOne(*node, 0).remaining, kLimit - 100);
+  // 100 + 300 + 300 passes the share of 500 only in part: nothing is consumed.
+  EXPECT_FALSE(decide({{"k", &per_hour_, 300}, {"k", &per_hour_, 300}}));
+  EXPECT_EQ(applyOne(*node, 0).remaining, kLimit - 100);
+  EXPECT_TRUE(decide({{"k", &per_hour_, 200}, {"k", &per_hour_, 200}}));
+  EXPECT_EQ(applyOne(*node, 0).remaining, kLimit - 500);
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
 // The sliding window log has no compact state to sync: its checks are unavailable, and a
 // request containing one consumes nothing from its other limits.
 TEST_F(SyncedStoreTest, SlidingWindowLogIsUnavailable) {
