@@ -79,3 +79,38 @@ wait_wrk() {  # wrk ends on its own after -d; bounded anyway
   for _ in $(seq 1 400); do pgrep -f "wrk -t1 -c.*$work" > /dev/null || return 0; sleep 0.05; done
   pkill -f "wrk -t1 -c.*$work" || true
 }
+
+cluster_pids=()
+cluster_ports=()
+
+start_cluster() {  # three masters on loopback, slots spread by redis-cli; waits for cluster_state:ok
+  local i port
+  for i in 0 1 2; do
+    port=$(free_port)
+    mkdir -p "$work/cluster$i"
+    redis-server --port "$port" --cluster-port "$(free_port)" --bind 127.0.0.1 --save '' \
+      --appendonly no --cluster-enabled yes --cluster-config-file "$work/cluster$i/nodes.conf" \
+      --dir "$work/cluster$i" --logfile "$work/cluster$i/redis.log" &
+    cluster_pids+=($!)
+    cluster_ports+=("$port")
+  done
+  for port in "${cluster_ports[@]}"; do
+    for _ in $(seq 1 100); do [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+  done
+  redis-cli --cluster create "127.0.0.1:${cluster_ports[0]}" "127.0.0.1:${cluster_ports[1]}" \
+    "127.0.0.1:${cluster_ports[2]}" --cluster-replicas 0 --cluster-yes > "$work/cluster-create.log" 2>&1 ||
+    fail "redis-cli --cluster create failed: $(cat "$work/cluster-create.log")"
+  for port in "${cluster_ports[@]}"; do
+    local ok=""
+    for _ in $(seq 1 200); do
+      redis-cli -p "$port" cluster info | grep -q "cluster_state:ok" && { ok=yes; break; }
+      sleep 0.05
+    done
+    [ -n "$ok" ] || fail "the cluster did not become ok"
+  done
+}
+
+stop_cluster() {
+  for pid in "${cluster_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  cluster_pids=()
+}
