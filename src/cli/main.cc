@@ -36,6 +36,14 @@ int validate(const std::string& path) {
     std::fprintf(stderr, "%zu error(s)\n", loaded.errors.size());
     return 1;
   }
+#ifdef SLUICE_WITH_RLS
+  // The Envoy door's section and its lyft config directory, when present.
+  const auto rls = sluice::rls::loadRlsSettings(path);
+  if (!rls.ok()) {
+    std::fprintf(stderr, "%s\n", rls.error().c_str());
+    return 1;
+  }
+#endif
   std::printf("%s: ok, %zu limit(s), %zu tier(s)\n", path.c_str(), loaded.policy->limits.size(),
               loaded.policy->tiers.size());
   return 0;
