@@ -55,7 +55,6 @@ struct ProxySession::Exchange {
   Framing client_framing = Framing::kNone;
   bool client_keep_alive = false;
   bool response_head_sent = false;
-  std::unique_ptr<char[]> chunk;
 };
 
 }  // namespace sluice::gateway

@@ -69,11 +69,10 @@ void ProxySession::connectUpstream() {
 }
 
 void ProxySession::pumpRequest() {
-  Exchange& exchange = *exchange_;
   if (request_->is_done()) return writeUpstream(0);
-  if (exchange.chunk == nullptr) exchange.chunk = std::make_unique<char[]>(kChunkBytes);
+  if (chunk_ == nullptr) chunk_ = std::make_unique_for_overwrite<char[]>(kChunkBytes);
   auto& body = request_->get().body();
-  body.data = exchange.chunk.get();
+  body.data = chunk_.get();
   body.size = kChunkBytes;
   body.more = true;
   client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
@@ -104,7 +103,7 @@ void ProxySession::writeUpstream(std::size_t bytes) {
   if (chunked && done) frame_ += kLastChunk;
   if (!exchange.request_head_sent) buffers_.push_back(net::buffer(exchange.request_head));
   if (chunk_header > 0) buffers_.push_back(net::buffer(frame_.data(), chunk_header));
-  if (bytes > 0) buffers_.push_back(net::buffer(exchange.chunk.get(), bytes));
+  if (bytes > 0) buffers_.push_back(net::buffer(chunk_.get(), bytes));
   if (frame_.size() > chunk_header) {
     buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
   }
@@ -167,9 +166,9 @@ void ProxySession::onResponseHeader(beast::error_code ec) {
 void ProxySession::pumpResponse() {
   Exchange& exchange = *exchange_;
   if (exchange.response->is_done()) return writeClientChunk(0);
-  if (exchange.chunk == nullptr) exchange.chunk = std::make_unique<char[]>(kChunkBytes);
+  if (chunk_ == nullptr) chunk_ = std::make_unique_for_overwrite<char[]>(kChunkBytes);
   auto& body = exchange.response->get().body();
-  body.data = exchange.chunk.get();
+  body.data = chunk_.get();
   body.size = kChunkBytes;
   body.more = true;
   exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.response_timeout_us));
@@ -203,7 +202,7 @@ void ProxySession::writeClientChunk(std::size_t bytes) {
   if (chunked && done) frame_ += kLastChunk;
   if (!exchange.response_head_sent) buffers_.push_back(net::buffer(out_));
   if (chunk_header > 0) buffers_.push_back(net::buffer(frame_.data(), chunk_header));
-  if (bytes > 0) buffers_.push_back(net::buffer(exchange.chunk.get(), bytes));
+  if (bytes > 0) buffers_.push_back(net::buffer(chunk_.get(), bytes));
   if (frame_.size() > chunk_header) {
     buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
   }

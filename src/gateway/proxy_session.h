@@ -85,6 +85,9 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   std::string out_;
   std::string frame_;
   std::vector<boost::asio::const_buffer> buffers_;
+  // Body bytes pass through this, made once per connection (not per request, and not zeroed:
+  // clearing 64 KiB per request was a sixth of the gateway's CPU).
+  std::unique_ptr<char[]> chunk_;
 };
 
 }  // namespace sluice::gateway
