@@ -121,7 +121,7 @@ class FailoverStoreTest : public ::testing::Test {
     RedisStoreOptions redis;
     redis.port = static_cast<std::uint16_t>(server_.port());
     // Generous: a loaded machine must not turn a healthy Redis into failures.
-    redis.timeout_us = 2 * kMicrosPerSecond;
+    redis.timeout_us = 10 * kMicrosPerSecond;
     FailoverOptions failover;
     failover.sluice_nodes = 2;
     failover.breaker_failures = kBreakerFailures;

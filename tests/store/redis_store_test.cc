@@ -34,8 +34,9 @@ using testing::spec;
 
 using SteadyClock = std::chrono::steady_clock;
 
-// Long enough that a loaded machine (or a sanitizer build) never times out a healthy call.
-constexpr Micros kRelaxedTimeoutUs = 2 * kMicrosPerSecond;
+// Long enough that a loaded machine (or a sanitizer build) never times out a healthy call:
+// 2 s still did, with 8 client threads and two busy loops on two cores.
+constexpr Micros kRelaxedTimeoutUs = 10 * kMicrosPerSecond;
 // Short enough that a frozen Redis makes calls time out quickly.
 constexpr Micros kShortTimeoutUs = 100 * kMicrosPerMilli;
 // How long a call that should return may take before the test calls it a hang.
