@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -22,6 +24,10 @@
 #include "server/store_factory.h"
 #ifdef SLUICE_WITH_RLS
 #include "rls/rls_server.h"
+#endif
+#ifdef SLUICE_WITH_GATEWAY
+#include "gateway/gateway.h"
+#include "gateway/gateway_config.h"
 #endif
 
 namespace {
@@ -44,6 +50,13 @@ int validate(const std::string& path) {
     return 1;
   }
 #endif
+#ifdef SLUICE_WITH_GATEWAY
+  const auto gateway = sluice::gateway::loadGatewaySettings(path);
+  if (!gateway.ok()) {
+    std::fprintf(stderr, "%s\n", gateway.error().c_str());
+    return 1;
+  }
+#endif
   std::printf("%s: ok, %zu limit(s), %zu tier(s)\n", path.c_str(), loaded.policy->limits.size(),
               loaded.policy->tiers.size());
   return 0;
@@ -52,17 +65,16 @@ int validate(const std::string& path) {
 // Polls, on a timer rather than blocking a loop, until every connection has closed or the grace
 // period is over, then stops the loops.
 void stopWhenDrained(sluice::server::IoPool& pool, std::shared_ptr<net::steady_timer> timer,
-                     std::vector<HttpServer*> servers,
+                     std::function<std::size_t()> open_connections,
                      std::chrono::steady_clock::time_point deadline) {
-  std::size_t open = 0;
-  for (HttpServer* server : servers) open += server->openConnections();
-  if (open == 0 || std::chrono::steady_clock::now() >= deadline) {
+  if (open_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
     pool.stop();
     return;
   }
   timer->expires_after(std::chrono::milliseconds(20));
-  timer->async_wait([&pool, timer, servers, deadline](const boost::system::error_code&) {
-    stopWhenDrained(pool, timer, servers, deadline);
+  timer->async_wait([&pool, timer, open_connections = std::move(open_connections),
+                     deadline](const boost::system::error_code&) {
+    stopWhenDrained(pool, timer, open_connections, deadline);
   });
 }
 
@@ -135,6 +147,27 @@ int serve(const std::string& path) {
                    [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
                      service.handleAdmin(std::move(request), peer, loop, std::move(respond));
                    });
+#ifdef SLUICE_WITH_GATEWAY
+  // The reverse proxy, when the config has a gateway: section.
+  std::optional<sluice::gateway::Gateway> gateway;
+  std::string gateway_listening;
+  auto gateway_settings = sluice::gateway::loadGatewaySettings(path);
+  if (!gateway_settings.ok()) {
+    std::fprintf(stderr, "%s\n", gateway_settings.error().c_str());
+    return 2;
+  }
+  if (gateway_settings.value()) {
+    gateway.emplace(
+        pool, engine, clock, [&service] { return service.policy(); }, *gateway_settings.value());
+    const auto endpoint = gateway->listen();
+    if (!endpoint.ok()) {
+      std::fprintf(stderr, "%s\n", endpoint.error().c_str());
+      return 2;
+    }
+    gateway_listening = " gateway=" + endpoint.value().address().to_string() + ":" +
+                        std::to_string(endpoint.value().port());
+  }
+#endif
   const auto api_endpoint = api.listen(policy.server.listen);
   const auto admin_endpoint = admin.listen(policy.server.admin);
   if (!api_endpoint.ok() || !admin_endpoint.ok()) {
@@ -167,7 +200,17 @@ int serve(const std::string& path) {
 #ifdef SLUICE_WITH_RLS
     if (rls != nullptr) rls->shutdown(std::chrono::seconds(5));
 #endif
-    stopWhenDrained(pool, std::make_shared<net::steady_timer>(io), {&api, &admin},
+#ifdef SLUICE_WITH_GATEWAY
+    if (gateway) gateway->shutdown();
+#endif
+    const auto open_connections = [&] {
+      std::size_t open = api.openConnections() + admin.openConnections();
+#ifdef SLUICE_WITH_GATEWAY
+      if (gateway) open += gateway->openConnections();
+#endif
+      return open;
+    };
+    stopWhenDrained(pool, std::make_shared<net::steady_timer>(io), open_connections,
                     std::chrono::steady_clock::now() + std::chrono::seconds(10));
   };
   signals.async_wait(on_signal);
@@ -175,6 +218,9 @@ int serve(const std::string& path) {
   std::string doors;
 #ifdef SLUICE_WITH_RLS
   doors += rls_listening;
+#endif
+#ifdef SLUICE_WITH_GATEWAY
+  doors += gateway_listening;
 #endif
   std::printf("sluice listening api=%s:%u admin=%s:%u%s\n",
               api_endpoint.value().address().to_string().c_str(), api_endpoint.value().port(),
