@@ -16,14 +16,16 @@ namespace {
 
 __extension__ using Int128 = __int128;
 
-// common.lua alone (the script's first part), returning the helpers' results for ARGV.
+// common.lua alone (the script's first part), returning for ARGV the wide helpers' results and
+// the inline floor and ceiling divisions the script writes everywhere.
 std::string helperScript() {
   const std::string_view script = redis::sluiceScript();
-  const std::string_view common = script.substr(0, script.find("-- fixed_window.lua"));
+  const std::string_view common = script.substr(0, script.find("-- arguments.lua"));
   return std::string(common) +
          "local a, b, c = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
-         "return {common.mulDivFloor(a, b, c), common.mulDivCeil(a, b, c),\n"
-         "        common.floorDiv(a - b, c), common.ceilDiv(a - b, c)}\n";
+         "local exact = exactArithmetic()\n"
+         "return {exact.mulDivFloor(a, b, c), exact.mulDivCeil(a, b, c),\n"
+         "        floor((a - b) / c), -floor(-(a - b) / c)}\n";
 }
 
 // Floor and ceiling of a × b / c are exact for products far beyond 2^53; so are floorDiv and
@@ -57,6 +59,34 @@ TEST(LuaArithmetic, MulDivAndDivisionsAreExact) {
         << where;
   }
   EXPECT_GT(wide, 1000);
+}
+
+// The script divides inline, floor(n / d) and -floor(-n / d), trusting that the rounded double
+// quotient never crosses an integer while |n| < 2^53 (common.lua): numerators up to 2^53 - 1,
+// either sign, many one away from a multiple of the divisor, where rounding would show.
+TEST(LuaArithmetic, InlineDivisionsAreExactBelowTwoTo53) {
+  RedisServer server;
+  RedisConnection connection(server.port());
+  const std::string script =
+      "local n, d = tonumber(ARGV[1]), tonumber(ARGV[2])\n"
+      "return {math.floor(n / d), -math.floor(-n / d)}\n";
+  std::mt19937_64 random(11);
+  const std::int64_t kMax = (std::int64_t{1} << 53) - 1;
+  for (int i = 0; i < 3000; ++i) {
+    const std::int64_t d = 1 + static_cast<std::int64_t>(random() % (std::uint64_t{1} << (1 + random() % 52)));
+    std::int64_t n = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(kMax + 1));
+    if (i % 3 != 0) n = n / d * d + static_cast<std::int64_t>(random() % 3) - 1;  // k * d ± 1
+    if (n > kMax) n = kMax;
+    if (i % 2 == 0) n = -n;
+    connection.append({"EVAL", script, "0", std::to_string(n), std::to_string(d)});
+    const RedisReply reply = connection.read();
+    ASSERT_EQ(reply.type, REDIS_REPLY_ARRAY) << reply.text;
+    const std::int64_t floor_div = n / d - (n % d != 0 && n < 0);
+    const std::int64_t ceil_div = n / d + (n % d != 0 && n > 0);
+    const std::string where = std::to_string(n) + " / " + std::to_string(d);
+    EXPECT_EQ(reply.elements[0].integer, floor_div) << where;
+    EXPECT_EQ(reply.elements[1].integer, ceil_div) << where;
+  }
 }
 
 }  // namespace

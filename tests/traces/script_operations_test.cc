@@ -36,7 +36,9 @@ class ScriptOperations : public ::testing::Test {
 // A written key expires when its state is back to full, to the millisecond (rounded up); the
 // script reads Redis TIME here, so the TTL is in Redis's own clock.
 TEST_F(ScriptOperations, WrittenKeysExpireWhenFull) {
-  const LimitSpec specs[] = {spec(Algorithm::kFixedWindow, "10/min"),
+  // The fixed window is a day: its TTL ends at the window's end, which a minute-long window
+  // would reach within seconds one run in a few dozen.
+  const LimitSpec specs[] = {spec(Algorithm::kFixedWindow, "10/day"),
                              spec(Algorithm::kSlidingWindowLog, "10/min"),
                              spec(Algorithm::kSlidingWindowCounter, "10/min"),
                              spec(Algorithm::kTokenBucket, "7/min", 5),
@@ -129,6 +131,40 @@ TEST_F(ScriptOperations, SyncOfNothingIsTheZeroState) {
   EXPECT_EQ(states[0].a, 0);
   EXPECT_EQ(states[0].b, 0);
   EXPECT_EQ(connection_.command({"EXISTS", "nothing"}).integer, 0);
+}
+
+// Keys written in the earlier layout (a hash of decimal fields a, b; a list of "at:units"
+// entries) are read as they were, and the next write replaces them with the current layout.
+TEST_F(ScriptOperations, KeysInTheEarlierLayoutAreRead) {
+  const Micros at_us = kJan2026 + 123'456;
+  for (const LimitSpec& limit : {spec(Algorithm::kGcra, "10/s", 5),
+                                 spec(Algorithm::kTokenBucket, "7/min", 5),
+                                 spec(Algorithm::kSlidingWindowCounter, "10/min")}) {
+    const std::string key = "legacy:" + limit.toString();
+    CompactState state;
+    ASSERT_TRUE(algorithm::consumeCompact(state, at_us, limit, 3).allowed);
+    connection_.command({"HSET", key, "a", std::to_string(state.a), "b", std::to_string(state.b)});
+    const ScriptCheck check[] = {{key, &limit, 1}};
+    const Outcome expected = algorithm::consumeCompact(state, at_us + 1000, limit, 1);
+    EXPECT_EQ(describe(script_.decidePersisted(at_us + 1000, check).outcomes[0]),
+              describe(expected))
+        << limit.toString();
+    EXPECT_EQ(connection_.command({"TYPE", key}).text, "string") << limit.toString();
+  }
+  const LimitSpec limit = spec(Algorithm::kSlidingWindowLog, "10/s");
+  algorithm::SlidingWindowLog log;
+  ASSERT_TRUE(log.consume(at_us, limit, 3).allowed);
+  ASSERT_TRUE(log.consume(at_us + 500, limit, 2).allowed);
+  connection_.command({"RPUSH", "legacy:log", std::to_string(at_us) + ":3",
+                       std::to_string(at_us + 500) + ":2"});
+  const ScriptCheck check[] = {{"legacy:log", &limit, 4}};
+  const Outcome expected = log.consume(at_us + 1000, limit, 4);
+  EXPECT_EQ(describe(script_.decidePersisted(at_us + 1000, check).outcomes[0]),
+            describe(expected));
+  EXPECT_EQ(connection_.command({"TYPE", "legacy:log"}).text, "string");
+  const ScriptCheck peek[] = {{"legacy:log", &limit, 6}};
+  EXPECT_EQ(describe(script_.decidePersisted(at_us + 2000, peek).outcomes[0]),
+            describe(log.consume(at_us + 2000, limit, 6)));
 }
 
 // Malformed calls are errors, not guesses.

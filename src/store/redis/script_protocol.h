@@ -31,8 +31,10 @@
 //           already admitted; it can leave a key over its limit, which then denies until it
 //           drains). Not for the sliding window log, whose state is not compact.
 //
-// Keys carry a TTL: a key is written with PEXPIRE set to when its state is back to full (or
-// its window ends), so idle keys disappear from Redis as they do from MemoryStore.
+// Keys carry a TTL: a key is written with SET ... PX until its state is back to full (or its
+// window ends), so idle keys disappear from Redis as they do from MemoryStore. What a key holds
+// (a short binary string per counter, see main.lua) is the script's own business: the C++ side
+// reads only replies.
 //
 // Lua numbers are doubles: the script's integer arithmetic is exact only below 2^53.
 // luaIncompatibility() (lua_bounds.h) says which specs exceed that; the stores refuse them.

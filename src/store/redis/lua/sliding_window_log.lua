@@ -1,153 +1,148 @@
--- Sluice's Redis script, part 3 of 8: the sliding window log (mirrors
+-- Sluice's Redis script, part 4 of 9: the sliding window log (mirrors
 -- src/algorithm/sliding_window_log.cc).
--- State: a Redis list, oldest entry first, each entry "<at_us>:<units>": the units admitted at
--- that instant. Units admitted at one instant share one entry, so the list never holds more
--- entries than the limit. Entries that have slid out of the window are trimmed whenever the
--- log is evaluated, as SlidingWindowLog::evaluate forgets them.
-local sliding_window_log = {}
+-- State: a string of 16-byte entries, each the instant at_us and the units admitted at that
+-- instant as two little-endian doubles ('<dd'), oldest first. Units admitted at one instant
+-- share one entry, so the log never holds more entries than the limit. Entries that have slid
+-- out of the window are trimmed whenever the log is evaluated, as SlidingWindowLog::evaluate
+-- forgets them. One GET reads the log and one SET ... PX writes it back; entries that did not
+-- change are copied as bytes, not packed again.
+local sliding_window_log -- the functions below, when the call uses the log
 
-local function decodeEntry(text)
-  local separator = string.find(text, ':', 1, true)
-  if separator == nil then error('sluice: malformed sliding log entry: ' .. text) end
-  return tonumber(string.sub(text, 1, separator - 1)), tonumber(string.sub(text, separator + 1))
-end
+if uses[SLIDING_WINDOW_LOG] then
+  local ENTRY = 16 -- bytes per entry
 
-local function encodeEntry(at_us, units)
-  return common.decimal(at_us) .. ':' .. common.decimal(units)
-end
-
--- The log at `key`, in memory. Entries first..last are live; those up to stored_count are in
--- Redis, later ones were recorded by this call and are not yet.
-function sliding_window_log.load(key)
-  local log = { key = key, at = {}, units = {}, first = 1, last = 0, total = 0,
-                newest_changed = false }
-  for _, text in ipairs(redis.call('LRANGE', key, 0, -1)) do
-    local at_us, units = decodeEntry(text)
-    log.last = log.last + 1
-    log.at[log.last] = at_us
-    log.units[log.last] = units
-    log.total = log.total + units
-  end
-  log.stored_count = log.last
-  return log
-end
-
-local function size(log)
-  return log.last - log.first + 1
-end
-
--- Forgets entries at or before cutoff_us: an entry at t counts while t > now - window.
-local function forgetBefore(log, cutoff_us)
-  while size(log) > 0 and log.at[log.first] <= cutoff_us do
-    log.total = log.total - log.units[log.first]
-    log.first = log.first + 1
-  end
-end
-
--- Decides without recording; `pending` units admitted earlier in the same request count as if
--- recorded at now_us.
-function sliding_window_log.evaluate(log, now_us, spec, cost, pending)
-  local limit = spec.count
-  local window_us = spec.period_us
-  if size(log) > 0 then now_us = common.max(now_us, log.at[log.last]) end
-  forgetBefore(log, now_us - window_us)
-  local used = log.total + pending
-
-  local outcome = common.outcome(limit)
-  outcome.remaining = common.max(0, limit - used)
-  local newest_us = now_us
-  if size(log) > 0 then newest_us = log.at[log.last] end
-  if size(log) > 0 or pending > 0 then outcome.reset_after_us = newest_us + window_us - now_us end
-  if cost > limit then
-    outcome.reason = common.REASON_COST_EXCEEDS_LIMIT
-    outcome.retry_after_us = common.NEVER
-    return outcome
-  end
-  if used + cost > limit then
-    outcome.reason = common.REASON_OVER_LIMIT
-    -- Wait until enough of the oldest units slide out for this cost to fit.
-    local must_expire = used + cost - limit
-    local expired = 0
-    local fits_at_us = now_us + window_us -- pending units expire a window after now
-    for i = log.first, log.last do
-      expired = expired + log.units[i]
-      if expired >= must_expire then
-        fits_at_us = log.at[i] + window_us
-        break
+  -- The log at `key`, in memory. Entries first..last are live; those up to stored_count are
+  -- the ones in `text`, later ones were recorded by this call.
+  local function load(key)
+    local text = redis.pcall('GET', key)
+    if type(text) == 'table' then
+      -- WRONGTYPE: a list of "<at_us>:<units>" texts, as earlier script versions wrote.
+      -- Read as if packed; the next write replaces it.
+      local packed = {}
+      for i, entry in ipairs(redis.call('LRANGE', key, 0, -1)) do
+        local at_text, units_text = match(entry, '^(%d+):(%d+)$')
+        packed[i] = pack('<dd', tonumber(at_text), tonumber(units_text))
       end
+      text = table.concat(packed)
     end
-    outcome.retry_after_us = fits_at_us - now_us
-    return outcome
-  end
-  outcome.allowed = true
-  outcome.remaining = limit - used - cost
-  if cost > 0 then outcome.reset_after_us = window_us end
-  return outcome
-end
-
--- Records `cost` units admitted at now_us (after evaluate admitted them).
-function sliding_window_log.record(log, now_us, cost)
-  if cost == 0 then return end
-  if size(log) > 0 then
-    now_us = common.max(now_us, log.at[log.last])
-    if log.at[log.last] == now_us then -- same instant: one entry, so memory stays bounded
-      log.units[log.last] = log.units[log.last] + cost
-      log.total = log.total + cost
-      if log.last <= log.stored_count then log.newest_changed = true end
-      return
+    text = text or ''
+    local at, units = {}, {}
+    local last, total = 0, 0
+    for position = 1, #text - ENTRY + 1, ENTRY do
+      last = last + 1
+      at[last], units[last] = unpack('<dd', text, position)
+      total = total + units[last]
     end
+    return { key = key, text = text, at = at, units = units, first = 1, last = last,
+             stored_count = last, total = total, newest_changed = false }
   end
-  log.last = log.last + 1
-  log.at[log.last] = now_us
-  log.units[log.last] = cost
-  log.total = log.total + cost
-end
 
--- Writes back what load() read and this call changed: trimmed entries, the newest stored
--- entry if it grew, new entries; the key expires when its newest entry slides out.
-function sliding_window_log.persist(log, now_us, spec)
-  local key = log.key
-  local trimmed = common.min(log.first - 1, log.stored_count)
-  if trimmed == log.stored_count and trimmed > 0 then
-    redis.call('DEL', key)
-  elseif trimmed > 0 then
-    redis.call('LTRIM', key, trimmed, -1)
-  end
-  if log.newest_changed and log.stored_count >= log.first then
-    redis.call('LSET', key, -1, encodeEntry(log.at[log.stored_count], log.units[log.stored_count]))
-  end
-  local first_new = common.max(log.first, log.stored_count + 1)
-  for i = first_new, log.last do
-    redis.call('RPUSH', key, encodeEntry(log.at[i], log.units[i]))
-  end
-  if first_new <= log.last or log.newest_changed then
-    common.expireAt(key, sliding_window_log.fullAt(log, spec), now_us)
-  end
-end
+  -- Decides without recording, with consume()'s seven results (arguments.lua); `pending`
+  -- units admitted earlier in the same request count as if recorded at now_us.
+  local function evaluate(log, now_us, spec, cost, pending)
+    local limit = spec.count
+    local window_us = spec.period_us
+    local at, units = log.at, log.units
+    if log.last >= log.first then now_us = max(now_us, at[log.last]) end
+    -- Forget entries at or before now - window: an entry at t counts while t > now - window.
+    local cutoff_us = now_us - window_us
+    while log.first <= log.last and at[log.first] <= cutoff_us do
+      log.total = log.total - units[log.first]
+      log.first = log.first + 1
+    end
+    local live = log.last >= log.first
+    local used = log.total + pending
+    local remaining = max(0, limit - used)
+    local reset_after_us = 0
+    if live then
+      reset_after_us = at[log.last] + window_us - now_us
+    elseif pending > 0 then
+      reset_after_us = window_us
+    end
 
--- Gives back `cost` units recorded at exactly now_us; entries left empty are removed.
-function sliding_window_log.refund(key, now_us, spec, cost)
-  local log = sliding_window_log.load(key)
-  for i = log.last, log.first, -1 do
-    if log.at[i] == now_us then
-      local left = log.units[i] - common.min(cost, log.units[i])
-      if left > 0 then
-        redis.call('LSET', key, i - 1, encodeEntry(now_us, left))
+    if cost > limit then
+      return 0, REASON_COST_EXCEEDS_LIMIT, limit, remaining, reset_after_us, NEVER, 0
+    end
+    if used + cost > limit then
+      -- Wait until enough of the oldest units slide out for this cost to fit.
+      local must_expire = used + cost - limit
+      local expired = 0
+      local fits_at_us = now_us + window_us -- pending units expire a window after now
+      for i = log.first, log.last do
+        expired = expired + units[i]
+        if expired >= must_expire then
+          fits_at_us = at[i] + window_us
+          break
+        end
+      end
+      return 0, REASON_OVER_LIMIT, limit, remaining, reset_after_us, fits_at_us - now_us, 0
+    end
+    if cost > 0 then reset_after_us = window_us end
+    return 1, REASON_NONE, limit, limit - used - cost, reset_after_us, 0, 0
+  end
+
+  -- Records `cost` units admitted at now_us (after evaluate admitted them).
+  local function record(log, now_us, cost)
+    if cost == 0 then return end
+    if log.last >= log.first then
+      local newest_us = log.at[log.last]
+      now_us = max(now_us, newest_us)
+      if newest_us == now_us then -- same instant: one entry, so memory stays bounded
+        log.units[log.last] = log.units[log.last] + cost
+        log.total = log.total + cost
+        if log.last <= log.stored_count then log.newest_changed = true end
         return
       end
-      -- A placeholder no entry can equal marks the one entry to remove.
-      redis.call('LSET', key, i - 1, '-')
-      redis.call('LREM', key, 1, '-')
-      if i == log.last and i > log.first then
-        common.expireAt(key, log.at[i - 1] + spec.period_us, now_us)
-      end
+    end
+    log.last = log.last + 1
+    log.at[log.last] = now_us
+    log.units[log.last] = cost
+    log.total = log.total + cost
+  end
+
+  -- Writes the log back if this call trimmed, grew or added entries; the key expires when its
+  -- newest entry slides out.
+  local function persist(log, now_us, spec)
+    if log.first == 1 and log.last == log.stored_count and not log.newest_changed then return end
+    if log.last < log.first then
+      redis.call('DEL', log.key)
       return
     end
-    if log.at[i] < now_us then return end
+    local verbatim_last = log.stored_count -- the last stored entry still as stored
+    if log.newest_changed then verbatim_last = verbatim_last - 1 end
+    local text = ''
+    if log.first <= verbatim_last then
+      text = sub(log.text, (log.first - 1) * ENTRY + 1, verbatim_last * ENTRY)
+    end
+    for i = max(log.first, verbatim_last + 1), log.last do
+      text = text .. pack('<dd', log.at[i], log.units[i])
+    end
+    store(log.key, text, log.at[log.last] + spec.period_us, now_us)
   end
-end
 
-function sliding_window_log.fullAt(log, spec)
-  if size(log) == 0 then return 0 end
-  return log.at[log.last] + spec.period_us
+  -- Gives back `cost` units recorded at exactly now_us; an entry left empty is removed.
+  local function refund(key, now_us, spec, cost)
+    local log = load(key)
+    local at, units = log.at, log.units
+    for i = log.last, 1, -1 do
+      if at[i] == now_us then
+        local left = units[i] - min(cost, units[i])
+        local entry = ''
+        if left > 0 then entry = pack('<dd', now_us, left) end
+        local text = sub(log.text, 1, (i - 1) * ENTRY) .. entry .. sub(log.text, i * ENTRY + 1)
+        if text == '' then
+          redis.call('DEL', key)
+          return
+        end
+        local newest_us = at[log.last]
+        if i == log.last and left == 0 then newest_us = at[i - 1] end
+        store(key, text, newest_us + spec.period_us, now_us)
+        return
+      end
+      if at[i] < now_us then return end
+    end
+  end
+
+  sliding_window_log = { load = load, evaluate = evaluate, record = record, persist = persist,
+                         refund = refund }
 end

@@ -1,0 +1,78 @@
+-- Sluice's Redis script, part 2 of 9: the call's arguments (script_protocol.h), parsed before
+-- anything else so that the algorithm files after this one define only what the call uses.
+-- TIME before writes needs effects replication: the only mode from Redis 7.0 (the first to set
+-- REDIS_VERSION_NUM), a mode earlier versions must be asked for.
+if redis.REDIS_VERSION_NUM == nil and redis.replicate_commands then redis.replicate_commands() end
+
+local ARGS_PER_CHECK = 7
+-- static_cast<int>(sluice::Algorithm)
+local FIXED_WINDOW = 0
+local SLIDING_WINDOW_LOG = 1
+local SLIDING_WINDOW_COUNTER = 2
+local TOKEN_BUCKET = 3
+local INTERVAL_TOKEN_BUCKET = 4
+local LEAKY_BUCKET_METER = 5
+local LEAKY_BUCKET_SHAPER = 6
+local GCRA = 7
+
+local operation = ARGV[1]
+if operation ~= 'decide' and operation ~= 'refund' and operation ~= 'sync' then
+  error('sluice: unknown operation ' .. tostring(operation))
+end
+if (#ARGV - 2) ~= #KEYS * ARGS_PER_CHECK then
+  error('sluice: expected 2 + ' .. ARGS_PER_CHECK .. ' arguments per key, got ' .. #ARGV ..
+        ' for ' .. #KEYS .. ' keys')
+end
+
+-- ARGV[index] as a non-negative integer below 2^53, or an error naming it.
+local function argument(index, what)
+  local value = tonumber(ARGV[index])
+  if value == nil or value < 0 or value > MAX_EXACT or value ~= floor(value) then
+    error('sluice: ' .. what .. ' must be an integer in [0, 2^53): ' .. tostring(ARGV[index]))
+  end
+  return value
+end
+
+-- One table per check: its key, its spec's fields (named as the algorithms read them, so the
+-- check is also the `spec` argument they take) and its cost.
+local checks = {}
+local uses = {} -- algorithm -> true when some check uses it
+for i = 1, #KEYS do
+  local base = 2 + (i - 1) * ARGS_PER_CHECK
+  local check = {
+    key = KEYS[i],
+    algorithm = argument(base + 1, 'algorithm'),
+    count = argument(base + 2, 'count'),
+    period_us = argument(base + 3, 'period_us'),
+    burst = argument(base + 4, 'burst'),
+    unit_weight = argument(base + 5, 'unit_weight'),
+    drain_per_us = argument(base + 6, 'drain_per_us'),
+    cost = argument(base + 7, 'cost'),
+  }
+  if check.algorithm > GCRA then error('sluice: unknown algorithm ' .. ARGV[base + 1]) end
+  if check.count == 0 or check.period_us == 0 or check.burst == 0 or check.unit_weight == 0 or
+      check.drain_per_us == 0 then
+    error('sluice: count, period, burst, unit weight and drain must be positive')
+  end
+  uses[check.algorithm] = true
+  checks[i] = check
+end
+
+-- now_us: "" reads Redis TIME, so every node sees one clock; a number replays an instant.
+local now_us
+if ARGV[2] == '' then
+  local time = redis.call('TIME')
+  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+else
+  now_us = argument(2, 'now_us')
+end
+
+-- The compact algorithms' functions, by algorithm, for the algorithms the call uses:
+--   consume(state, now_us, spec, cost) -> the check's seven decide reply fields: allowed (1|0),
+--       reason, limit, remaining, reset_after_us, retry_after_us (NEVER), delay_us; updates
+--       state only when it admits cost > 0
+--   force(state, now_us, spec, cost)    consumes cost whether or not it fits (sync)
+--   refund(state, now_us, spec, cost)   gives back cost consumed at now_us
+--   fullAt(state, spec) -> the instant the state is back to full (equal to an absent key)
+-- where state is { a, b, t }: CompactState's two fields and GCRA's refund instant (main.lua).
+local algorithms = {}
