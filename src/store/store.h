@@ -15,8 +15,11 @@ namespace sluice {
 
 enum class StoreStatus : std::uint8_t {
   kOk,
-  kUnavailable,  // nothing was decided or consumed: the store could not be reached in time
-  kDegraded,     // decided, but without the shared store (each limit's on_error policy applied)
+  // Nothing was decided: the store could not be reached in time. A network store may still
+  // apply a call that timed out once the server catches up, so the units may be counted
+  // (an over-count that drains, never an over-admission).
+  kUnavailable,
+  kDegraded,  // decided, but without the shared store (each limit's on_error policy applied)
 };
 
 // Called once with the status when the outcomes are written.

@@ -251,12 +251,8 @@ TEST_F(SyncedStoreTest, DISABLED_DeltasOfATimedOutSyncCountOnce) {
 
 // A sync whose pull failed (Redis down) pulls the key again next time: syncNow() says true
 // only once the node holds the global state, and decisions are no longer degraded.
-// DISABLED: fails. KNOWN BUG: SyncedStore::sync (synced_store.cc) sets entry.last_synced_us
-// when it puts a key in a batch, and applyReply does not undo it when the call fails, so the key
-// is not pulled again for kPullEvery intervals. The next syncNow() finds nothing to send, returns
-// true without pulling (remaining stays 1000, not 990), and since an empty sync leaves
-// last_sync_failed_ set, decisions stay kDegraded although syncNow() reported success.
-TEST_F(SyncedStoreTest, DISABLED_FailedPullIsRetriedByTheNextSync) {
+// (A failed pull used to wait kPullEvery intervals, and an empty sync left the node degraded.)
+TEST_F(SyncedStoreTest, FailedPullIsRetriedByTheNextSync) {
   auto pusher = makeNode(kManualSyncIntervalUs);
   auto puller = makeNode(kManualSyncIntervalUs);
   server_.stop();

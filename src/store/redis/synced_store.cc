@@ -55,7 +55,7 @@ struct SyncedStore::Shard {
 // One sync call: the keys it pushes and pulls and the deltas it carries.
 struct SyncedStore::Batch {
   std::vector<std::string> keys;
-  std::vector<const LimitSpec*> specs;  // point into entries, which stay while in_flight > 0
+  std::vector<LimitSpec> specs;
   std::vector<std::uint64_t> deltas;
 };
 
@@ -213,7 +213,8 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
         if (batches.empty() || batches.back()->keys.size() == kKeysPerSyncCall)
           batches.push_back(std::make_shared<Batch>());
         batches.back()->keys.push_back(it->first);
-        batches.back()->specs.push_back(&entry.spec);
+        // A copy: a reload may change the entry's spec while the call is out.
+        batches.back()->specs.push_back(entry.spec);
         batches.back()->deltas.push_back(entry.pending);
         entry.in_flight += entry.pending;
         entry.pending = 0;
@@ -221,18 +222,22 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
       ++it;
     }
   }
-  if (batches.empty()) {
+  if (batches.empty()) {  // nothing admitted and nothing in use: the shared view is current
     sync_running_ = false;
     last_sync_ok_us_.store(steady_us);
+    last_sync_failed_.store(false, std::memory_order_relaxed);
     return finished(true);
   }
   auto outstanding = std::make_shared<std::size_t>(batches.size());
   auto all_ok = std::make_shared<bool>(true);
   for (const auto& batch : batches) {
+    std::vector<const LimitSpec*> specs;
+    for (const LimitSpec& spec : batch->specs) specs.push_back(&spec);
     auto call = std::make_shared<const redis::ScriptCall>(
-        redis::ScriptCall::make("sync", batch->keys, batch->specs, batch->deltas, std::nullopt));
+        redis::ScriptCall::make("sync", batch->keys, specs, batch->deltas, std::nullopt));
+    // A sync carries many keys and no request waits on it: allow it a whole interval.
     pool_->call(
-        call, std::chrono::microseconds(options_.timeout_us),
+        call, std::chrono::microseconds(std::max(options_.timeout_us, options_.sync_interval_us)),
         [this, batch, outstanding, all_ok, finished](const redisReply* reply, std::string_view) {
           *all_ok = applyReply(*batch, reply) && *all_ok;
           if (--*outstanding > 0) return;
@@ -259,7 +264,10 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
     if (ok) {
       entry.global = states[i];
     } else {
-      entry.pending += batch.deltas[i];  // push it again next time
+      // Push it again next time, and pull it then too. (If the call timed out but still ran in
+      // Redis, the re-push counts these units twice: an over-count, never an over-admission.)
+      entry.pending += batch.deltas[i];
+      entry.last_synced_us = 0;
     }
   }
   return ok;
