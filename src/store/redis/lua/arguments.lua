@@ -24,47 +24,54 @@ if (#ARGV - 2) ~= #KEYS * ARGS_PER_CHECK then
         ' for ' .. #KEYS .. ' keys')
 end
 
--- ARGV[index] as a non-negative integer below 2^53, or an error naming it.
-local function argument(index, what)
+-- ARGV[index] as an integer in [least, 2^53), or an error naming it. (x % 1 is the VM's own
+-- operator; math.floor would be a C call, and calls are what a call's time goes to.)
+local function argument(index, what, least)
   local value = tonumber(ARGV[index])
-  if value == nil or value < 0 or value > MAX_EXACT or value ~= floor(value) then
-    error('sluice: ' .. what .. ' must be an integer in [0, 2^53): ' .. tostring(ARGV[index]))
+  if value == nil or value < least or value > MAX_EXACT or value % 1 ~= 0 then
+    error('sluice: ' .. what .. ' must be an integer in [' .. least .. ', 2^53): ' ..
+          tostring(ARGV[index]))
   end
   return value
 end
 
 -- One table per check: its key, its spec's fields (named as the algorithms read them, so the
--- check is also the `spec` argument they take) and its cost.
+-- check is also the `spec` argument they take), its cost, and room for what main.lua notes.
+-- Only the fields the check's algorithm uses are read: strtod is slow, and the C++ side sends
+-- them all anyway. Spec fields must be positive: the algorithms divide by them.
 local checks = {}
 local uses = {} -- algorithm -> true when some check uses it
 for i = 1, #KEYS do
   local base = 2 + (i - 1) * ARGS_PER_CHECK
-  local check = {
+  local algorithm = argument(base + 1, 'algorithm', 0)
+  if algorithm > GCRA then error('sluice: unknown algorithm ' .. ARGV[base + 1]) end
+  -- The windows and the interval bucket read count and period; the draining buckets and GCRA
+  -- read unit_weight and drain_per_us; all buckets and GCRA read burst.
+  local windowed = algorithm <= SLIDING_WINDOW_COUNTER or algorithm == INTERVAL_TOKEN_BUCKET
+  local scaled = algorithm >= TOKEN_BUCKET and algorithm ~= INTERVAL_TOKEN_BUCKET
+  checks[i] = {
     key = KEYS[i],
-    algorithm = argument(base + 1, 'algorithm'),
-    count = argument(base + 2, 'count'),
-    period_us = argument(base + 3, 'period_us'),
-    burst = argument(base + 4, 'burst'),
-    unit_weight = argument(base + 5, 'unit_weight'),
-    drain_per_us = argument(base + 6, 'drain_per_us'),
-    cost = argument(base + 7, 'cost'),
+    algorithm = algorithm,
+    count = windowed and argument(base + 2, 'count', 1) or nil,
+    period_us = windowed and argument(base + 3, 'period_us', 1) or nil,
+    burst = algorithm >= TOKEN_BUCKET and argument(base + 4, 'burst', 1) or nil,
+    unit_weight = scaled and argument(base + 5, 'unit_weight', 1) or nil,
+    drain_per_us = scaled and argument(base + 6, 'drain_per_us', 1) or nil,
+    cost = argument(base + 7, 'cost', 0),
+    total_cost = 0, -- decide: this check's cost plus earlier ones' of the same key
+    pending = 0,    -- decide, sliding log: units earlier checks of the key admitted
   }
-  if check.algorithm > GCRA then error('sluice: unknown algorithm ' .. ARGV[base + 1]) end
-  if check.count == 0 or check.period_us == 0 or check.burst == 0 or check.unit_weight == 0 or
-      check.drain_per_us == 0 then
-    error('sluice: count, period, burst, unit weight and drain must be positive')
-  end
-  uses[check.algorithm] = true
-  checks[i] = check
+  uses[algorithm] = true
 end
 
 -- now_us: "" reads Redis TIME, so every node sees one clock; a number replays an instant.
+-- (Lua converts TIME's two decimal strings itself for the arithmetic.)
 local now_us
 if ARGV[2] == '' then
   local time = redis.call('TIME')
-  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  now_us = time[1] * 1000000 + time[2]
 else
-  now_us = argument(2, 'now_us')
+  now_us = argument(2, 'now_us', 0)
 end
 
 -- The compact algorithms' functions, by algorithm, for the algorithms the call uses:

@@ -26,7 +26,7 @@ local function readState(key)
     end
   end
   return { exists = value ~= false, a = a, b = b, t = t, stored_a = a, stored_b = b,
-           stored_t = t }
+           stored_t = t, latest = false }
 end
 
 -- Writes a compact state back if the call changed it, to expire when it is back to full.
@@ -45,12 +45,13 @@ if operation == 'decide' then
   -- The reply: now_us, then each check's seven fields, which consume() returns in this order.
   -- Until the end they are also where the decide keeps each check's outcome.
   local reply = { now_us } -- check i's fields start at 7 * i - 5
+  if #checks == 1 then reply = { now_us, 0, 0, 0, 0, 0, 0, 0 } end -- sized at once, usually
 
   -- Each check decides against its key's running state, as MemoryStore::decide does: a later
   -- check of a key sees what earlier checks of the same request admitted, and when it denies,
   -- it reports when the key's combined cost would pass. keys: name -> its state, loaded once;
-  -- state.latest is the latest check of that key so far, whose spec the key is written with
-  -- (as MemoryStore does).
+  -- state.latest is the latest check of that key so far (or false), whose spec the key is
+  -- written with (as MemoryStore does).
   local keys = {}
   local all_allowed = true
   for i = 1, #checks do
@@ -70,7 +71,7 @@ if operation == 'decide' then
         reply[j + 6] = sliding_window_log.evaluate(state, now_us, check, check.cost, check.pending)
       if reply[j] == 1 then
         check.pending = check.pending + check.cost
-      elseif earlier ~= nil then
+      elseif earlier then
         reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
           reply[j + 6] = sliding_window_log.evaluate(state, now_us, check, check.total_cost, 0)
       end
@@ -78,7 +79,7 @@ if operation == 'decide' then
       local algorithm = algorithms[check.algorithm]
       reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
         reply[j + 6] = algorithm.consume(state, now_us, check, check.cost)
-      if reply[j] == 0 and earlier ~= nil then
+      if reply[j] == 0 and earlier then
         local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
         reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
           reply[j + 6] = algorithm.consume(original, now_us, check, check.total_cost)

@@ -34,7 +34,7 @@ if uses[SLIDING_WINDOW_LOG] then
       total = total + units[last]
     end
     return { key = key, text = text, at = at, units = units, first = 1, last = last,
-             stored_count = last, total = total, newest_changed = false }
+             stored_count = last, total = total, newest_changed = false, latest = false }
   end
 
   -- Decides without recording, with consume()'s seven results (arguments.lua); `pending`
