@@ -8,11 +8,14 @@
 # The limits are generous enough that every request is allowed: this measures the cost of
 # deciding and forwarding, not of refusing. wrk, the proxies and the backend share the cores.
 # Usage: bench/gateway_bench.sh [seconds] [connections]   (after building build/ in Release)
+#   GATEWAY_BIN=path   the gateway program (default build/tests/gateway/sluice_gateway_server)
+#   BASELINE_BIN=path  a second gateway build, measured in the same run (before/after a change)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
 connections="${2:-64}"
 gateway_bin="${GATEWAY_BIN:-build/tests/gateway/sluice_gateway_server}"
+baseline_bin="${BASELINE_BIN:-}"
 work="$(mktemp -d)"
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -21,7 +24,7 @@ trap cleanup EXIT
 source tests/integration/lib.sh
 
 backend_port=$(free_port); nginx_port=$(free_port); sluice_port=$(free_port)
-api_port=$(free_port); admin_port=$(free_port)
+api_port=$(free_port); admin_port=$(free_port); baseline_port=$(free_port)
 mkdir -p "$work/backend/tmp" "$work/proxy/tmp"
 cat > "$work/backend/nginx.conf" <<CONF
 worker_processes 1;
@@ -74,6 +77,12 @@ nginx -p "$work/proxy" -c "$work/proxy/nginx.conf" -g 'daemon off;' > "$work/pro
 "$gateway_bin" "$work/sluice.yaml" > "$work/sluice.log" 2>&1 & pids+=($!)
 wait_for_port "$backend_port"; wait_for_port "$nginx_port"; wait_for_port "$sluice_port"
 curl -sf "http://127.0.0.1:$sluice_port/" > /dev/null || fail "the gateway does not forward"
+if [ -n "$baseline_bin" ]; then
+  sed "s/127.0.0.1:$sluice_port/127.0.0.1:$baseline_port/" "$work/sluice.yaml" > "$work/baseline.yaml"
+  "$baseline_bin" "$work/baseline.yaml" > "$work/baseline.log" 2>&1 & pids+=($!)
+  wait_for_port "$baseline_port"
+  curl -sf "http://127.0.0.1:$baseline_port/" > /dev/null || fail "the baseline does not forward"
+fi
 curl -sf "http://127.0.0.1:$nginx_port/" > /dev/null || fail "nginx does not forward"
 
 run() {  # name port threads connections → "requests/s p50 p99"
@@ -93,6 +102,11 @@ echo "| proxy (wrk -t2 -c$connections -d${seconds}s, keep-alive) | requests/s | 
 echo "|---|---|---|---|"
 echo "| nginx, proxy_pass + limit_req | $nginx_rps | $nginx_p50 | $nginx_p99 |"
 echo "| sluice gateway, token bucket per client | $sluice_rps | $sluice_p50 | $sluice_p99 |"
+if [ -n "$baseline_bin" ]; then
+  read -r base_rps base_p50 base_p99 <<< "$(run baseline "$baseline_port" 2 "$connections")"
+  echo "| sluice gateway, baseline build | $base_rps | $base_p50 | $base_p99 |"
+  awk -v a="$base_rps" -v b="$nginx_rps" 'BEGIN { printf "baseline / nginx: %.0f%%\n", 100 * a / b }'
+fi
 awk -v a="$sluice_rps" -v b="$nginx_rps" 'BEGIN { printf "sluice / nginx: %.0f%%\n\n", 100 * a / b }'
 
 read -r _ direct_p50 direct_p99 <<< "$(run direct1 "$backend_port" 1 1)"
@@ -104,3 +118,7 @@ echo "|---|---|---|---|"
 echo "| backend direct | $direct_p50 | $direct_p99 | — |"
 echo "| through nginx limit_req | $via_nginx_p50 | $via_nginx_p99 | $(added "$via_nginx_p99" "$direct_p99") |"
 echo "| through the sluice gateway | $via_sluice_p50 | $via_sluice_p99 | $(added "$via_sluice_p99" "$direct_p99") |"
+if [ -n "$baseline_bin" ]; then
+  read -r _ via_base_p50 via_base_p99 <<< "$(run baseline1 "$baseline_port" 1 1)"
+  echo "| through the baseline gateway | $via_base_p50 | $via_base_p99 | $(added "$via_base_p99" "$direct_p99") |"
+fi

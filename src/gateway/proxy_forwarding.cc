@@ -56,13 +56,13 @@ void ProxySession::sendRequestHead() {
 
 void ProxySession::connectUpstream() {
   Exchange& exchange = *exchange_;
-  exchange.upstream = std::make_unique<beast::tcp_stream>(loop_);
-  exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.connect_timeout_us));
+  exchange.upstream = std::make_unique<net::ip::tcp::socket>(loop_);
+  arm(Watch::kUpstream, state_->settings.connect_timeout_us);
   exchange.upstream->async_connect(state_->settings.upstreams[exchange.route->upstream].endpoint,
                                    [self = shared_from_this()](beast::error_code ec) {
-                                     if (ec) return self->upstreamFailed(ec);
+                                     if (ec) return self->upstreamFailed(self->upstreamError(ec));
                                      beast::error_code ignored;
-                                     self->exchange_->upstream->socket().set_option(
+                                     self->exchange_->upstream->set_option(
                                          net::ip::tcp::no_delay(true), ignored);
                                      self->pumpRequest();
                                    });
@@ -75,7 +75,7 @@ void ProxySession::pumpRequest() {
   body.data = chunk_.get();
   body.size = kChunkBytes;
   body.more = true;
-  client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
+  arm(Watch::kClient, state_->settings.client_timeout_us);
   bhttp::async_read_some(
       client_, client_buffer_, *request_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRequestChunk(ec); });
@@ -108,10 +108,11 @@ void ProxySession::writeUpstream(std::size_t bytes) {
     buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
   }
   if (buffers_.empty()) return done ? readResponseHeader() : pumpRequest();
-  exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.response_timeout_us));
+  arm(Watch::kUpstream, state_->settings.response_timeout_us);
   net::async_write(*exchange.upstream, buffers_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
                      if (ec) {
+                       ec = self->upstreamError(ec);
                        if (self->retryOnFreshConnection(ec)) return;
                        return self->upstreamFailed(ec);
                      }
@@ -126,10 +127,10 @@ void ProxySession::readResponseHeader() {
   exchange.response->header_limit(64 * 1024);
   exchange.response->body_limit(boost::none);  // streamed through the chunk buffer
   if (exchange.head_request) exchange.response->skip(true);
-  exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.response_timeout_us));
+  arm(Watch::kUpstream, state_->settings.response_timeout_us);
   bhttp::async_read_header(*exchange.upstream, exchange.upstream_buffer, *exchange.response,
                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                             self->onResponseHeader(ec);
+                             self->onResponseHeader(self->upstreamError(ec));
                            });
 }
 
@@ -171,10 +172,10 @@ void ProxySession::pumpResponse() {
   body.data = chunk_.get();
   body.size = kChunkBytes;
   body.more = true;
-  exchange.upstream->expires_after(std::chrono::microseconds(state_->settings.response_timeout_us));
+  arm(Watch::kUpstream, state_->settings.response_timeout_us);
   bhttp::async_read_some(*exchange.upstream, exchange.upstream_buffer, *exchange.response,
                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                           self->onResponseChunk(ec);
+                           self->onResponseChunk(self->upstreamError(ec));
                          });
 }
 
@@ -207,7 +208,7 @@ void ProxySession::writeClientChunk(std::size_t bytes) {
     buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
   }
   if (buffers_.empty()) return done ? finishExchange() : pumpResponse();
-  client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
+  arm(Watch::kClient, state_->settings.client_timeout_us);
   net::async_write(
       client_, buffers_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
         if (ec) return self->close();

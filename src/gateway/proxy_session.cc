@@ -83,13 +83,14 @@ ProxySession::ProxySession(net::ip::tcp::socket&& socket, net::io_context& loop,
                            DdosGuard::ConnectionTicket ticket)
     : client_(std::move(socket)),
       loop_(loop),
+      timer_(loop),
       state_(std::move(state)),
       ticket_(std::move(ticket)),
       pool_(state_->upstreams.forLoop(loop)) {
   beast::error_code ignored;
-  peer_ = client_.socket().remote_endpoint(ignored);
+  peer_ = client_.remote_endpoint(ignored);
   peer_ip_ = peer_.address().to_string();
-  client_.socket().set_option(net::ip::tcp::no_delay(true), ignored);
+  client_.set_option(net::ip::tcp::no_delay(true), ignored);
 }
 
 ProxySession::~ProxySession() { state_->connections.fetch_sub(1, std::memory_order_relaxed); }
@@ -107,9 +108,51 @@ void ProxySession::closeIfIdle() {
 
 void ProxySession::close() {
   exchange_.reset();  // gives back permits; an upstream connection mid-exchange is dropped
+  watch_ = Watch::kNone;
+  ++timer_generation_;
+  timer_.cancel();
   beast::error_code ignored;
-  client_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
-  client_.socket().close(ignored);
+  client_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  client_.close(ignored);
+}
+
+void ProxySession::arm(Watch watch, Micros timeout_us) {
+  watch_ = watch;
+  timed_out_ = false;
+  deadline_ = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us);
+  if (!timer_running_ || deadline_ < timer_.expiry()) startTimer();
+}
+
+void ProxySession::startTimer() {
+  timer_running_ = true;
+  timer_.expires_at(deadline_);  // cancels a wait for a later expiry: its generation is stale
+  timer_.async_wait([weak = weak_from_this(), generation = ++timer_generation_](
+                        const boost::system::error_code&) {
+    const auto self = weak.lock();
+    if (self == nullptr || generation != self->timer_generation_) return;
+    self->onTimer();
+  });
+}
+
+void ProxySession::onTimer() {
+  timer_running_ = false;
+  if (watch_ == Watch::kNone) return;  // nothing outstanding: the next arm() starts it again
+  if (std::chrono::steady_clock::now() < deadline_) return startTimer();  // moved on meanwhile
+  // The outstanding operation is past its deadline: closing its socket ends it with an error,
+  // which its handler reads as a timeout.
+  const Watch expired = watch_;
+  watch_ = Watch::kNone;
+  timed_out_ = true;
+  beast::error_code ignored;
+  if (expired == Watch::kClient) {
+    client_.close(ignored);
+  } else if (exchange_ != nullptr && exchange_->upstream != nullptr) {
+    exchange_->upstream->close(ignored);
+  }
+}
+
+beast::error_code ProxySession::upstreamError(beast::error_code ec) const {
+  return ec && timed_out_ ? beast::error_code(beast::error::timeout) : ec;
 }
 
 void ProxySession::readHeader() {
@@ -118,7 +161,7 @@ void ProxySession::readHeader() {
   request_.emplace();
   request_->header_limit(static_cast<std::uint32_t>(state_->settings.max_header_bytes));
   request_->body_limit(boost::none);  // streamed through a fixed buffer, never held whole
-  client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
+  arm(Watch::kClient, state_->settings.client_timeout_us);
   bhttp::async_read_header(
       client_, client_buffer_, *request_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
@@ -136,7 +179,7 @@ void ProxySession::onHeader(beast::error_code ec) {
     return respondLocal(431, "the request header block is over the limit", {});
   }
   if (ec) return respondLocal(400, "malformed HTTP request", {});
-  client_.expires_never();  // each later step sets its own deadline
+  disarm();  // each later step sets its own deadline
   admit();
 }
 
@@ -339,7 +382,7 @@ void ProxySession::respondLocal(unsigned status, std::string_view message,
 }
 
 void ProxySession::writeClient(std::function<void()> then) {
-  client_.expires_after(std::chrono::microseconds(state_->settings.client_timeout_us));
+  arm(Watch::kClient, state_->settings.client_timeout_us);
   net::async_write(
       client_, net::buffer(out_),
       [self = shared_from_this(), then = std::move(then)](beast::error_code ec, std::size_t) {

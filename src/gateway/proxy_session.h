@@ -5,6 +5,8 @@
 #pragma once
 
 #include <array>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,7 +17,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
@@ -70,8 +71,25 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void upstreamFailed(boost::beast::error_code ec);
   bool retryOnFreshConnection(boost::beast::error_code ec);
 
-  boost::beast::tcp_stream client_;
+  // Deadlines: one timer per connection for whichever operation is outstanding (there is one at
+  // a time). Arming only moves a deadline; the timer is re-armed when it fires early or when a
+  // deadline comes before its expiry, so a request costs no timer operations in steady state.
+  enum class Watch : std::uint8_t { kNone, kClient, kUpstream };
+  void arm(Watch watch, Micros timeout_us);
+  void disarm() noexcept { watch_ = Watch::kNone; }
+  void startTimer();
+  void onTimer();
+  // An error of an upstream operation, as beast::error::timeout when its deadline passed.
+  [[nodiscard]] boost::beast::error_code upstreamError(boost::beast::error_code ec) const;
+
+  boost::asio::ip::tcp::socket client_;
   boost::asio::io_context& loop_;
+  boost::asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::uint64_t timer_generation_ = 0;
+  Watch watch_ = Watch::kNone;
+  bool timer_running_ = false;
+  bool timed_out_ = false;
   std::shared_ptr<Gateway::State> state_;
   DdosGuard::ConnectionTicket ticket_;
   UpstreamPool& pool_;

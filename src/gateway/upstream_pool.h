@@ -9,14 +9,14 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include "gateway/gateway_config.h"
 
 namespace sluice::gateway {
 
-using UpstreamConnection = std::unique_ptr<boost::beast::tcp_stream>;
+using UpstreamConnection = std::unique_ptr<boost::asio::ip::tcp::socket>;
 
 // The idle connections of one loop. Not thread-safe: used only from its loop.
 class UpstreamPool {
