@@ -60,7 +60,8 @@ bool isHopByHop(std::string_view name, std::string_view connection) noexcept {
   return !connection.empty() && listContains(connection, name);
 }
 
-void appendUpstreamRequestHead(const boost::beast::http::request_header<>& request,
+template <class Fields>
+void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& request,
                                std::string_view peer_ip, Framing framing,
                                std::uint64_t content_length, const http::HeaderList& extra,
                                std::string& out) {
@@ -98,7 +99,8 @@ void appendUpstreamRequestHead(const boost::beast::http::request_header<>& reque
   out += "\r\n";
 }
 
-void appendClientResponseHead(const boost::beast::http::response_header<>& response,
+template <class Fields>
+void appendClientResponseHead(const boost::beast::http::header<false, Fields>& response,
                               unsigned client_version, Framing framing,
                               std::optional<std::uint64_t> content_length, bool keep_alive,
                               const http::HeaderList& extra, std::string& out) {
@@ -126,6 +128,19 @@ void appendClientResponseHead(const boost::beast::http::response_header<>& respo
   for (const auto& [name, value] : extra) appendField(name, value, out);
   out += "\r\n";
 }
+
+template void appendUpstreamRequestHead(const boost::beast::http::header<true>&, std::string_view,
+                                        Framing, std::uint64_t, const http::HeaderList&,
+                                        std::string&);
+template void appendUpstreamRequestHead(const boost::beast::http::header<true, ArenaFields>&,
+                                        std::string_view, Framing, std::uint64_t,
+                                        const http::HeaderList&, std::string&);
+template void appendClientResponseHead(const boost::beast::http::header<false>&, unsigned,
+                                       Framing, std::optional<std::uint64_t>, bool,
+                                       const http::HeaderList&, std::string&);
+template void appendClientResponseHead(const boost::beast::http::header<false, ArenaFields>&,
+                                       unsigned, Framing, std::optional<std::uint64_t>, bool,
+                                       const http::HeaderList&, std::string&);
 
 Framing clientFraming(Framing upstream, unsigned client_version) noexcept {
   if (upstream == Framing::kChunked || upstream == Framing::kUntilClose) {

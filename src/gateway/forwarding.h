@@ -11,6 +11,7 @@
 
 #include <boost/beast/http/message.hpp>
 
+#include "gateway/field_arena.h"
 #include "http/rate_limit_headers.h"
 
 namespace sluice::gateway {
@@ -32,7 +33,9 @@ enum class Framing {
 // Expect (the gateway answers 100-continue itself) and the X-Sluice-* decision headers (only the
 // gateway writes those), X-Forwarded-For and X-Forwarded-Proto with this hop appended, the body
 // framing, then `extra`. Never throws but for allocation.
-void appendUpstreamRequestHead(const boost::beast::http::request_header<>& request,
+// Defined for beast's fields and ArenaFields.
+template <class Fields>
+void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& request,
                                std::string_view peer_ip, Framing framing,
                                std::uint64_t content_length, const http::HeaderList& extra,
                                std::string& out);
@@ -40,7 +43,8 @@ void appendUpstreamRequestHead(const boost::beast::http::request_header<>& reque
 // Appends the response head sent to the client: the upstream's status line in the client's
 // version, end-to-end headers, `framing` as re-stated for the client, Connection: close when
 // `keep_alive` is false, then `extra`. Never throws but for allocation.
-void appendClientResponseHead(const boost::beast::http::response_header<>& response,
+template <class Fields>
+void appendClientResponseHead(const boost::beast::http::header<false, Fields>& response,
                               unsigned client_version, Framing framing,
                               std::optional<std::uint64_t> content_length, bool keep_alive,
                               const http::HeaderList& extra, std::string& out);

@@ -48,10 +48,10 @@ struct ProxySession::Exchange {
   bool reused_connection = false;  // taken from the pool: may have gone stale
   bool retried = false;
   Framing request_framing = Framing::kNone;
-  std::string request_head;
   bool request_head_sent = false;
-  std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> response;
-  boost::beast::flat_buffer upstream_buffer;
+  std::optional<
+      boost::beast::http::response_parser<boost::beast::http::buffer_body, ArenaAllocator<char>>>
+      response;
   Framing client_framing = Framing::kNone;
   bool client_keep_alive = false;
   bool response_head_sent = false;

@@ -30,9 +30,10 @@ void ProxySession::forward() {
   exchange.request_framing = request_->chunked()          ? Framing::kChunked
                              : request_->content_length() ? Framing::kLength
                                                           : Framing::kNone;
+  request_head_.clear();
   appendUpstreamRequestHead(header, peer_ip_, exchange.request_framing,
                             request_->content_length().value_or(0), exchange.upstream_headers,
-                            exchange.request_head);
+                            request_head_);
   // A client that sent `Expect: 100-continue` waits for this before sending the body; the
   // gateway says it once the request is allowed (the upstream never sees the Expect).
   if (!request_->is_done() && header.version() >= 11 &&
@@ -48,6 +49,7 @@ void ProxySession::forward() {
 
 void ProxySession::sendRequestHead() {
   Exchange& exchange = *exchange_;
+  upstream_buffer_.clear();  // what a previous exchange left unread belonged to its connection
   exchange.upstream = pool_.takeIdle(exchange.route->upstream);
   exchange.reused_connection = exchange.upstream != nullptr;
   if (exchange.upstream == nullptr) return connectUpstream();
@@ -101,7 +103,7 @@ void ProxySession::writeUpstream(std::size_t bytes) {
   const std::size_t chunk_header = frame_.size();
   if (chunked && bytes > 0) frame_ += "\r\n";
   if (chunked && done) frame_ += kLastChunk;
-  if (!exchange.request_head_sent) buffers_.push_back(net::buffer(exchange.request_head));
+  if (!exchange.request_head_sent) buffers_.push_back(net::buffer(request_head_));
   if (chunk_header > 0) buffers_.push_back(net::buffer(frame_.data(), chunk_header));
   if (bytes > 0) buffers_.push_back(net::buffer(chunk_.get(), bytes));
   if (frame_.size() > chunk_header) {
@@ -123,12 +125,13 @@ void ProxySession::writeUpstream(std::size_t bytes) {
 
 void ProxySession::readResponseHeader() {
   Exchange& exchange = *exchange_;
-  exchange.response.emplace();
+  exchange.response.emplace(std::piecewise_construct, std::make_tuple(),
+                            std::make_tuple(ArenaAllocator<char>(fields_)));
   exchange.response->header_limit(64 * 1024);
   exchange.response->body_limit(boost::none);  // streamed through the chunk buffer
   if (exchange.head_request) exchange.response->skip(true);
   arm(Watch::kUpstream, state_->settings.response_timeout_us);
-  bhttp::async_read_header(*exchange.upstream, exchange.upstream_buffer, *exchange.response,
+  bhttp::async_read_header(*exchange.upstream, upstream_buffer_, *exchange.response,
                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
                              self->onResponseHeader(self->upstreamError(ec));
                            });
@@ -173,7 +176,7 @@ void ProxySession::pumpResponse() {
   body.size = kChunkBytes;
   body.more = true;
   arm(Watch::kUpstream, state_->settings.response_timeout_us);
-  bhttp::async_read_some(*exchange.upstream, exchange.upstream_buffer, *exchange.response,
+  bhttp::async_read_some(*exchange.upstream, upstream_buffer_, *exchange.response,
                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
                            self->onResponseChunk(self->upstreamError(ec));
                          });
@@ -222,7 +225,7 @@ void ProxySession::finishExchange() {
   count(state_->counters.forwarded);
   // Only a connection that ended a complete, kept-alive exchange with nothing unread goes back.
   if (exchange.response->keep_alive() && !exchange.response->need_eof() &&
-      exchange.upstream_buffer.size() == 0 && request_->is_done()) {
+      upstream_buffer_.size() == 0 && request_->is_done()) {
     pool_.giveBack(exchange.route->upstream, std::move(exchange.upstream));
   }
   const bool keep_alive = exchange.client_keep_alive;
@@ -245,7 +248,7 @@ bool ProxySession::retryOnFreshConnection(beast::error_code ec) {
   exchange.reused_connection = false;
   exchange.request_head_sent = false;
   exchange.response.reset();
-  exchange.upstream_buffer.clear();
+  upstream_buffer_.clear();
   exchange.upstream.reset();
   connectUpstream();
   return true;

@@ -158,7 +158,10 @@ beast::error_code ProxySession::upstreamError(beast::error_code ec) const {
 void ProxySession::readHeader() {
   busy_ = false;
   if (state_->draining.load(std::memory_order_relaxed)) return close();
-  request_.emplace();
+  request_.reset();
+  if (exchange_ == nullptr) fields_.rewind();  // neither parser holds fields any more
+  request_.emplace(std::piecewise_construct, std::make_tuple(),
+                   std::make_tuple(ArenaAllocator<char>(fields_)));
   request_->header_limit(static_cast<std::uint32_t>(state_->settings.max_header_bytes));
   request_->body_limit(boost::none);  // streamed through a fixed buffer, never held whole
   arm(Watch::kClient, state_->settings.client_timeout_us);
