@@ -54,10 +54,30 @@ def generate_stubs(proto_dir, out_dir):
     sys.path.insert(0, out_dir)
 
 
-def start_server(binary, args, work, config_dir, extra_yaml):
+def start_redis(work):
+    """A real redis-server on a free loopback port, for the shared-store runs."""
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", work],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):  # bounded: 10 s
+        ping = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True)
+        if ping.stdout.strip() == "PONG":
+            return process, port
+        time.sleep(0.05)
+    process.kill()
+    raise SystemExit("redis-server did not start")
+
+
+def start_server(binary, args, work, config_dir, extra_yaml, store_yaml=""):
     config = os.path.join(work, "sluice.yaml")
     with open(config, "w") as out:
         out.write(
+            store_yaml +
             "server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }\n"
             "limits:\n  - { name: unused, key: ip, rate: 1/s }\n"
             "envoy_rls:\n  listen: 127.0.0.1:0\n  config_dir: %s\n%s" % (config_dir, extra_yaml)
@@ -192,17 +212,29 @@ def main():
     parser.add_argument("--server-args", default="", help="arguments before the config path, e.g. 'serve --config'")
     parser.add_argument("--proto-dir", required=True)
     parser.add_argument("--config-dir", required=True)
+    parser.add_argument("--store", default="memory", choices=["memory", "redis", "synced"],
+                        help="redis and synced start a real redis-server for the run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
         generate_stubs(args.proto_dir, os.path.join(work, "stubs"))
-        process, port = start_server(
-            args.server, args.server_args.split(), work, os.path.abspath(args.config_dir),
-            "  response_headers: true\n",
-        )
+        redis, store_yaml = None, ""
+        if args.store != "memory":
+            redis, redis_port = start_redis(work)
+            store_yaml = "store: { type: %s, address: 127.0.0.1:%d, on_error: deny }\n" % (
+                args.store, redis_port)
         try:
-            run_checks(port)
+            process, port = start_server(
+                args.server, args.server_args.split(), work, os.path.abspath(args.config_dir),
+                "  response_headers: true\n", store_yaml,
+            )
+            try:
+                run_checks(port)
+            finally:
+                stop_server(process)
         finally:
-            stop_server(process)
+            if redis is not None:
+                redis.kill()
+                redis.wait()
     if FAILURES:
         print("%d check(s) failed" % len(FAILURES), file=sys.stderr)
         return 1

@@ -106,6 +106,14 @@ Outcome decideShared(const algorithm::CompactState& global, const LimitSpec& spe
     return outcome;
   }
   if (cost > spec.limit()) return algorithm::consumeCompact(view, now_us, spec, cost);
+  if (outcome.reason == DenyReason::kCostExceedsLimit) {
+    // This cost fits the limit; with the units admitted here since the last sync it does not.
+    // They stay counted until the next sync, and the limit frees up as the state refills.
+    view = global;
+    const Micros refill_us = algorithm::consumeCompact(view, now_us, spec, 0).reset_after_us;
+    outcome.reason = DenyReason::kOverLimit;
+    outcome.retry_after_us = std::max(refill_us, sync_interval_us);
+  }
   if (outcome.allowed && used + cost > share) {
     // Allowed globally, but this node has spent its share until the next sync.
     outcome.allowed = false;
