@@ -29,7 +29,7 @@ wait_for_port() {
 start_sluice() {
   "$1" serve --config "$2" > "$work/sluice.out" 2> "$work/sluice.err" &
   sluice_pid=$!
-  for _ in $(seq 1 100); do grep -q "listening" "$work/sluice.out" && break; sleep 0.05; done
+  for _ in $(seq 1 200); do grep -q "listening" "$work/sluice.out" && break; sleep 0.05; done
   sluice_port=$(sed -n 's/.*api=127.0.0.1:\([0-9]*\).*/\1/p' "$work/sluice.out")
   [ -n "$sluice_port" ] || fail "sluice did not start: $(cat "$work/sluice.err")"
 }
