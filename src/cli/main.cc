@@ -28,6 +28,7 @@
 #ifdef SLUICE_WITH_GATEWAY
 #include "gateway/gateway.h"
 #include "gateway/gateway_config.h"
+#include "gateway/gateway_metrics.h"
 #endif
 
 namespace {
@@ -135,7 +136,7 @@ int serve(const std::string& path) {
     }
     rls_listening = " rls=" + endpoint.value().address().to_string() + ":" +
                     std::to_string(endpoint.value().port());
-    service.setExtraMetrics([&rls] { return rls->metricsText(); });
+    service.addExtraMetrics([&rls] { return rls->metricsText(); });
   }
 #endif
   const sluice::server::HttpServerLimits limits = serverLimits(policy);
@@ -166,6 +167,7 @@ int serve(const std::string& path) {
     }
     gateway_listening = " gateway=" + endpoint.value().address().to_string() + ":" +
                         std::to_string(endpoint.value().port());
+    service.addExtraMetrics([&gateway] { return sluice::gateway::metricsText(gateway->stats()); });
   }
 #endif
   const auto api_endpoint = api.listen(policy.server.listen);

@@ -320,7 +320,7 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
     HttpResponse response{http::status::ok, version};
     response.set(http::field::content_type, "text/plain; version=0.0.4");
     response.body() = metrics_.render(key_count_());
-    if (extra_metrics_) response.body() += extra_metrics_();
+    for (const auto& extra : extra_metrics_) response.body() += extra();
     response.prepare_payload();
     return respond(std::move(response));
   }

@@ -43,8 +43,10 @@ class Service {
   std::vector<std::string> reload();
 
   [[nodiscard]] policy::PolicyPtr policy() const { return active_.load()->policy; }
-  // More Prometheus text appended to /metrics (other front doors' counters). Set before serving.
-  void setExtraMetrics(std::function<std::string()> extra) { extra_metrics_ = std::move(extra); }
+  // More Prometheus text appended to /metrics (other front doors' counters). Add before serving.
+  void addExtraMetrics(std::function<std::string()> extra) {
+    extra_metrics_.push_back(std::move(extra));
+  }
   void setReady(bool ready) noexcept { ready_.store(ready); }
 
  private:
@@ -74,7 +76,7 @@ class Service {
   std::unique_ptr<Engine> own_engine_;
   Engine& engine_;
   std::function<std::size_t()> key_count_;
-  std::function<std::string()> extra_metrics_;
+  std::vector<std::function<std::string()>> extra_metrics_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
 };

@@ -39,6 +39,10 @@ curl -s -D "$work/h4" -o "$work/b4" --max-time 5 "http://127.0.0.1:$gateway_port
 grep -q "^HTTP/1.1 429" "$work/h4" || fail "the fourth request was not denied: $(cat "$work/h4")"
 grep -q '"per-ip"' "$work/b4" || fail "the denial has no JSON body naming the limit"
 [ "$(grep -c "GET /index.html" "$work/upstream.log")" -eq 3 ] || fail "the upstream saw a denied request"
+admin_port=$(sed -n 's/.*admin=127.0.0.1:\([0-9]*\).*/\1/p' "$work/sluice.out")
+metrics=$(curl -s --max-time 5 "http://127.0.0.1:$admin_port/metrics")
+grep -q 'sluice_gateway_requests_total{result="forwarded"} 3' <<< "$metrics" || fail "forwarded not in /metrics"
+grep -q 'sluice_gateway_requests_total{result="denied"} 1' <<< "$metrics" || fail "denied not in /metrics"
 kill -TERM "$sluice_pid"
 for _ in $(seq 1 100); do kill -0 "$sluice_pid" 2>/dev/null || break; sleep 0.05; done
 kill -0 "$sluice_pid" 2>/dev/null && fail "sluice did not stop on SIGTERM"
