@@ -30,8 +30,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::uint64_t kLimit = 1000;
 constexpr std::size_t kNodes = 2;
-// The synced.h bound for a burst onto a fresh key: (nodes − 1) / nodes² of the limit.
-constexpr std::uint64_t kBurstOvershoot = (kNodes - 1) * kLimit / (kNodes * kNodes);
+// The synced_store.h bound for a burst: (nodes − 1) / nodes of the limit.
+constexpr std::uint64_t kBurstOvershoot = (kNodes - 1) * kLimit / kNodes;
 // Long enough that the background sync never runs during a test: the test syncs by hand.
 constexpr Micros kManualSyncIntervalUs = 10 * kMicrosPerSecond;
 

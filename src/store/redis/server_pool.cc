@@ -1,6 +1,9 @@
 #include "store/redis/server_pool.h"
 
 #include <hiredis/hiredis.h>
+#include <csignal>
+#include <mutex>
+
 #include <boost/asio/steady_timer.hpp>
 
 namespace sluice::redis {
@@ -38,6 +41,11 @@ std::shared_ptr<InFlight> startDeadline(boost::asio::io_context& io,
 ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
                        std::size_t connections)
     : io_(io), address_(host + ":" + std::to_string(port)) {
+  // hiredis writes with write(2): a write to a Redis that just died raises SIGPIPE, whose
+  // default action kills the process. A rate limiter must outlive its store, so ignore it
+  // (process-wide, as every network server does; Asio's own sockets never raise it).
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
   for (std::size_t i = 0; i < connections; ++i) {
     ConnectionOptions options;
     options.host = host;

@@ -6,8 +6,10 @@
 //
 // To keep nodes from each spending the whole remainder at once, a node admits at most its share
 // of what the global state had left (remaining / sluice_nodes) between two syncs. Overshoot
-// bound (README, "Synced mode"): about sluice_nodes × rate × sync_interval in steady state, and
-// for a burst onto a fresh key at most (nodes − 1) / nodes² × the limit once.
+// bound (README, "Synced mode's bound"): about sluice_nodes × rate × sync_interval in steady
+// state (the refill each node counts before it hears of the others); for a burst, the others'
+// unpushed shares can be missing from a node's view, which adds up to at most
+// (nodes − 1) / nodes × the limit over the burst.
 // The sliding window log is not supported here: its state is a log, not two numbers.
 #pragma once
 
