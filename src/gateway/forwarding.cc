@@ -135,9 +135,9 @@ template void appendUpstreamRequestHead(const boost::beast::http::header<true>&,
 template void appendUpstreamRequestHead(const boost::beast::http::header<true, ArenaFields>&,
                                         std::string_view, Framing, std::uint64_t,
                                         const http::HeaderList&, std::string&);
-template void appendClientResponseHead(const boost::beast::http::header<false>&, unsigned,
-                                       Framing, std::optional<std::uint64_t>, bool,
-                                       const http::HeaderList&, std::string&);
+template void appendClientResponseHead(const boost::beast::http::header<false>&, unsigned, Framing,
+                                       std::optional<std::uint64_t>, bool, const http::HeaderList&,
+                                       std::string&);
 template void appendClientResponseHead(const boost::beast::http::header<false, ArenaFields>&,
                                        unsigned, Framing, std::optional<std::uint64_t>, bool,
                                        const http::HeaderList&, std::string&);

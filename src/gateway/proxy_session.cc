@@ -42,21 +42,7 @@ const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
   thread_local std::weak_ptr<const policy::Policy> derived_from;
   thread_local http::HeaderOptions options;
   if (derived_from.lock() != policy) {
-    const policy::HeaderSettings& settings = policy->headers;
-    options = http::HeaderOptions{};
-    options.x_ratelimit = settings.x_ratelimit;
-    options.ietf = settings.ietf;
-    options.retry_after = settings.retry_after;
-    const auto rename = [&](std::string_view family, std::string& name) {
-      if (const auto found = settings.names.find(family); found != settings.names.end())
-        name = found->second;
-    };
-    rename("limit", options.names.limit);
-    rename("remaining", options.names.remaining);
-    rename("reset", options.names.reset);
-    rename("retry_after", options.names.retry_after);
-    rename("ratelimit", options.names.ratelimit);
-    rename("ratelimit_policy", options.names.ratelimit_policy);
+    options = http::headerOptionsFor(policy->headers);
     derived_from = policy;
   }
   return options;
@@ -126,8 +112,8 @@ void ProxySession::arm(Watch watch, Micros timeout_us) {
 void ProxySession::startTimer() {
   timer_running_ = true;
   timer_.expires_at(deadline_);  // cancels a wait for a later expiry: its generation is stale
-  timer_.async_wait([weak = weak_from_this(), generation = ++timer_generation_](
-                        const boost::system::error_code&) {
+  timer_.async_wait([weak = weak_from_this(),
+                     generation = ++timer_generation_](const boost::system::error_code&) {
     const auto self = weak.lock();
     if (self == nullptr || generation != self->timer_generation_) return;
     self->onTimer();

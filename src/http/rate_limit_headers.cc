@@ -177,4 +177,22 @@ std::string deniedBody(const Decision& decision, std::span<const LimitLabel> lab
   return body;
 }
 
+HeaderOptions headerOptionsFor(const policy::HeaderSettings& settings) {
+  HeaderOptions options;
+  options.x_ratelimit = settings.x_ratelimit;
+  options.ietf = settings.ietf;
+  options.retry_after = settings.retry_after;
+  const auto rename = [&](std::string_view family, std::string& name) {
+    if (const auto found = settings.names.find(family); found != settings.names.end())
+      name = found->second;
+  };
+  rename("limit", options.names.limit);
+  rename("remaining", options.names.remaining);
+  rename("reset", options.names.reset);
+  rename("retry_after", options.names.retry_after);
+  rename("ratelimit", options.names.ratelimit);
+  rename("ratelimit_policy", options.names.ratelimit_policy);
+  return options;
+}
+
 }  // namespace sluice::http

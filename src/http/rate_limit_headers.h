@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "policy/policy.h"
 #include "sluice/decision.h"
 #include "sluice/time.h"
 
@@ -62,6 +63,9 @@ inline constexpr std::int64_t kMaxHeaderInteger = 999'999'999'999'999;
 // Names become valid SF Strings: bytes outside printable ASCII become '_', '"' and '\' are
 // escaped. Precondition (asserted): labels.size() == decision.statuses.size(); in a release
 // build a status without a label renders with an empty name and no w=.
+// The options a policy's `headers:` section asks for (families on or off, renamed headers).
+[[nodiscard]] HeaderOptions headerOptionsFor(const policy::HeaderSettings& settings);
+
 void appendRateLimitHeaders(const Decision& decision, std::span<const LimitLabel> labels,
                             const HeaderOptions& options, HeaderList& out);
 

@@ -43,24 +43,6 @@ HttpResponse errorResponse(http::status status, std::string_view message, unsign
       version);
 }
 
-sluice::http::HeaderOptions headerOptions(const policy::HeaderSettings& settings) {
-  sluice::http::HeaderOptions options;
-  options.x_ratelimit = settings.x_ratelimit;
-  options.ietf = settings.ietf;
-  options.retry_after = settings.retry_after;
-  const auto rename = [&](std::string_view family, std::string& name) {
-    if (const auto found = settings.names.find(family); found != settings.names.end())
-      name = found->second;
-  };
-  rename("limit", options.names.limit);
-  rename("remaining", options.names.remaining);
-  rename("reset", options.names.reset);
-  rename("retry_after", options.names.retry_after);
-  rename("ratelimit", options.names.ratelimit);
-  rename("ratelimit_policy", options.names.ratelimit_policy);
-  return options;
-}
-
 // Says the decision was made without the shared store, by the limits' on_error policies.
 constexpr std::string_view kDegradedHeader = "X-RateLimit-Degraded";
 
@@ -86,7 +68,7 @@ struct Service::Pending {
 };
 
 Service::Active::Active(policy::PolicyPtr loaded)
-    : policy(std::move(loaded)), headers(headerOptions(policy->headers)) {}
+    : policy(std::move(loaded)), headers(sluice::http::headerOptionsFor(policy->headers)) {}
 
 Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock)
     : active_(std::make_shared<const Active>(initial)),

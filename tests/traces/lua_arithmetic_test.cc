@@ -73,7 +73,8 @@ TEST(LuaArithmetic, InlineDivisionsAreExactBelowTwoTo53) {
   std::mt19937_64 random(11);
   const std::int64_t kMax = (std::int64_t{1} << 53) - 1;
   for (int i = 0; i < 3000; ++i) {
-    const std::int64_t d = 1 + static_cast<std::int64_t>(random() % (std::uint64_t{1} << (1 + random() % 52)));
+    const std::int64_t d =
+        1 + static_cast<std::int64_t>(random() % (std::uint64_t{1} << (1 + random() % 52)));
     std::int64_t n = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(kMax + 1));
     if (i % 3 != 0) n = n / d * d + static_cast<std::int64_t>(random() % 3) - 1;  // k * d ± 1
     if (n > kMax) n = kMax;

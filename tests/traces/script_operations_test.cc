@@ -137,9 +137,9 @@ TEST_F(ScriptOperations, SyncOfNothingIsTheZeroState) {
 // entries) are read as they were, and the next write replaces them with the current layout.
 TEST_F(ScriptOperations, KeysInTheEarlierLayoutAreRead) {
   const Micros at_us = kJan2026 + 123'456;
-  for (const LimitSpec& limit : {spec(Algorithm::kGcra, "10/s", 5),
-                                 spec(Algorithm::kTokenBucket, "7/min", 5),
-                                 spec(Algorithm::kSlidingWindowCounter, "10/min")}) {
+  for (const LimitSpec& limit :
+       {spec(Algorithm::kGcra, "10/s", 5), spec(Algorithm::kTokenBucket, "7/min", 5),
+        spec(Algorithm::kSlidingWindowCounter, "10/min")}) {
     const std::string key = "legacy:" + limit.toString();
     CompactState state;
     ASSERT_TRUE(algorithm::consumeCompact(state, at_us, limit, 3).allowed);
@@ -155,12 +155,11 @@ TEST_F(ScriptOperations, KeysInTheEarlierLayoutAreRead) {
   algorithm::SlidingWindowLog log;
   ASSERT_TRUE(log.consume(at_us, limit, 3).allowed);
   ASSERT_TRUE(log.consume(at_us + 500, limit, 2).allowed);
-  connection_.command({"RPUSH", "legacy:log", std::to_string(at_us) + ":3",
-                       std::to_string(at_us + 500) + ":2"});
+  connection_.command(
+      {"RPUSH", "legacy:log", std::to_string(at_us) + ":3", std::to_string(at_us + 500) + ":2"});
   const ScriptCheck check[] = {{"legacy:log", &limit, 4}};
   const Outcome expected = log.consume(at_us + 1000, limit, 4);
-  EXPECT_EQ(describe(script_.decidePersisted(at_us + 1000, check).outcomes[0]),
-            describe(expected));
+  EXPECT_EQ(describe(script_.decidePersisted(at_us + 1000, check).outcomes[0]), describe(expected));
   EXPECT_EQ(connection_.command({"TYPE", "legacy:log"}).text, "string");
   const ScriptCheck peek[] = {{"legacy:log", &limit, 6}};
   EXPECT_EQ(describe(script_.decidePersisted(at_us + 2000, peek).outcomes[0]),
