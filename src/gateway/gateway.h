@@ -34,6 +34,7 @@ struct GatewayStats {
   std::uint64_t not_found = 0;           // no route
   std::uint64_t upstream_failed = 0;     // answered 502
   std::uint64_t upstream_timed_out = 0;  // answered 504
+  std::uint64_t client_gone = 0;  // the client left while its request waited (throttle, upstream)
   GuardCounters guard;
   WebhookStats webhook;
 };

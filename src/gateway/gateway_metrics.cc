@@ -32,7 +32,8 @@ std::string metricsText(const GatewayStats& stats) {
           {"concurrency_denied", stats.concurrency_denied},
           {"not_found", stats.not_found},
           {"upstream_failed", stats.upstream_failed},
-          {"upstream_timed_out", stats.upstream_timed_out}});
+          {"upstream_timed_out", stats.upstream_timed_out},
+          {"client_gone", stats.client_gone}});
   family(out, "sluice_gateway_guard_total", "Requests and connections the DDoS guard refused.",
          "reason",
          {{"over_global_rate", stats.guard.over_global_rate},

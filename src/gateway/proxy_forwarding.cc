@@ -1,6 +1,7 @@
 // The upstream half of ProxySession: connect (or reuse a parked connection), stream the request
-// body, stream the response back. One operation is outstanding at a time per session, so
-// destroying the exchange from a handler never leaves an operation behind on its socket.
+// body, stream the response back. One operation is outstanding at a time per session (besides
+// the wait that watches the client for a hang-up), so destroying the exchange from a handler
+// never leaves an operation behind on its socket.
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -125,6 +126,7 @@ void ProxySession::writeUpstream(std::size_t bytes) {
 
 void ProxySession::readResponseHeader() {
   Exchange& exchange = *exchange_;
+  watchClient();  // the request is fully read: from here on the client only waits
   exchange.response.emplace(std::piecewise_construct, std::make_tuple(),
                             std::make_tuple(ArenaAllocator<char>(fields_)));
   exchange.response->header_limit(64 * 1024);
@@ -238,6 +240,7 @@ void ProxySession::finishExchange() {
 // cannot be replayed, and a slow upstream is not retried (that would double the wait).
 bool ProxySession::retryOnFreshConnection(beast::error_code ec) {
   Exchange& exchange = *exchange_;
+  if (client_gone_) return false;
   const bool stale = ec == net::error::eof || ec == bhttp::error::end_of_stream ||
                      ec == net::error::connection_reset || ec == net::error::broken_pipe;
   if (!stale || !exchange.reused_connection || exchange.retried ||
@@ -255,6 +258,7 @@ bool ProxySession::retryOnFreshConnection(beast::error_code ec) {
 }
 
 void ProxySession::upstreamFailed(beast::error_code ec) {
+  if (client_gone_) return close();  // nobody to answer; counted as client_gone
   const bool timed_out = ec == beast::error::timeout;
   count(timed_out ? state_->counters.upstream_timed_out : state_->counters.upstream_failed);
   static std::atomic<std::int64_t> last_logged_s{0};

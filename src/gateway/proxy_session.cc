@@ -1,7 +1,10 @@
 #include "gateway/proxy_session.h"
 
+#include <cerrno>
 #include <chrono>
 #include <ctime>
+
+#include <sys/socket.h>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/dispatch.hpp>
@@ -94,12 +97,58 @@ void ProxySession::closeIfIdle() {
 
 void ProxySession::close() {
   exchange_.reset();  // gives back permits; an upstream connection mid-exchange is dropped
+  watching_client_ = false;
+  ++watch_generation_;
   watch_ = Watch::kNone;
   ++timer_generation_;
   timer_.cancel();
   beast::error_code ignored;
   client_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   client_.close(ignored);
+}
+
+void ProxySession::watchClient() {
+  if (watching_client_) return;
+  watching_client_ = true;
+  client_.async_wait(net::socket_base::wait_read,
+                     [self = shared_from_this(), generation = ++watch_generation_](
+                         beast::error_code ec) { self->onClientReadable(ec, generation); });
+}
+
+void ProxySession::stopWatchingClient() noexcept {
+  if (!watching_client_) return;
+  watching_client_ = false;
+  ++watch_generation_;
+  beast::error_code ignored;
+  client_.cancel(ignored);  // nothing else is outstanding on the client socket at this point
+}
+
+void ProxySession::onClientReadable(beast::error_code ec, std::uint64_t generation) {
+  if (generation != watch_generation_) return;  // stopped, or the session closed meanwhile
+  watching_client_ = false;
+  if (ec) return clientGone();
+  // Readable means a hang-up (a read would return 0), a reset, or the client's next request
+  // arriving early; peek to tell them apart without taking bytes from the HTTP parser.
+  char byte = 0;
+  const ssize_t peeked = ::recv(client_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (peeked > 0) return;  // a pipelined request: the client is there (and is not watched)
+  if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    return watchClient();
+  }
+  clientGone();
+}
+
+void ProxySession::clientGone() {
+  count(state_->counters.client_gone);
+  if (exchange_ != nullptr && exchange_->upstream != nullptr) {
+    // An upstream operation may be outstanding: closing its socket ends it, and its handler,
+    // seeing client_gone_, closes the session (as onTimer does for a deadline).
+    client_gone_ = true;
+    beast::error_code ignored;
+    exchange_->upstream->close(ignored);
+    return;
+  }
+  close();  // waiting on a throttle timer or the store: their handlers find no exchange
 }
 
 void ProxySession::arm(Watch watch, Micros timeout_us) {
@@ -143,6 +192,7 @@ beast::error_code ProxySession::upstreamError(beast::error_code ec) const {
 
 void ProxySession::readHeader() {
   busy_ = false;
+  stopWatchingClient();
   if (state_->draining.load(std::memory_order_relaxed)) return close();
   request_.reset();
   if (exchange_ == nullptr) fields_.rewind();  // neither parser holds fields any more
@@ -248,6 +298,7 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   if (exchange.waited_us == 0) count(state_->counters.throttled);
   exchange.waited_us += wait_us;
   const bool final_hold = exchange.decision.throttle_wait_us == 0;  // a shaper's slot
+  if (request_->is_done()) watchClient();  // else the client is still sending its body
   exchange.timer = std::make_unique<net::steady_timer>(loop_);
   exchange.timer->expires_after(std::chrono::microseconds(wait_us));
   exchange.timer->async_wait(

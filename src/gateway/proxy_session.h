@@ -56,6 +56,15 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void writeClient(std::function<void()> then);
   void close();
 
+  // While a fully read request waits (on a throttle timer or for the upstream), the client
+  // socket has no read outstanding, so a client that hangs up would go unnoticed until the wait
+  // ends, holding its concurrency slot and an upstream connection. This watches the socket for
+  // the hang-up and ends the exchange early, as nginx does (proxy_ignore_client_abort off).
+  void watchClient();
+  void stopWatchingClient() noexcept;
+  void onClientReadable(boost::beast::error_code ec, std::uint64_t generation);
+  void clientGone();
+
   // Upstream side: connect, stream the request, stream the response (proxy_forwarding.cc).
   void forward();
   void connectUpstream();
@@ -103,6 +112,9 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
       request_;
   std::unique_ptr<Exchange> exchange_;
   bool busy_ = false;  // a request is being handled (touched only on the connection's loop)
+  bool watching_client_ = false;        // a watchClient() wait is outstanding
+  std::uint64_t watch_generation_ = 0;  // tells a cancelled watch's late completion apart
+  bool client_gone_ = false;  // the client hung up during an upstream operation: end quietly
   // What is being written: a head or chunk framing, and the buffers of one gather write.
   std::string out_;
   std::string frame_;

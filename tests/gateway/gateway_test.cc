@@ -32,6 +32,14 @@ limits:
     burst: 1
     action: throttle
     max_delay: 2s
+  - name: held
+    match: { path_prefix: /held }
+    key: ip
+    algorithm: gcra
+    rate: 1/s
+    burst: 1
+    action: throttle
+    max_delay: 5s
   - { name: watched, match: { path_prefix: /watched }, key: ip, rate: 1/min, burst: 1, action: shadow }
   - { name: monitored, match: { path_prefix: /monitored }, key: ip, rate: 1/min, burst: 1 }
   - { name: everyone, key: global, rate: 100000/s }
@@ -275,6 +283,70 @@ TEST_F(GatewayTest, ConcurrencySlotReleasedWhenClientLeaves) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(after.status, 200);
+}
+
+// Sends `request` on a fresh connection and closes it once `sent` says the gateway has it.
+template <typename Predicate>
+void sendThenHangUp(const boost::asio::ip::tcp::endpoint& endpoint, const std::string& request,
+                    Predicate sent) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.connect(endpoint);
+  boost::asio::write(stream, boost::asio::buffer(request));
+  for (int i = 0; i < 400 && !sent(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
+  }
+}
+
+// A client that hangs up while the upstream is still working is noticed at once: its slot and
+// the upstream connection are given back without waiting for the answer or response_timeout
+// (300 ms here; the upstream would take 3 s), and nothing is counted as an upstream failure.
+TEST_F(GatewayTest, ClientHangingUpDuringTheUpstreamWaitEndsTheExchange) {
+  sendThenHangUp(endpoint_, "GET /slow?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n",
+                 [&] { return upstream_.in_flight.load() == 1; });
+  for (int i = 0; i < 400 && gateway_->stats().client_gone == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
+  }
+  const GatewayStats stats = gateway_->stats();
+  EXPECT_EQ(stats.client_gone, 1u);
+  EXPECT_EQ(stats.upstream_timed_out, 0u);
+  EXPECT_EQ(stats.upstream_failed, 0u);
+  EXPECT_EQ(get("/slow?ms=0").status, 200);  // the concurrency slot is free
+}
+
+// A client that hangs up while its request is held by a throttle is dropped then: the request
+// is never forwarded when the hold would have ended (1 s here).
+TEST_F(GatewayTest, ClientHangingUpDuringAThrottleHoldIsNotForwarded) {
+  EXPECT_EQ(get("/held").status, 200);  // uses the burst; the next one is held about 1 s
+  sendThenHangUp(endpoint_, "GET /held HTTP/1.1\r\nHost: x\r\n\r\n",
+                 [&] { return gateway_->stats().throttled == 1; });
+  for (int i = 0; i < 400 && gateway_->stats().client_gone == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
+  }
+  EXPECT_EQ(gateway_->stats().client_gone, 1u);
+  EXPECT_EQ(gateway_->stats().forwarded, 1u);
+}
+
+// A keep-alive client whose next request arrives while the upstream still works on the first
+// (pipelining) is not mistaken for one that left: both are answered, in order.
+TEST_F(GatewayTest, PipelinedRequestIsNotAHangUp) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.connect(endpoint_);
+  const std::string first = "GET /slow?ms=200 HTTP/1.1\r\nHost: x\r\n\r\n";
+  boost::asio::write(stream, boost::asio::buffer(first));
+  for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
+  }
+  const std::string second = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+  boost::asio::write(stream, boost::asio::buffer(second));
+  boost::beast::flat_buffer buffer;
+  for (int i = 0; i < 2; ++i) {
+    http::response<http::string_body> response;
+    http::read(stream, buffer, response);
+    EXPECT_EQ(response.result_int(), 200u) << "response " << i;
+  }
+  EXPECT_EQ(gateway_->stats().client_gone, 0u);
 }
 
 constexpr const char* kGuardConfig = R"(
