@@ -277,6 +277,56 @@ TEST_F(RedisStoreTest, ApplyAsyncCallsBackExactlyOnce) {
   EXPECT_EQ(allowed_ok.load(), 5);
 }
 
+// Requests that arrive while the store's calls are in flight go to Redis together, in a few
+// batch calls, and each is still decided all-or-nothing on its own. CLIENT PAUSE holds the
+// first calls in Redis, so everything else queues behind them whatever the machine's speed.
+TEST_F(RedisStoreTest, RequestsQueuedBehindBusyCallsAreBatched) {
+  constexpr int kRequests = 200;
+  const LimitSpec shared = spec(Algorithm::kFixedWindow, "50/day");
+  const LimitSpec own = spec(Algorithm::kGcra, "1/day", 1);
+  std::vector<std::string> own_keys;
+  for (int i = 0; i < kRequests; ++i) own_keys.push_back("own:" + std::to_string(i));
+  std::vector<std::vector<LimitCheck>> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    requests.push_back({{"shared", &shared, 1}, {own_keys[i], &own, 1}});
+  }
+  std::vector<std::vector<Outcome>> outcomes(kRequests, std::vector<Outcome>(2));
+  std::vector<StoreStatus> statuses(kRequests, StoreStatus::kUnavailable);
+  std::atomic<int> finished{0};
+
+  auto admin = server_.connect();
+  ASSERT_EQ(admin.command({"CONFIG", "RESETSTAT"}).text, "OK");
+  ASSERT_EQ(admin.command({"CLIENT", "PAUSE", "300", "ALL"}).text, "OK");
+  for (int i = 0; i < kRequests; ++i) {
+    store_->applyAsync(requests[i], clock_, outcomes[i], [&, i](StoreStatus status) {
+      statuses[i] = status;
+      ++finished;
+    });
+  }
+  const auto deadline = SteadyClock::now() + kHangAfter;
+  while (finished.load() < kRequests && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polling, not timing
+  }
+  ASSERT_EQ(finished.load(), kRequests);
+  // Two calls were in flight (calls_in_flight), and the 198 requests behind them (396 checks)
+  // fit in four batches of at most 128 checks: far fewer script calls than requests.
+  const std::string stats = admin.command({"INFO", "commandstats"}).text;
+  const auto at = stats.find("cmdstat_evalsha:calls=");
+  ASSERT_NE(at, std::string::npos) << stats;
+  EXPECT_LE(std::stoi(stats.substr(at + 22)), 6) << stats;
+
+  int admitted = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_EQ(statuses[i], StoreStatus::kOk) << "request " << i;
+    const bool allowed = outcomes[i][0].allowed && outcomes[i][1].allowed;
+    admitted += allowed ? 1 : 0;
+    // All-or-nothing: a denied request left its own key untouched.
+    const Outcome own_now = applyOne(*store_, own, own_keys[i], 0);
+    EXPECT_EQ(own_now.remaining, allowed ? 0u : 1u) << "request " << i;
+  }
+  EXPECT_EQ(admitted, 50);
+}
+
 // With Redis gone, every call returns kUnavailable (nothing hangs), and decisions resume on
 // their own once a new Redis listens on the same port, with the script loaded again.
 TEST_F(RedisStoreTest, RedisDownIsUnavailableThenResumesAfterRestart) {

@@ -166,6 +166,84 @@ TEST_F(ScriptOperations, KeysInTheEarlierLayoutAreRead) {
             describe(log.consume(at_us + 2000, limit, 6)));
 }
 
+// A batch decides each of its requests exactly as that request's own decide call would, in
+// order and all-or-nothing per request: here against the same requests sent one call each on
+// keys of their own, and a sliding log and a request with two checks of one key included.
+TEST_F(ScriptOperations, BatchDecidesEachRequestAsItsOwnDecide) {
+  const LimitSpec shared = spec(Algorithm::kFixedWindow, "3/hour");
+  const LimitSpec own = spec(Algorithm::kTokenBucket, "5/hour", 5);
+  const LimitSpec log = spec(Algorithm::kSlidingWindowLog, "2/hour");
+  const auto requests = [&](const std::string& prefix) {
+    return std::vector<std::vector<ScriptCheck>>{
+        {{prefix + "shared", &shared, 2}, {prefix + "own1", &own, 1}},  // admitted
+        {{prefix + "shared", &shared, 2}},                              // denied: 1 left
+        {{prefix + "own1", &own, 1}, {prefix + "log", &log, 1}, {prefix + "shared", &shared, 1}},
+        {{prefix + "own2", &own, 5}, {prefix + "shared", &shared, 1}},  // denied by shared
+        {{prefix + "own2", &own, 3}, {prefix + "own2", &own, 3}},       // 6 of 5: denied
+        {{prefix + "log", &log, 1}, {prefix + "own2", &own, 4}},        // admitted
+    };
+  };
+  const Micros now_us = kJan2026 + 17;
+
+  // One batch call: keys, "batch", now, the request count and sizes, then the checks' args.
+  std::vector<std::string> keys;
+  std::vector<std::string> sizes;
+  std::vector<std::string> check_args;
+  std::size_t total = 0;
+  for (const auto& request : requests("batch:")) {
+    const std::vector<std::string> args = script_.arguments("decide", now_us, request);
+    const std::size_t n = request.size();
+    keys.insert(keys.end(), args.begin() + 3, args.begin() + 3 + static_cast<long>(n));
+    check_args.insert(check_args.end(), args.begin() + 5 + static_cast<long>(n), args.end());
+    sizes.push_back(std::to_string(n));
+    total += n;
+  }
+  std::vector<std::string> batch = {"EVALSHA", script_.arguments("decide", now_us, {})[1],
+                                    std::to_string(total)};
+  batch.insert(batch.end(), keys.begin(), keys.end());
+  batch.insert(batch.end(), {"batch", std::to_string(now_us), std::to_string(sizes.size())});
+  batch.insert(batch.end(), sizes.begin(), sizes.end());
+  batch.insert(batch.end(), check_args.begin(), check_args.end());
+  const DecideReply batched = ScriptClient::parseDecide(connection_.command(batch), total);
+
+  std::size_t at = 0;
+  std::vector<bool> admitted;
+  for (const auto& request : requests("single:")) {
+    const DecideReply single = script_.decide(now_us, request);
+    bool all = true;
+    for (std::size_t i = 0; i < request.size(); ++i, ++at) {
+      EXPECT_EQ(describe(batched.outcomes[at]), describe(single.outcomes[i]))
+          << "request " << admitted.size() << " check " << i;
+      all = all && single.outcomes[i].allowed;
+    }
+    admitted.push_back(all);
+  }
+  EXPECT_EQ(admitted, (std::vector<bool>{true, false, true, false, false, true}));
+  // Both ways left the same state behind.
+  for (const char* key : {"shared", "own1", "own2"}) {
+    const LimitSpec& limit = std::string(key) == "shared" ? shared : own;
+    const ScriptCheck peek_batch[] = {{std::string("batch:") + key, &limit, 0}};
+    const ScriptCheck peek_single[] = {{std::string("single:") + key, &limit, 0}};
+    EXPECT_EQ(describe(script_.decide(now_us, peek_batch).outcomes[0]),
+              describe(script_.decide(now_us, peek_single).outcomes[0]))
+        << key;
+  }
+}
+
+// A batch whose request sizes do not add up to its keys is an error.
+TEST_F(ScriptOperations, MalformedBatchIsAnError) {
+  const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);
+  const ScriptCheck check[] = {{"k", &bucket, 1}};
+  std::vector<std::string> args = script_.arguments("decide", kJan2026, check);
+  args[4] = "batch";
+  args.insert(args.begin() + 6, {"1", "2"});  // one request of two checks, but one key
+  EXPECT_TRUE(connection_.command(args).isError());
+  args[7] = "1";
+  EXPECT_FALSE(connection_.command(args).isError());
+  args[6] = "0";  // no requests
+  EXPECT_TRUE(connection_.command(args).isError());
+}
+
 // Malformed calls are errors, not guesses.
 TEST_F(ScriptOperations, MalformedCallsAreErrors) {
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);

@@ -11,11 +11,17 @@ RedisStore::RedisStore(RedisStoreOptions options) : options_(std::move(options))
     pool_ = std::make_unique<redis::ServerPool>(loop_.io(), options_.host, options_.port,
                                                 options_.connections);
     pool_->start();
+    batcher_ = std::make_shared<redis::DecideBatcher>(*pool_, options_.calls_in_flight,
+                                                      !options_.use_caller_clock);
   });
 }
 
 RedisStore::~RedisStore() {
-  loop_.runAndWait([this] { pool_.reset(); });  // fails calls in flight on the loop
+  loop_.runAndWait([this] {
+    batcher_->close();  // fails waiting requests, sends no more
+    pool_.reset();      // fails calls in flight on the loop
+    batcher_.reset();
+  });
   loop_.stop();
 }
 
@@ -30,20 +36,15 @@ StoreStatus RedisStore::apply(std::span<const LimitCheck> checks, const Clock& c
 void RedisStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                             std::span<Outcome> outcomes, StoreCallback done) noexcept {
   if (checks.empty()) return done(StoreStatus::kOk);
-  auto call = std::make_shared<const redis::ScriptCall>(redis::ScriptCall::make(
+  auto call = redis::ScriptCall::make(
       "decide", options_.key_prefix, checks,
-      options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt));
-  loop_.post([this, call, outcomes, done = std::move(done)]() mutable {
-    if (pool_ == nullptr) return done(StoreStatus::kUnavailable);  // shutting down
+      options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt);
+  const auto deadline =
+      redis::DecideBatcher::Clock::now() + std::chrono::microseconds(options_.timeout_us);
+  loop_.post([this, call = std::move(call), outcomes, deadline, done = std::move(done)]() mutable {
+    if (batcher_ == nullptr) return done(StoreStatus::kUnavailable);  // shutting down
     connected_.store(pool_->connected());
-    pool_->call(call, std::chrono::microseconds(options_.timeout_us),
-                [outcomes, done = std::move(done)](const redisReply* reply, std::string_view) {
-                  Micros now_us = 0;
-                  if (reply == nullptr || redis::readDecideReply(reply, outcomes, now_us)) {
-                    return done(StoreStatus::kUnavailable);
-                  }
-                  done(StoreStatus::kOk);
-                });
+    batcher_->decide(std::move(call), outcomes, deadline, std::move(done));
   });
 }
 

@@ -67,6 +67,7 @@ ScriptCall ScriptCall::make(std::string_view op, std::span<const std::string> ke
   call.strings.emplace_back("EVALSHA");
   call.strings.emplace_back(sluiceLuaScript().sha1);
   call.strings.push_back(std::to_string(keys.size()));
+  call.key_count = keys.size();
   for (const std::string& key : keys) call.strings.push_back(key);
   call.strings.emplace_back(op);
   call.strings.push_back(now_us ? std::to_string(*now_us) : std::string());
@@ -79,6 +80,33 @@ ScriptCall ScriptCall::make(std::string_view op, std::span<const std::string> ke
     call.strings.push_back(std::to_string(spec.unitWeight()));
     call.strings.push_back(std::to_string(spec.drainPerMicro()));
     call.strings.push_back(std::to_string(costs[i]));
+  }
+  return call;
+}
+
+ScriptCall ScriptCall::batch(std::span<ScriptCall> decides) {
+  // A decide call's strings: EVALSHA sha n key_1..key_n "decide" now_us args...
+  constexpr std::size_t kKeysAt = 3;
+  std::size_t total_checks = 0;
+  for (const ScriptCall& decide : decides) total_checks += decide.key_count;
+  ScriptCall call;
+  call.key_count = total_checks;
+  call.strings.reserve(6 + decides.size() + total_checks * (1 + kArgsPerCheck));
+  call.strings.emplace_back("EVALSHA");
+  call.strings.emplace_back(sluiceLuaScript().sha1);
+  call.strings.push_back(std::to_string(total_checks));
+  for (ScriptCall& decide : decides) {
+    for (std::size_t i = 0; i < decide.key_count; ++i)
+      call.strings.push_back(std::move(decide.strings[kKeysAt + i]));
+  }
+  call.strings.emplace_back("batch");
+  call.strings.emplace_back();  // Redis TIME
+  call.strings.push_back(std::to_string(decides.size()));
+  for (const ScriptCall& decide : decides) call.strings.push_back(decide.strings[2]);
+  for (ScriptCall& decide : decides) {
+    const std::size_t args_at = kKeysAt + decide.key_count + 2;
+    for (std::size_t i = args_at; i < decide.strings.size(); ++i)
+      call.strings.push_back(std::move(decide.strings[i]));
   }
   return call;
 }
@@ -105,14 +133,25 @@ std::string_view errorText(const redisReply* reply) noexcept {
 
 std::optional<std::string> readDecideReply(const redisReply* reply, std::span<Outcome> outcomes,
                                            Micros& now_us) {
-  if (auto error = checkArray(reply, 1 + outcomes.size() * kDecideFieldsPerCheck)) return error;
+  if (auto error = readDecideShape(reply, outcomes.size(), now_us)) return error;
+  return readDecideOutcomes(reply, 0, outcomes);
+}
+
+std::optional<std::string> readDecideShape(const redisReply* reply, std::size_t total_checks,
+                                           Micros& now_us) {
+  if (auto error = checkArray(reply, 1 + total_checks * kDecideFieldsPerCheck)) return error;
   long long now = 0;
   if (!readInteger(reply->element[0], now)) return "the script's time is not an integer";
   now_us = now;
+  return std::nullopt;
+}
+
+std::optional<std::string> readDecideOutcomes(const redisReply* reply, std::size_t first,
+                                              std::span<Outcome> outcomes) {
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     long long fields[kDecideFieldsPerCheck];
     for (std::size_t f = 0; f < kDecideFieldsPerCheck; ++f) {
-      if (!readInteger(reply->element[1 + i * kDecideFieldsPerCheck + f], fields[f]) ||
+      if (!readInteger(reply->element[1 + (first + i) * kDecideFieldsPerCheck + f], fields[f]) ||
           (fields[f] < 0 && !(f == 5 && fields[f] == kNeverOnWire))) {
         return "the script's outcome is not a non-negative integer";
       }

@@ -27,6 +27,7 @@ const Script& sluiceLuaScript();
 struct ScriptCall {
   // "EVALSHA" sha numkeys key... op now_us args...; the strings own what argv() views.
   std::vector<std::string> strings;
+  std::size_t key_count = 0;  // the checks it carries
 
   // Builds a call of `op` ("decide" | "refund" | "sync") over `checks`; the cost of check i is
   // costs[i] when given, else checks[i].cost. `now_us`: nullopt lets Redis read TIME.
@@ -37,6 +38,9 @@ struct ScriptCall {
   static ScriptCall make(std::string_view op, std::span<const std::string> keys,
                          std::span<const LimitSpec* const> specs,
                          std::span<const std::uint64_t> costs, std::optional<Micros> now_us);
+  // One "batch" call of several decide calls (made without now_us), each one request; moves
+  // their strings.
+  static ScriptCall batch(std::span<ScriptCall> decides);
   [[nodiscard]] std::vector<std::string_view> argv() const;
   // The same call sent as EVAL with the script's text, for a Redis that has forgotten the script.
   [[nodiscard]] std::vector<std::string_view> evalArgv() const;
@@ -53,6 +57,13 @@ struct ScriptCall {
 [[nodiscard]] std::optional<std::string> readDecideReply(const redisReply* reply,
                                                          std::span<Outcome> outcomes,
                                                          Micros& now_us);
+// A batch reply: the shape for `total_checks` checks and the time, then, for each request, its
+// checks (from `first`) into its outcomes.
+[[nodiscard]] std::optional<std::string> readDecideShape(const redisReply* reply,
+                                                         std::size_t total_checks, Micros& now_us);
+[[nodiscard]] std::optional<std::string> readDecideOutcomes(const redisReply* reply,
+                                                            std::size_t first,
+                                                            std::span<Outcome> outcomes);
 // A sync reply into one state per check.
 [[nodiscard]] std::optional<std::string> readSyncReply(const redisReply* reply,
                                                        std::span<algorithm::CompactState> states,

@@ -3,9 +3,10 @@
 // Redis (or one cluster slot) decide in one EVALSHA: one round trip, all-or-nothing.
 //
 // Call:  EVALSHA <sha> <n> key_1 .. key_n  op  now_us  <kArgsPerCheck args per check>
-//   op       "decide" | "refund" | "sync"
+//   op       "decide" | "batch" | "refund" | "sync"
 //   now_us   "" reads Redis TIME (production: every node sees one clock); a decimal number sets
 //            the time (the trace tests replay exact instants)
+//   batch only, before the checks: the number of requests R, then R counts of checks, in order
 //   per check, in this order (all decimal integers):
 //     algorithm     static_cast<int>(sluice::Algorithm)
 //     count         spec.rate().count
@@ -22,6 +23,10 @@
 //            retry_after_us (-1 for kNever), delay_us]
 //           Exactly MemoryStore's semantics: when every check allows, every one is consumed;
 //           when any denies, none is, and the others report their state as it is.
+//   batch   the same reply as decide over all the checks. Each request (a run of consecutive
+//           checks, as the counts say) is decided as one decide would decide it, all-or-nothing
+//           on its own, in order: a later request sees what an earlier one consumed. Lets a
+//           node send the requests that queued while its calls were in flight in one call.
 //   refund  [now_us]. Gives `cost` back to each key, as if the consumption made at `now_us`
 //           (which must be the now_us the decide reply gave) had not happened; the refund never
 //           leaves a key with more than it would have had. Used by Redis Cluster when a

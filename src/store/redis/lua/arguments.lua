@@ -16,12 +16,9 @@ local LEAKY_BUCKET_SHAPER = 6
 local GCRA = 7
 
 local operation = ARGV[1]
-if operation ~= 'decide' and operation ~= 'refund' and operation ~= 'sync' then
+if operation ~= 'decide' and operation ~= 'batch' and operation ~= 'refund' and
+    operation ~= 'sync' then
   error('sluice: unknown operation ' .. tostring(operation))
-end
-if (#ARGV - 2) ~= #KEYS * ARGS_PER_CHECK then
-  error('sluice: expected 2 + ' .. ARGS_PER_CHECK .. ' arguments per key, got ' .. #ARGV ..
-        ' for ' .. #KEYS .. ' keys')
 end
 
 -- ARGV[index] as an integer in [least, 2^53), or an error naming it. (x % 1 is the VM's own
@@ -35,6 +32,29 @@ local function argument(index, what, least)
   return value
 end
 
+-- A batch is several requests' decides in one call: ARGV[3] says how many, then how many checks
+-- each has; the checks' arguments follow. `requests` lists each request's last check index.
+-- first_arg: the index after which the checks' arguments start.
+local first_arg = 2
+local requests = nil
+if operation == 'batch' then
+  local count = argument(3, 'request count', 1)
+  requests = {}
+  local last = 0
+  for r = 1, count do
+    last = last + argument(3 + r, 'checks of a request', 1)
+    requests[r] = last
+  end
+  if last ~= #KEYS then
+    error('sluice: the batch\'s requests have ' .. last .. ' checks for ' .. #KEYS .. ' keys')
+  end
+  first_arg = 3 + count
+end
+if (#ARGV - first_arg) ~= #KEYS * ARGS_PER_CHECK then
+  error('sluice: expected ' .. first_arg .. ' + ' .. ARGS_PER_CHECK .. ' arguments per key, got ' ..
+        #ARGV .. ' for ' .. #KEYS .. ' keys')
+end
+
 -- One table per check: its key, its spec's fields (named as the algorithms read them, so the
 -- check is also the `spec` argument they take), its cost, and room for what main.lua notes.
 -- Only the fields the check's algorithm uses are read: strtod is slow, and the C++ side sends
@@ -42,7 +62,7 @@ end
 local checks = {}
 local uses = {} -- algorithm -> true when some check uses it
 for i = 1, #KEYS do
-  local base = 2 + (i - 1) * ARGS_PER_CHECK
+  local base = first_arg + (i - 1) * ARGS_PER_CHECK
   local algorithm = argument(base + 1, 'algorithm', 0)
   if algorithm > GCRA then error('sluice: unknown algorithm ' .. ARGV[base + 1]) end
   -- The windows and the interval bucket read count and period; the draining buckets and GCRA

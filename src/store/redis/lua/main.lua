@@ -1,4 +1,4 @@
--- Sluice's Redis script, part 9 of 9: the three operations, all-or-nothing.
+-- Sluice's Redis script, part 9 of 9: the operations, each request all-or-nothing.
 -- The contract (arguments, replies, semantics) is src/store/redis/script_protocol.h.
 --
 -- Storage: a compact algorithm's key is a string of CompactState's two fields a and b as
@@ -41,20 +41,18 @@ local function writeState(key, state, spec, now_us)
   store(key, value, algorithms[spec.algorithm].fullAt(state, spec), now_us)
 end
 
-if operation == 'decide' then
-  -- The reply: now_us, then each check's seven fields, which consume() returns in this order.
-  -- Until the end they are also where the decide keeps each check's outcome.
-  local reply = { now_us } -- check i's fields start at 7 * i - 5
-  if #checks == 1 then reply = { now_us, 0, 0, 0, 0, 0, 0, 0 } end -- sized at once, usually
-
+-- Decides checks first..last as one request, all-or-nothing, writing each check i's seven reply
+-- fields at reply[7 * i - 5 ..]: the call's checks for 'decide', one request's for 'batch'.
+local function decideRequest(first, last, reply)
   -- Each check decides against its key's running state, as MemoryStore::decide does: a later
   -- check of a key sees what earlier checks of the same request admitted, and when it denies,
-  -- it reports when the key's combined cost would pass. keys: name -> its state, loaded once;
-  -- state.latest is the latest check of that key so far (or false), whose spec the key is
-  -- written with (as MemoryStore does).
+  -- it reports when the key's combined cost would pass. keys: name -> its state, loaded once
+  -- per request (a later request of a batch reads what an earlier one wrote); state.latest is
+  -- the latest check of that key so far (or false), whose spec the key is written with (as
+  -- MemoryStore does).
   local keys = {}
   local all_allowed = true
-  for i = 1, #checks do
+  for i = first, last do
     local check = checks[i]
     local is_log = check.algorithm == SLIDING_WINDOW_LOG
     local state = keys[check.key]
@@ -92,7 +90,7 @@ if operation == 'decide' then
   end
 
   if all_allowed then
-    for i = 1, #checks do
+    for i = first, last do
       local check = checks[i]
       if check.algorithm == SLIDING_WINDOW_LOG then
         sliding_window_log.record(keys[check.key], now_us, check.cost)
@@ -100,7 +98,7 @@ if operation == 'decide' then
     end
   else
     -- Nothing is consumed; the limits that would have allowed report their state as it is.
-    for i = 1, #checks do
+    for i = first, last do
       local check = checks[i]
       local j = 7 * i - 5
       if reply[j] == 1 then
@@ -118,7 +116,7 @@ if operation == 'decide' then
   end
   -- Each key is written once, at its last check: logs always (evaluating trims them), compact
   -- states only when admitted.
-  for i = 1, #checks do
+  for i = first, last do
     local check = checks[i]
     local state = keys[check.key]
     if state.latest == check then
@@ -128,6 +126,25 @@ if operation == 'decide' then
         writeState(check.key, state, check, now_us)
       end
     end
+  end
+end
+
+-- The reply of 'decide' and 'batch': now_us, then each check's seven fields, which consume()
+-- returns in this order. Until the end they are also where the decide keeps each check's
+-- outcome.
+if operation == 'decide' then
+  local reply = { now_us } -- check i's fields start at 7 * i - 5
+  if #checks == 1 then reply = { now_us, 0, 0, 0, 0, 0, 0, 0 } end -- sized at once, usually
+  decideRequest(1, #checks, reply)
+  return reply
+end
+
+if operation == 'batch' then
+  local reply = { now_us }
+  local first = 1
+  for r = 1, #requests do
+    decideRequest(first, requests[r], reply)
+    first = requests[r] + 1
   end
   return reply
 end

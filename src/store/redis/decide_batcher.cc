@@ -1,0 +1,93 @@
+#include "store/redis/decide_batcher.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sluice::redis {
+
+DecideBatcher::DecideBatcher(ServerPool& pool, std::size_t max_in_flight, bool merge)
+    : pool_(pool),
+      max_in_flight_(merge ? std::max<std::size_t>(1, max_in_flight)
+                           : std::numeric_limits<std::size_t>::max()),
+      merge_(merge) {}
+
+void DecideBatcher::decide(ScriptCall call, std::span<Outcome> outcomes, Clock::time_point deadline,
+                           StoreCallback done) {
+  if (closed_) return done(StoreStatus::kUnavailable);
+  waiting_.push_back(Request{std::move(call), outcomes, deadline, std::move(done)});
+  pump();
+}
+
+void DecideBatcher::close() {
+  closed_ = true;
+  std::deque<Request> waiting = std::move(waiting_);
+  waiting_.clear();
+  for (Request& request : waiting) request.done(StoreStatus::kUnavailable);
+}
+
+void DecideBatcher::pump() {
+  if (pumping_) return;  // the loop below is already running further up the stack
+  pumping_ = true;
+  while (!closed_ && in_flight_ < max_in_flight_ && !waiting_.empty()) {
+    const Clock::time_point now = Clock::now();
+    std::vector<Request> batch;
+    std::size_t checks = 0;
+    while (!waiting_.empty()) {
+      Request& next = waiting_.front();
+      if (next.deadline <= now) {  // waited out its whole timeout behind full calls
+        Request expired = std::move(next);
+        waiting_.pop_front();
+        expired.done(StoreStatus::kUnavailable);
+        continue;
+      }
+      if (!batch.empty() && (!merge_ || checks + next.call.key_count > kMaxBatchChecks)) break;
+      checks += next.call.key_count;
+      batch.push_back(std::move(next));
+      waiting_.pop_front();
+    }
+    if (!batch.empty()) send(std::move(batch));
+  }
+  pumping_ = false;
+}
+
+void DecideBatcher::send(std::vector<Request> batch) {
+  Clock::time_point deadline = batch.front().deadline;
+  for (const Request& request : batch) deadline = std::min(deadline, request.deadline);
+  std::shared_ptr<const ScriptCall> call;
+  if (batch.size() == 1) {
+    call = std::make_shared<const ScriptCall>(std::move(batch.front().call));
+  } else {
+    std::vector<ScriptCall> decides;
+    decides.reserve(batch.size());
+    for (Request& request : batch) decides.push_back(std::move(request.call));
+    call = std::make_shared<const ScriptCall>(ScriptCall::batch(decides));
+  }
+  const auto timeout =
+      std::max(std::chrono::microseconds(0),
+               std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()));
+  ++in_flight_;
+  auto shared_batch = std::make_shared<std::vector<Request>>(std::move(batch));
+  pool_.call(std::move(call), timeout,
+             [self = shared_from_this(), shared_batch](const redisReply* reply, std::string_view) {
+               --self->in_flight_;
+               finish(*shared_batch, reply);
+               self->pump();
+             });
+}
+
+// Each request's outcomes from its slice of the reply. A reply that is missing or malformed
+// fails the whole batch: the script ran all of it or none of it.
+void DecideBatcher::finish(std::vector<Request>& batch, const redisReply* reply) {
+  std::size_t total_checks = 0;
+  for (const Request& request : batch) total_checks += request.outcomes.size();
+  Micros now_us = 0;
+  const bool read = reply != nullptr && !readDecideShape(reply, total_checks, now_us);
+  std::size_t first = 0;
+  for (Request& request : batch) {
+    const bool ok = read && !readDecideOutcomes(reply, first, request.outcomes);
+    first += request.outcomes.size();
+    request.done(ok ? StoreStatus::kOk : StoreStatus::kUnavailable);
+  }
+}
+
+}  // namespace sluice::redis

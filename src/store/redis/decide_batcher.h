@@ -1,0 +1,64 @@
+// Decide calls to one Redis server, batched under load. At most `max_in_flight` calls are
+// outstanding; requests that arrive meanwhile wait, and the next call carries all that waited
+// (up to kMaxBatchChecks checks) as one "batch" script call, each request still all-or-nothing
+// on its own (script_protocol.h). An idle store sends each request at once, so batching adds no
+// latency; a busy one pays Redis's fixed cost of a script call (about that of a whole GCRA
+// decision) once per batch instead of once per request. Lives on the store's loop thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "sluice/outcome.h"
+#include "store/redis/script_call.h"
+#include "store/redis/server_pool.h"
+#include "store/store.h"
+
+namespace sluice::redis {
+
+class DecideBatcher : public std::enable_shared_from_this<DecideBatcher> {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // A Redis script call stays short: a batch holds at most this many checks.
+  static constexpr std::size_t kMaxBatchChecks = 128;
+
+  // `merge` false sends every request as its own call, at once (calls that carry their own
+  // time, which one batch cannot share).
+  DecideBatcher(ServerPool& pool, std::size_t max_in_flight, bool merge);
+
+  // `call` is a "decide" call for `outcomes.size()` checks. `done` runs exactly once, by
+  // `deadline`: kOk with the outcomes written, or kUnavailable.
+  void decide(ScriptCall call, std::span<Outcome> outcomes, Clock::time_point deadline,
+              StoreCallback done);
+
+  // Fails every waiting request and sends nothing more; calls in flight still finish. Call
+  // before the pool goes away.
+  void close();
+
+ private:
+  struct Request {
+    ScriptCall call;
+    std::span<Outcome> outcomes;
+    Clock::time_point deadline;
+    StoreCallback done;
+  };
+
+  // Sends waiting requests while fewer than max_in_flight calls are out.
+  void pump();
+  void send(std::vector<Request> batch);
+  static void finish(std::vector<Request>& batch, const redisReply* reply);
+
+  ServerPool& pool_;
+  std::size_t max_in_flight_;
+  bool merge_;
+  bool closed_ = false;
+  bool pumping_ = false;  // pump() is on the stack: a reply handled inside it must not recurse
+  std::size_t in_flight_ = 0;
+  std::deque<Request> waiting_;
+};
+
+}  // namespace sluice::redis
