@@ -264,27 +264,6 @@ TEST_F(GatewayTest, ConcurrencySlotReleasedOnTimeout) {
   EXPECT_EQ(get("/slow?ms=0").status, 200);
 }
 
-// A client that goes away mid-request gives its slot back.
-TEST_F(GatewayTest, ConcurrencySlotReleasedWhenClientLeaves) {
-  {
-    boost::asio::io_context io;
-    boost::beast::tcp_stream stream(io);
-    stream.connect(endpoint_);
-    const std::string request = "GET /slow?ms=100 HTTP/1.1\r\nHost: x\r\n\r\n";
-    boost::asio::write(stream, boost::asio::buffer(request));
-    for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }  // closed before the answer
-  HttpReply after;
-  for (int i = 0; i < 100; ++i) {  // bounded: the upstream answers within 100 ms
-    after = get("/slow?ms=0");
-    if (after.status == 200) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_EQ(after.status, 200);
-}
-
 // Sends `request` on a fresh connection and closes it once `sent` says the gateway has it.
 template <typename Predicate>
 void sendThenHangUp(const boost::asio::ip::tcp::endpoint& endpoint, const std::string& request,
@@ -296,6 +275,19 @@ void sendThenHangUp(const boost::asio::ip::tcp::endpoint& endpoint, const std::s
   for (int i = 0; i < 400 && !sent(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
   }
+}
+
+// A client that goes away mid-request gives its slot back.
+TEST_F(GatewayTest, ConcurrencySlotReleasedWhenClientLeaves) {
+  sendThenHangUp(endpoint_, "GET /slow?ms=100 HTTP/1.1\r\nHost: x\r\n\r\n",
+                 [&] { return upstream_.in_flight.load() == 1; });
+  HttpReply after;
+  for (int i = 0; i < 100; ++i) {  // bounded: the upstream answers within 100 ms
+    after = get("/slow?ms=0");
+    if (after.status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(after.status, 200);
 }
 
 // A client that hangs up while the upstream is still working is noticed at once: its slot and
