@@ -225,6 +225,9 @@ void ProxySession::writeClientChunk(std::size_t bytes) {
 void ProxySession::finishExchange() {
   Exchange& exchange = *exchange_;
   count(state_->counters.forwarded);
+  // The client hung up as its last bytes went out: clientGone() has closed the upstream socket,
+  // which must not go back to the pool, and there is no next request.
+  if (client_gone_) return close();
   // Only a connection that ended a complete, kept-alive exchange with nothing unread goes back.
   if (exchange.response->keep_alive() && !exchange.response->need_eof() &&
       upstream_buffer_.size() == 0 && request_->is_done()) {
