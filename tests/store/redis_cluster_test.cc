@@ -153,6 +153,43 @@ TEST_F(RedisClusterStoreTest, ConcurrentCrossSlotRequestsNeverOverAdmit) {
   EXPECT_EQ(decide(*store, {"wide", &wide, 0, checks[0].group}).remaining, 900u);
 }
 
+// A cross-slot request whose second slot times out is unavailable, and consumes nothing: the
+// first slot's consumption is refunded though the request's time is spent, and the second
+// slot's decide, which runs late when its master resumes, is refunded once its reply comes.
+TEST_F(RedisClusterStoreTest, TimedOutCrossSlotRequestConsumesNothing) {
+  constexpr Micros kTimeoutUs = 100'000;
+  auto store = makeStore({}, kTimeoutUs);
+  const LimitSpec five = spec(Algorithm::kFixedWindow, "5/day");
+  const std::string quick_group = groupOnNode("quick", 0);
+  const std::string paused_group = groupOnNode("paused", 1);
+  const LimitCheck checks[] = {{"quick", &five, 1, quick_group},
+                               {"paused", &five, 1, paused_group}};
+  ASSERT_TRUE(decide(*store, checks[1]).allowed);  // a connection to node 1 is up
+  RedisConnection admin = cluster_->connect(1);
+  ASSERT_EQ(admin.command({"CLIENT", "PAUSE", "500", "ALL"}).text, "OK");
+  Outcome outcomes[2];
+  EXPECT_EQ(store->apply(checks, clock_, outcomes), StoreStatus::kUnavailable);
+  // Polling until the refunds land (node 1 answers again after its pause), not timing them.
+  // Peeks during the pause time out; they are retried.
+  const auto remaining = [&](const LimitCheck& check) -> std::uint64_t {
+    const LimitCheck peek{check.key, check.spec, 0, check.group};
+    Outcome outcome;
+    return store->apply({&peek, 1}, clock_, {&outcome, 1}) == StoreStatus::kOk ? outcome.remaining
+                                                                               : 0;
+  };
+  const auto deadline = steady_clock::now() + std::chrono::seconds(5);
+  std::uint64_t quick = 0;
+  std::uint64_t paused = 0;
+  while (steady_clock::now() < deadline) {
+    quick = remaining(checks[0]);
+    paused = remaining(checks[1]);
+    if (quick == 5 && paused == 4) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(quick, 5u);
+  EXPECT_EQ(paused, 4u);  // only the first, answered decide
+}
+
 // Seeded with one node, the store learns the other masters and decides keys on all three.
 TEST_F(RedisClusterStoreTest, OneSeedDiscoversEveryMaster) {
   auto store = makeStore({cluster_->address(2)});

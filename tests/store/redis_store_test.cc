@@ -20,6 +20,7 @@
 
 #include "store/memory_store.h"
 #include "store/redis/script_call.h"
+#include "store/redis/script_protocol.h"
 #include "support/redis_server.h"
 #include "support/specs.h"
 #include "traces/trace_support.h"
@@ -71,10 +72,12 @@ class RedisStoreTest : public ::testing::Test {
  protected:
   void SetUp() override { store_ = makeStore(kRelaxedTimeoutUs, false); }
 
-  std::unique_ptr<RedisStore> makeStore(Micros timeout_us, bool use_caller_clock) {
+  std::unique_ptr<RedisStore> makeStore(Micros timeout_us, bool use_caller_clock,
+                                        std::size_t connections = 2) {
     RedisStoreOptions options;
     options.port = static_cast<std::uint16_t>(server_.port());
     options.timeout_us = timeout_us;
+    options.connections = connections;
     options.use_caller_clock = use_caller_clock;
     auto store = std::make_unique<RedisStore>(options);
     EXPECT_TRUE(waitUntilDeciding(*store)) << "the store never connected";
@@ -131,6 +134,19 @@ class RedisStoreTest : public ::testing::Test {
     }
     caller.join();
     return status.get();
+  }
+
+  // Polls peeks of `key` until its remaining is `expected`; false past `wait_limit`. Refunds of
+  // late replies land a round trip after those replies, on whichever connection is free.
+  bool waitForRemaining(Store& store, const LimitSpec& limit, std::string_view key,
+                        std::uint64_t expected,
+                        SteadyClock::duration wait_limit = std::chrono::seconds(2)) {
+    const auto deadline = SteadyClock::now() + wait_limit;
+    while (SteadyClock::now() < deadline) {
+      if (applyOne(store, limit, key, 0).remaining == expected) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling, not timing
+    }
+    return false;
   }
 
   RedisServer server_;
@@ -427,13 +443,10 @@ TEST_F(RedisStoreTest, DestroyFailsCallsInFlightOnce) {
   EXPECT_EQ(unavailable.load(), kCalls);
 }
 
-// kUnavailable promises that nothing was consumed (store.h). Calls that time out on a frozen
-// Redis are still in its socket buffer, though, and run when it resumes.
-// DISABLED: fails. KNOWN BUG: ServerPool::call's deadline (server_pool.cc) only stops waiting
-// for the reply; the EVALSHA already written still runs when Redis resumes, so the three
-// "unavailable" calls consume 3 of 5 units (remaining is 2). Re-enable once the store either
-// keeps the promise (e.g. the script skips calls past an expiry) or store.h weakens it.
-TEST_F(RedisStoreTest, DISABLED_TimedOutCallsConsumeNothing) {
+// kUnavailable promises that nothing is counted (store.h). Calls that time out on a frozen
+// Redis are still in its socket buffer, though, and run when it resumes: the store gives back
+// what their late replies say they consumed.
+TEST_F(RedisStoreTest, TimedOutCallsConsumeNothing) {
   auto store = makeStore(kShortTimeoutUs, false);
   {
     Frozen frozen(redisPid(server_));
@@ -444,7 +457,119 @@ TEST_F(RedisStoreTest, DISABLED_TimedOutCallsConsumeNothing) {
     }
   }
   ASSERT_TRUE(waitUntilDeciding(*store, std::chrono::seconds(2)));
-  EXPECT_EQ(applyOne(*store, five_per_day_, "k", 0).remaining, 5u);
+  EXPECT_TRUE(waitForRemaining(*store, five_per_day_, "k", 5))
+      << "remaining " << applyOne(*store, five_per_day_, "k", 0).remaining;
+}
+
+// A late reply that denied consumed nothing, so nothing is given back: here a spent key stays
+// spent while a fresh key's late admission is undone. One connection, so the spent key's late
+// reply is handled before the fresh key's.
+TEST_F(RedisStoreTest, LateDenialsAreNotRefunded) {
+  auto store = makeStore(kShortTimeoutUs, false, 1);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(applyOne(*store, five_per_day_, "spent", 1).allowed);
+  {
+    Frozen frozen(redisPid(server_));
+    for (const char* key : {"spent", "fresh"}) {
+      const std::optional<StoreStatus> status = applyWatched(store, five_per_day_, key);
+      ASSERT_TRUE(status.has_value()) << key << " hung on a frozen Redis";
+      EXPECT_EQ(*status, StoreStatus::kUnavailable) << key;
+    }
+  }
+  ASSERT_TRUE(waitUntilDeciding(*store, std::chrono::seconds(2)));
+  ASSERT_TRUE(waitForRemaining(*store, five_per_day_, "fresh", 5));
+  EXPECT_EQ(applyOne(*store, five_per_day_, "spent", 0).remaining, 0u);
+}
+
+// Requests that time out queued behind busy calls, then go out as one batch that times out
+// too, consume nothing either: each admitted request of the late batch is refunded on its own.
+TEST_F(RedisStoreTest, TimedOutBatchesConsumeNothing) {
+  constexpr int kFirst = 2;  // calls_in_flight: these go out at once, alone
+  constexpr int kRequests = 22;
+  const LimitSpec shared = spec(Algorithm::kFixedWindow, "50/day");
+  const LimitSpec own = spec(Algorithm::kGcra, "1/day", 1);
+  auto store = makeStore(kShortTimeoutUs, false);
+  std::vector<std::string> own_keys;
+  std::vector<std::vector<LimitCheck>> requests;
+  for (int i = 0; i < kRequests; ++i) own_keys.push_back("own:" + std::to_string(i));
+  for (int i = 0; i < kRequests; ++i) {
+    requests.push_back({{"shared", &shared, 1}, {own_keys[i], &own, 1}});
+  }
+  std::vector<std::vector<Outcome>> outcomes(kRequests, std::vector<Outcome>(2));
+  std::atomic<int> unavailable{0};
+  std::atomic<int> finished{0};
+  const auto send = [&](int i) {
+    store->applyAsync(requests[i], clock_, outcomes[i], [&](StoreStatus status) {
+      if (status == StoreStatus::kUnavailable) ++unavailable;
+      ++finished;
+    });
+  };
+  auto admin = server_.connect();
+  // Paused long past every deadline: the first calls time out, the queued requests go out as
+  // a batch when they do (their own deadlines are later), and that times out as well.
+  ASSERT_EQ(admin.command({"CLIENT", "PAUSE", "600", "ALL"}).text, "OK");
+  for (int i = 0; i < kFirst; ++i) send(i);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // sequencing, not timing
+  for (int i = kFirst; i < kRequests; ++i) send(i);
+  const auto deadline = SteadyClock::now() + kHangAfter;
+  while (finished.load() < kRequests && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polling, not timing
+  }
+  ASSERT_EQ(finished.load(), kRequests);
+  EXPECT_EQ(unavailable.load(), kRequests);
+  ASSERT_TRUE(waitUntilDeciding(*store, std::chrono::seconds(2)));
+  EXPECT_TRUE(waitForRemaining(*store, shared, "shared", 50))
+      << "remaining " << applyOne(*store, shared, "shared", 0).remaining;
+  for (int i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(applyOne(*store, own, own_keys[i], 0).remaining, 1u) << "request " << i;
+  }
+}
+
+// ScriptCall::refund cuts one request's checks out of a batch call: refunding each admitted
+// request of a batch, at the time the batch ran, leaves every key as if it had never run.
+TEST_F(RedisStoreTest, RefundOfABatchRequestUndoesExactlyThatRequest) {
+  const LimitSpec shared = spec(Algorithm::kFixedWindow, "3/hour");
+  const LimitSpec bucket = spec(Algorithm::kTokenBucket, "5/hour", 5);
+  const LimitSpec log = spec(Algorithm::kSlidingWindowLog, "4/hour");
+  const std::vector<std::vector<LimitCheck>> requests = {
+      {{"shared", &shared, 2}, {"b1", &bucket, 1}},                    // admitted
+      {{"shared", &shared, 2}},                                        // denied: 1 left
+      {{"b1", &bucket, 3}, {"log", &log, 2}, {"shared", &shared, 1}},  // admitted
+      {{"b2", &bucket, 4}, {"log", &log, 1}},                          // admitted
+  };
+  std::vector<redis::ScriptCall> decides;
+  for (const auto& request : requests) {
+    decides.push_back(redis::ScriptCall::make("decide", "sluice:", request, std::nullopt));
+  }
+  const redis::ScriptCall batch = redis::ScriptCall::batch(decides);
+  auto connection = server_.connect();
+  const testing::RedisReply reply =
+      connection.command(std::vector<std::string>(batch.strings.begin(), batch.strings.end()));
+  ASSERT_EQ(reply.elements.size(), 1 + 8 * redis::kDecideFieldsPerCheck) << reply.text;
+  const Micros now_us = reply.elements[0].integer;
+  std::size_t first = 0;
+  std::vector<bool> admitted;
+  for (const auto& request : requests) {
+    bool all = true;
+    for (std::size_t i = 0; i < request.size(); ++i) {
+      all = all && reply.elements[1 + (first + i) * redis::kDecideFieldsPerCheck].integer == 1;
+    }
+    admitted.push_back(all);
+    if (all) {
+      const redis::ScriptCall refund = batch.refund(first, request.size(), now_us);
+      const testing::RedisReply refunded = connection.command(
+          std::vector<std::string>(refund.strings.begin(), refund.strings.end()));
+      EXPECT_EQ(refunded.elements.size(), 1u) << refunded.text;
+    }
+    first += request.size();
+  }
+  ASSERT_EQ(admitted, (std::vector<bool>{true, false, true, true}));
+  // The store's own peeks (same key prefix) find every limit full.
+  for (const auto& request : requests) {
+    for (const LimitCheck& check : request) {
+      const Outcome peek = applyOne(*store_, *check.spec, check.key, 0);
+      EXPECT_EQ(peek.remaining, peek.limit) << check.key;
+    }
+  }
 }
 
 }  // namespace

@@ -42,6 +42,8 @@ struct RoutedCall {
   std::chrono::steady_clock::time_point deadline;
   // The final reply: null when the call failed; an error reply when the cluster refused it.
   std::function<void(const redisReply*)> handler;
+  // A reply that came after the attempt it answers was given up on (ServerPool::call).
+  redis::ServerPool::LateReplyHandler on_late;
   int redirects = 0;
   std::string ask_address;  // when set, the next attempt goes there, after ASKING
 };
@@ -68,6 +70,9 @@ constexpr std::chrono::milliseconds kFirstRefreshBackoff{5};
 constexpr std::chrono::milliseconds kLastRefreshBackoff{1000};
 // CLUSTER SLOTS runs in the background; it may take longer than a decision may.
 constexpr std::chrono::milliseconds kRefreshTimeout{1000};
+// A refund nobody waits for (the request failed, or was answered long ago) may take longer than
+// a decision may: it must land, or the limit stays over-counted until it drains.
+constexpr std::chrono::milliseconds kRefundTimeout{1000};
 
 std::shared_ptr<ClusterRequest> makeRequest(std::span<const LimitCheck> checks,
                                             std::string_view key_prefix,
@@ -131,7 +136,7 @@ RedisClusterStore::~RedisClusterStore() {
     std::map<std::string, Node> doomed = std::move(nodes_);
     nodes_.clear();
     doomed.clear();
-    if (outstanding_ == 0) drained_.set_value();
+    signalIfDrained();  // closing the pools may have finished the last of them already
   });
   // Requests waiting to look for their slot's master again see stopping_ within kWaitPoll.
   drained_.get_future().wait();
@@ -182,6 +187,9 @@ void RedisClusterStore::start(const std::shared_ptr<ClusterRequest>& request) {
     routed->slot = group.slot;
     routed->deadline = request->deadline;
     routed->handler = [this, request, g](const redisReply* reply) { onDecided(request, g, reply); };
+    routed->on_late = [this, call = routed->call, slot = group.slot](const redisReply* reply) {
+      undoLate(call, slot, reply);
+    };
     route(routed);
   }
 }
@@ -215,19 +223,59 @@ void RedisClusterStore::settle(const std::shared_ptr<ClusterRequest>& request) {
       request->groups.begin(), request->groups.end(),
       [](const SlotGroup& group) { return group.state == SlotGroup::State::kAllowed; }));
   if (refunds == 0 || stopping_) return finish(request);
+  // A denial reports the state after the refunds, so it waits for them (one more round trip).
+  // A failure's answer does not depend on them, and its time is already spent: answer now.
+  const bool wait = !failed;
+  const Deadline deadline =
+      SteadyClock::now() + (wait ? std::chrono::microseconds(options_.timeout_us) : kRefundTimeout);
   request->pending = refunds;
   for (const SlotGroup& group : request->groups) {
     if (group.state != SlotGroup::State::kAllowed) continue;
-    auto routed = std::make_shared<RoutedCall>();
-    routed->call = std::make_shared<const redis::ScriptCall>(
-        redis::ScriptCall::make("refund", group.keys, group.specs, group.costs, group.now_us));
-    routed->slot = group.slot;
-    routed->deadline = request->deadline;
-    routed->handler = [this, request](const redisReply*) {
-      if (--request->pending == 0) finish(request);
-    };
-    route(routed);
+    auto call =
+        redis::ScriptCall::make("refund", group.keys, group.specs, group.costs, group.now_us);
+    refund(std::move(call), group.slot, deadline, [this, request, wait] {
+      if (wait && --request->pending == 0) finish(request);
+    });
   }
+  if (!wait) finish(request);
+}
+
+void RedisClusterStore::refund(redis::ScriptCall call, std::uint16_t slot, Deadline deadline,
+                               std::function<void()> then) {
+  ++outstanding_;
+  auto routed = std::make_shared<RoutedCall>();
+  routed->call = std::make_shared<const redis::ScriptCall>(std::move(call));
+  routed->slot = slot;
+  routed->deadline = deadline;
+  routed->handler = [this, then = std::move(then)](const redisReply*) {
+    then();
+    release();
+  };
+  route(routed);
+}
+
+void RedisClusterStore::undoLate(const std::shared_ptr<const redis::ScriptCall>& decided,
+                                 std::uint16_t slot, const redisReply* reply) {
+  if (stopping_) return;
+  std::vector<Outcome> outcomes(decided->key_count);
+  Micros now_us = 0;
+  if (redis::readDecideReply(reply, outcomes, now_us)) return;  // MOVED, ASK, an error: not run
+  // The script is all-or-nothing within the slot: any denial means nothing was consumed.
+  if (std::all_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.allowed; })) {
+    refund(decided->refund(0, decided->key_count, now_us), slot,
+           SteadyClock::now() + kRefundTimeout, [] {});
+  }
+}
+
+void RedisClusterStore::release() {
+  --outstanding_;
+  signalIfDrained();
+}
+
+void RedisClusterStore::signalIfDrained() {
+  if (!stopping_ || outstanding_ > 0 || drained_signalled_) return;
+  drained_signalled_ = true;
+  drained_.set_value();
 }
 
 void RedisClusterStore::finish(const std::shared_ptr<ClusterRequest>& request) {
@@ -240,7 +288,7 @@ void RedisClusterStore::finish(const std::shared_ptr<ClusterRequest>& request) {
     }
   }
   request->done(request->status);
-  if (--outstanding_ == 0 && stopping_) drained_.set_value();
+  release();
 }
 
 void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
@@ -266,7 +314,7 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
       [this, routed, host = target->host](const redisReply* reply, std::string_view) {
         onRouted(routed, reply, host);
       },
-      asking);
+      routed->on_late, asking);
 }
 
 void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, const redisReply* reply,

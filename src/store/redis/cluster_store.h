@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -33,7 +34,9 @@ struct RedisClusterStoreOptions {
   // "host:port" of one or more cluster nodes; the other masters are discovered from them.
   std::vector<std::string> seeds = {"127.0.0.1:7000"};
   std::size_t connections = 2;  // per master
-  Micros timeout_us = 20'000;   // per request, redirections and refunds included
+  // Per request, redirections included; a denial across slots waits up to once more for the
+  // refunds of the slots that consumed.
+  Micros timeout_us = 20'000;
   std::string key_prefix = "sluice:";
   // Tests: decide at the caller's clock instead of Redis TIME, to replay exact instants.
   bool use_caller_clock = false;
@@ -44,6 +47,7 @@ struct RedisClusterStoreOptions {
 namespace redis {
 struct ClusterRequest;
 struct RoutedCall;
+struct ScriptCall;
 struct SlotMap;
 }  // namespace redis
 
@@ -81,6 +85,15 @@ class RedisClusterStore final : public Store {
                  const redisReply* reply);
   void settle(const std::shared_ptr<redis::ClusterRequest>& request);
   void finish(const std::shared_ptr<redis::ClusterRequest>& request);
+  // Sends a "refund" call to `slot`; `then` runs when it is answered or has failed (by
+  // `deadline`). Counted in outstanding_.
+  void refund(redis::ScriptCall call, std::uint16_t slot, Deadline deadline,
+              std::function<void()> then);
+  // A decide call answered as failed whose reply came after all: refund what it consumed.
+  void undoLate(const std::shared_ptr<const redis::ScriptCall>& decided, std::uint16_t slot,
+                const redisReply* reply);
+  void release();  // one outstanding request or refund is done
+  void signalIfDrained();
 
   // Sends a script call to its slot's master, following redirections, until its deadline.
   void route(const std::shared_ptr<redis::RoutedCall>& routed);
@@ -107,8 +120,9 @@ class RedisClusterStore final : public Store {
   std::chrono::milliseconds refresh_backoff_;
   std::size_t refresh_cursor_ = 0;
   bool stopping_ = false;
-  std::size_t outstanding_ = 0;  // requests started and not finished
-  std::promise<void> drained_;   // set when stopping and the last request has finished
+  std::size_t outstanding_ = 0;  // requests started and refunds sent, not finished
+  std::promise<void> drained_;   // set when stopping and the last of them has finished
+  bool drained_signalled_ = false;
   std::atomic<bool> ready_{false};
 };
 

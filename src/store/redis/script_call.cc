@@ -111,6 +111,27 @@ ScriptCall ScriptCall::batch(std::span<ScriptCall> decides) {
   return call;
 }
 
+ScriptCall ScriptCall::refund(std::size_t first, std::size_t count, Micros now_us) const {
+  // Either call's strings: EVALSHA sha n key_1..key_n op now_us [R size_1..size_R] args...
+  constexpr std::size_t kKeysAt = 3;
+  const std::size_t op_at = kKeysAt + key_count;
+  std::size_t args_at = op_at + 2;
+  if (strings[op_at] == "batch") args_at += 1 + std::stoull(strings[op_at + 2]);
+  ScriptCall call;
+  call.key_count = count;
+  call.strings.reserve(5 + count * (1 + kArgsPerCheck));
+  call.strings.emplace_back("EVALSHA");
+  call.strings.emplace_back(sluiceLuaScript().sha1);
+  call.strings.push_back(std::to_string(count));
+  for (std::size_t i = first; i < first + count; ++i) call.strings.emplace_back(key(i));
+  call.strings.emplace_back("refund");
+  call.strings.push_back(std::to_string(now_us));
+  const auto args = strings.begin() + static_cast<std::ptrdiff_t>(args_at + first * kArgsPerCheck);
+  call.strings.insert(call.strings.end(), args,
+                      args + static_cast<std::ptrdiff_t>(count * kArgsPerCheck));
+  return call;
+}
+
 std::vector<std::string_view> ScriptCall::argv() const {
   return std::vector<std::string_view>(strings.begin(), strings.end());
 }

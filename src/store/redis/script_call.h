@@ -41,6 +41,9 @@ struct ScriptCall {
   // One "batch" call of several decide calls (made without now_us), each one request; moves
   // their strings.
   static ScriptCall batch(std::span<ScriptCall> decides);
+  // The "refund" call that undoes what this decide or batch call consumed for its checks
+  // [first, first + count) (one request's run), decided at `now_us` (the time its reply gave).
+  [[nodiscard]] ScriptCall refund(std::size_t first, std::size_t count, Micros now_us) const;
   [[nodiscard]] std::vector<std::string_view> argv() const;
   // The same call sent as EVAL with the script's text, for a Redis that has forgotten the script.
   [[nodiscard]] std::vector<std::string_view> evalArgv() const;

@@ -15,6 +15,7 @@ struct InFlight {
       : deadline(io), handler(std::move(on_done)) {}
   boost::asio::steady_timer deadline;
   ServerPool::CallHandler handler;
+  ServerPool::LateReplyHandler late;
   bool finished = false;
 
   void finish(const redisReply* reply, std::string_view error) {
@@ -22,6 +23,12 @@ struct InFlight {
     finished = true;
     deadline.cancel();
     handler(reply, error);
+  }
+
+  // A script call's reply, on time or not.
+  void answer(const redisReply* reply, std::string_view error) {
+    if (!finished) return finish(reply, error);
+    if (reply != nullptr && late) late(reply);
   }
 };
 
@@ -84,10 +91,11 @@ RedisConnection* ServerPool::pick() noexcept {
 }
 
 void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::microseconds timeout,
-                      CallHandler handler, bool asking) {
+                      CallHandler handler, LateReplyHandler late, bool asking) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
   auto flight = startDeadline(io_, timeout, std::move(handler));
+  flight->late = std::move(late);
   if (asking) {
     const std::string_view argv[] = {"ASKING"};
     connection->send(argv, [](const redisReply*, std::string_view) {});
@@ -95,8 +103,8 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
   const std::vector<std::string_view> argv = call->argv();
   const bool sent = connection->send(
       argv, [this, flight, call, asking](const redisReply* reply, std::string_view error) {
-        if (flight->finished) return;
-        if (!isNoScript(reply)) return flight->finish(reply, error);
+        if (!isNoScript(reply)) return flight->answer(reply, error);
+        if (flight->finished) return;  // the script did not run, and nobody waits any more
         // Redis lost the script (restart, SCRIPT FLUSH): send its text once; that loads it.
         RedisConnection* again = pick();
         const std::vector<std::string_view> eval = call->evalArgv();
@@ -106,7 +114,7 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
         }
         if (again == nullptr ||
             !again->send(eval, [flight](const redisReply* retried, std::string_view why) {
-              flight->finish(retried, why);
+              flight->answer(retried, why);
             })) {
           flight->finish(nullptr, "not connected to " + address_);
         }

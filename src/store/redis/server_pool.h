@@ -33,11 +33,17 @@ class ServerPool {
   [[nodiscard]] bool connected() const noexcept;
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
 
+  // A reply that came after its call's deadline: the script ran, though the caller was told it
+  // failed. Never an error reply saying the script did not run (NOSCRIPT).
+  using LateReplyHandler = std::function<void(const redisReply* reply)>;
+
   // Sends `call` (re-sent as EVAL when Redis has lost the script) on the next connected
-  // connection; `handler` runs exactly once, within `timeout` of now. `asking` sends ASKING
-  // first, for a Redis Cluster ASK redirection.
+  // connection; `handler` runs exactly once, within `timeout` of now. A call past its deadline
+  // has been written and may still run once Redis catches up: `late`, when given, then gets its
+  // reply, so the caller can undo what it did. `asking` sends ASKING first, for a Redis Cluster
+  // ASK redirection.
   void call(std::shared_ptr<const ScriptCall> call, std::chrono::microseconds timeout,
-            CallHandler handler, bool asking = false);
+            CallHandler handler, LateReplyHandler late = {}, bool asking = false);
   // Any command, with the same deadline rule.
   void command(std::vector<std::string> argv, std::chrono::microseconds timeout,
                CallHandler handler);
