@@ -6,11 +6,13 @@ sluice_pid=""
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# A port nobody listens on (a small race with other processes is acceptable for a test).
+# A port nobody listens on (a small race with other processes is acceptable for a test). Below
+# Linux's ephemeral range (32768 up): a port there may be the local end of some client's
+# connection, which a connect probe cannot see but which keeps a server from binding it.
 free_port() {
   local port
   for _ in $(seq 1 100); do
-    port=$((20000 + RANDOM % 20000))
+    port=$((20000 + RANDOM % 12000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
   done
   fail "no free port"

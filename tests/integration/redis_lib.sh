@@ -83,19 +83,45 @@ wait_wrk() {  # wrk ends on its own after -d; bounded anyway
 cluster_pids=()
 cluster_ports=()
 
-start_cluster() {  # three masters on loopback, slots spread by redis-cli; waits for cluster_state:ok
-  local i port
-  for i in 0 1 2; do
+# A port that is free and not among the ports already taken ($@).
+free_port_besides() {
+  local port taken
+  for _ in $(seq 1 20); do
     port=$(free_port)
-    mkdir -p "$work/cluster$i"
-    redis-server --port "$port" --cluster-port "$(free_port)" --bind 127.0.0.1 --save '' \
-      --appendonly no --cluster-enabled yes --cluster-config-file "$work/cluster$i/nodes.conf" \
-      --dir "$work/cluster$i" --logfile "$work/cluster$i/redis.log" &
-    cluster_pids+=($!)
-    cluster_ports+=("$port")
+    for taken in "$@"; do [ "$port" = "$taken" ] && port=""; done
+    [ -n "$port" ] && { echo "$port"; return; }
   done
-  for port in "${cluster_ports[@]}"; do
-    for _ in $(seq 1 100); do [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+  fail "no free port besides $*"
+}
+
+start_cluster() {  # three masters on loopback, slots spread by redis-cli; waits for cluster_state:ok
+  local i port bus attempt pid up taken=()
+  for i in 0 1 2; do
+    mkdir -p "$work/cluster$i"
+    up=""
+    # A port found free may be taken before redis-server binds it (by another test, or by the
+    # bus port picked just before it): then the server exits, and the node starts on others.
+    for attempt in 1 2 3 4 5; do
+      port=$(free_port_besides "${taken[@]}")
+      bus=$(free_port_besides "${taken[@]}" "$port")
+      redis-server --port "$port" --cluster-port "$bus" --bind 127.0.0.1 --save '' \
+        --appendonly no --cluster-enabled yes --cluster-config-file "$work/cluster$i/nodes.conf" \
+        --dir "$work/cluster$i" --logfile "$work/cluster$i/redis.log" &
+      pid=$!
+      for _ in $(seq 1 100); do
+        [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && { up=yes; break; }
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+      done
+      [ -n "$up" ] && break
+      kill -KILL "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      rm -f "$work/cluster$i/nodes.conf"
+    done
+    [ -n "$up" ] || fail "cluster node $i did not start: $(tail -n 5 "$work/cluster$i/redis.log")"
+    cluster_pids+=("$pid")
+    cluster_ports+=("$port")
+    taken+=("$port" "$bus")
   done
   redis-cli --cluster create "127.0.0.1:${cluster_ports[0]}" "127.0.0.1:${cluster_ports[1]}" \
     "127.0.0.1:${cluster_ports[2]}" --cluster-replicas 0 --cluster-yes > "$work/cluster-create.log" 2>&1 ||

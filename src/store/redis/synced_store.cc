@@ -34,6 +34,8 @@ using SmallVector = boost::container::small_vector<T, 4>;
 constexpr std::size_t kKeysPerSyncCall = 256;
 // A key in use but with nothing to push is pulled every this many intervals.
 constexpr Micros kPullEvery = 5;
+// The refund of a sync that ran late: nothing waits on it, and it must land.
+constexpr std::chrono::milliseconds kLateRefundTimeout{1000};
 
 }  // namespace
 
@@ -256,7 +258,8 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
           if (*all_ok) last_sync_ok_us_.store(steadyNowUs());
           last_sync_failed_.store(!*all_ok, std::memory_order_relaxed);
           finished(*all_ok);
-        });
+        },
+        [this, batch](const redisReply* reply) { undoLateSync(*batch, reply); });
   }
 }
 
@@ -275,13 +278,45 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
     if (ok) {
       entry.global = states[i];
     } else {
-      // Push it again next time, and pull it then too. (If the call timed out but still ran in
-      // Redis, the re-push counts these units twice: an over-count, never an over-admission.)
+      // Push it again next time, and pull it then too. (A call that timed out may still run
+      // in Redis: undoLateSync then takes these units back.)
       entry.pending += batch.deltas[i];
       entry.last_synced_us = 0;
     }
   }
   return ok;
+}
+
+void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
+  if (pool_ == nullptr) return;  // shutting down
+  std::vector<algorithm::CompactState> states(batch.keys.size());
+  Micros redis_now_us = 0;
+  if (redis::readSyncReply(reply, states, redis_now_us)) return;  // an error: nothing ran
+  std::vector<std::string> keys;
+  std::vector<const LimitSpec*> specs;
+  std::vector<std::uint64_t> refunds;
+  for (std::size_t i = 0; i < batch.keys.size(); ++i) {
+    std::uint64_t pushed_again = batch.deltas[i];
+    {
+      Shard& shard = shardFor(batch.keys[i]);
+      std::lock_guard lock(shard.mutex);
+      const auto found = shard.entries.find(batch.keys[i]);
+      if (found != shard.entries.end()) {
+        const std::uint64_t unpushed = std::min(found->second.pending, pushed_again);
+        found->second.pending -= unpushed;
+        pushed_again -= unpushed;
+      }
+    }
+    if (pushed_again == 0) continue;
+    keys.push_back(batch.keys[i]);
+    specs.push_back(&batch.specs[i]);
+    refunds.push_back(pushed_again);
+  }
+  if (keys.empty()) return;
+  // As if the late push had not happened; the batch (owning the specs) lives until this returns.
+  auto call = std::make_shared<const redis::ScriptCall>(
+      redis::ScriptCall::make("refund", keys, specs, refunds, redis_now_us));
+  pool_->call(std::move(call), kLateRefundTimeout, [](const redisReply*, std::string_view) {});
 }
 
 bool SyncedStore::syncNow() {

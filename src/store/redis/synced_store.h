@@ -65,6 +65,9 @@ class SyncedStore final : public Store {
   void sync(std::function<void(bool)> finished);
   // Takes a sync reply (or its failure) into the entries; true if it was a good reply.
   bool applyReply(const Batch& batch, const redisReply* reply);
+  // A sync that timed out (its deltas went back to pending) ran after all: takes its deltas
+  // out of pending, and refunds in Redis what was pushed again meanwhile.
+  void undoLateSync(const Batch& batch, const redisReply* reply);
 
   SyncedStoreOptions options_;
   std::array<std::unique_ptr<Shard>, kShards> shards_;
