@@ -15,9 +15,10 @@ namespace sluice {
 
 enum class StoreStatus : std::uint8_t {
   kOk,
-  // Nothing was decided: the store could not be reached in time. A network store may still
-  // apply a call that timed out once the server catches up, so the units may be counted
-  // (an over-count that drains, never an over-admission).
+  // Nothing was decided: the store could not be reached in time. A network store's call that
+  // timed out may still run once the server catches up; the store then gives back what it
+  // consumed, shortly after. Only a call whose reply is lost with its connection may stay
+  // counted (an over-count that drains, never an over-admission).
   kUnavailable,
   kDegraded,  // decided, but without the shared store (each limit's on_error policy applied)
 };
