@@ -1,5 +1,5 @@
-// Test helper: a blocking HTTP/1.1 client over loopback, one connection per call, with a 10 s
-// watchdog so a broken server fails the test instead of hanging it.
+// Test helper: a blocking HTTP/1.1 client over loopback, one connection per call (or one for a
+// series of calls), with a 10 s watchdog so a broken server fails the test instead of hanging it.
 #pragma once
 
 #include <chrono>
@@ -27,6 +27,56 @@ struct HttpReply {
   }
 };
 
+// Reads one answer (after any interim 1xx) from `stream`; status 0 on an error.
+inline HttpReply readReply(boost::beast::tcp_stream& stream, boost::beast::flat_buffer& buffer) {
+  namespace http = boost::beast::http;
+  boost::beast::error_code ec;
+  std::optional<http::response_parser<http::string_body>> parsed;
+  do {  // interim 1xx answers (100 Continue) come before the real one
+    parsed.emplace();
+    parsed->body_limit(64 << 20);
+    http::read(stream, buffer, *parsed, ec);
+    if (ec) return {};
+  } while (parsed->get().result_int() >= 100 && parsed->get().result_int() < 200);
+  auto& parser = *parsed;
+  HttpReply reply;
+  reply.status = static_cast<int>(parser.get().result_int());
+  for (const auto& field : parser.get()) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    reply.headers[name] = std::string(field.value());
+  }
+  reply.body = parser.get().body();
+  return reply;
+}
+
+// `times` requests one after another on one kept-alive connection: the replies, in order, as
+// many as came before the connection failed or closed.
+inline std::vector<HttpReply> httpCallsOnOneConnection(const boost::asio::ip::tcp::endpoint& server,
+                                                       boost::beast::http::verb method,
+                                                       const std::string& target, int times) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  boost::asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  beast::error_code ec;
+  stream.connect(server, ec);
+  if (ec) return {};
+  beast::flat_buffer buffer;
+  std::vector<HttpReply> replies;
+  for (int i = 0; i < times; ++i) {
+    http::request<http::empty_body> request{method, target, 11};
+    request.set(http::field::host, "127.0.0.1");
+    http::write(stream, request, ec);
+    if (ec) break;
+    HttpReply reply = readReply(stream, buffer);
+    if (reply.status == 0) break;
+    replies.push_back(std::move(reply));
+  }
+  return replies;
+}
+
 inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server,
                           boost::beast::http::verb method, const std::string& target,
                           const std::string& body = "",
@@ -47,23 +97,7 @@ inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server,
   http::write(stream, request, ec);
   if (ec) return {};
   beast::flat_buffer buffer;
-  std::optional<http::response_parser<http::string_body>> parsed;
-  do {  // interim 1xx answers (100 Continue) come before the real one
-    parsed.emplace();
-    parsed->body_limit(64 << 20);
-    http::read(stream, buffer, *parsed, ec);
-    if (ec) return {};
-  } while (parsed->get().result_int() >= 100 && parsed->get().result_int() < 200);
-  auto& parser = *parsed;
-  HttpReply reply;
-  reply.status = static_cast<int>(parser.get().result_int());
-  for (const auto& field : parser.get()) {
-    std::string name(field.name_string());
-    for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-    reply.headers[name] = std::string(field.value());
-  }
-  reply.body = parser.get().body();
-  return reply;
+  return readReply(stream, buffer);
 }
 
 }  // namespace sluice::testing
