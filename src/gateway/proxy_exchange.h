@@ -29,6 +29,12 @@ namespace sluice::gateway {
 inline constexpr std::size_t kChunkBytes = 64 * 1024;
 
 struct ProxySession::Exchange {
+  // A session makes and drops one exchange per request. At over a kilobyte, each would be a
+  // large request to malloc, which then sweeps its small-block lists every time; instead each
+  // thread keeps a few freed exchanges for the next ones (exchange_recycling.cc).
+  static void* operator new(std::size_t bytes);
+  static void operator delete(void* block, std::size_t bytes) noexcept;
+
   policy::PolicyPtr policy;  // one policy for the whole request, across throttle waits
   const Route* route = nullptr;
   policy::RequestView view;

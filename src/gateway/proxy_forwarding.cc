@@ -51,7 +51,10 @@ void ProxySession::forward() {
 void ProxySession::sendRequestHead() {
   Exchange& exchange = *exchange_;
   upstream_buffer_.clear();  // what a previous exchange left unread belonged to its connection
-  exchange.upstream = pool_.takeIdle(exchange.route->upstream);
+  // A request without a body is sent again on a fresh connection when a parked one turns out
+  // closed (retryOnFreshConnection), so only one with a body pays for checking first.
+  exchange.upstream =
+      pool_.takeIdle(exchange.route->upstream, exchange.request_framing != Framing::kNone);
   exchange.reused_connection = exchange.upstream != nullptr;
   if (exchange.upstream == nullptr) return connectUpstream();
   pumpRequest();

@@ -336,6 +336,7 @@ void ProxySession::afterDecision() {
   if (decision.enforced.degraded)
     exchange.client_headers.emplace_back("X-RateLimit-Degraded", "true");
   const std::vector<http::LimitLabel> labels = http::enforcedLabels(decision);
+  exchange.client_headers.reserve(8);  // the rate-limit headers and a few more, in one block
   http::appendRateLimitHeaders(decision.enforced, labels, headerOptions(exchange.policy),
                                exchange.client_headers);
   if (!shadow.empty()) exchange.client_headers.emplace_back("X-RateLimit-Shadow", joined(shadow));

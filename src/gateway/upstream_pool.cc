@@ -26,12 +26,12 @@ UpstreamPool::UpstreamPool(const std::vector<Upstream>& upstreams) : idle_(upstr
   for (const Upstream& upstream : upstreams) max_idle_.push_back(upstream.max_idle_per_thread);
 }
 
-UpstreamConnection UpstreamPool::takeIdle(std::size_t upstream) {
+UpstreamConnection UpstreamPool::takeIdle(std::size_t upstream, bool verify) {
   std::vector<UpstreamConnection>& idle = idle_[upstream];
   while (!idle.empty()) {
     UpstreamConnection connection = std::move(idle.back());
     idle.pop_back();
-    if (looksAlive(*connection)) return connection;
+    if (verify ? looksAlive(*connection) : connection->is_open()) return connection;
     boost::system::error_code ignored;
     connection->close(ignored);
   }

@@ -23,10 +23,11 @@ class UpstreamPool {
  public:
   explicit UpstreamPool(const std::vector<Upstream>& upstreams);
 
-  // A parked connection to `upstream` that still looks open (the peer has not closed it), or
-  // null. The newest first: it is the least likely to have been closed by the upstream's idle
-  // timeout.
-  [[nodiscard]] UpstreamConnection takeIdle(std::size_t upstream);
+  // A parked connection to `upstream`, or null. The newest first: it is the least likely to have
+  // been closed by the upstream's idle timeout. With `verify`, one that still looks open (the
+  // peer has not closed it), at the cost of a system call: for a request that could not be sent
+  // again on a fresh connection if this one turned out dead.
+  [[nodiscard]] UpstreamConnection takeIdle(std::size_t upstream, bool verify);
 
   // Parks a connection whose last response was complete and kept alive; closes it when the
   // upstream already has max_idle_per_thread parked.

@@ -348,4 +348,17 @@ ip::address ClientIpResolver::resolve(const ip::address& peer, std::string_view 
   return last_trusted;
 }
 
+std::string addressText(const ip::address& address) {
+  if (!address.is_v4()) return address.to_string();
+  std::string text;
+  text.reserve(15);  // "255.255.255.255"
+  for (const unsigned char octet : address.to_v4().to_bytes()) {
+    if (!text.empty()) text += '.';
+    if (octet >= 100) text += static_cast<char>('0' + octet / 100);
+    if (octet >= 10) text += static_cast<char>('0' + octet / 10 % 10);
+    text += static_cast<char>('0' + octet % 10);
+  }
+  return text;
+}
+
 }  // namespace sluice::policy

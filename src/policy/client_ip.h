@@ -88,4 +88,8 @@ class ClientIpResolver {
   std::vector<Cidr> trusted_proxies_;
 };
 
+// The address as text, exactly as address::to_string() writes it ("192.0.2.1", "2001:db8::1"),
+// without the C library's formatted printing for IPv4: it runs once per request.
+[[nodiscard]] std::string addressText(const boost::asio::ip::address& address);
+
 }  // namespace sluice::policy

@@ -61,16 +61,14 @@ std::vector<std::string> PolicyDecision::shadowDenials() const {
 RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
                                std::int64_t now_s) {
   RequestContext context(request);
-  context.client_ip =
-      policy.client_ip
-          .resolve(request.peer,
-                   policy.forwarded_header == Policy::ForwardedHeader::kForwarded
-                       ? request.joinedHeader("forwarded")
-                       : std::string(),
-                   policy.forwarded_header == Policy::ForwardedHeader::kXForwardedFor
-                       ? request.joinedHeader("x-forwarded-for")
-                       : std::string())
-          .to_string();
+  context.client_ip = addressText(
+      policy.client_ip.resolve(request.peer,
+                               policy.forwarded_header == Policy::ForwardedHeader::kForwarded
+                                   ? request.joinedHeader("forwarded")
+                                   : std::string(),
+                               policy.forwarded_header == Policy::ForwardedHeader::kXForwardedFor
+                                   ? request.joinedHeader("x-forwarded-for")
+                                   : std::string()));
   std::optional<std::string_view> token =
       policy.jwt ? credential(request, policy.jwt_header) : std::nullopt;
   if (token && looksLikeJwt(*token)) {

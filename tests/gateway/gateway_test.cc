@@ -204,6 +204,60 @@ TEST_F(GatewayTest, KeepsUpstreamConnectionsAlive) {
   EXPECT_EQ(upstream_.requests.load(), 5);
 }
 
+// Waits (bounded) until the upstream has closed a connection after /then-close, and a little
+// longer, so its end of stream has reached the gateway's parked socket. Sequencing, not timing.
+bool waitForUpstreamClose(const sluice::testing::TestUpstream& upstream) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (upstream.closed_after.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return upstream.closed_after.load() > 0;
+}
+
+// On one client connection (parked upstream connections belong to the client's loop): GET
+// /then-close, which leaves a parked connection the upstream then closes, and then `next`.
+HttpReply afterAClosedParkedConnection(const boost::asio::ip::tcp::endpoint& gateway,
+                                       const sluice::testing::TestUpstream& upstream,
+                                       http::request<http::string_body> next) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(gateway);
+  boost::beast::flat_buffer buffer;
+  http::request<http::empty_body> first{http::verb::get, "/then-close", 11};
+  first.set(http::field::host, "127.0.0.1");
+  http::write(stream, first);
+  EXPECT_EQ(sluice::testing::readReply(stream, buffer).status, 200);
+  EXPECT_TRUE(waitForUpstreamClose(upstream));
+  next.set(http::field::host, "127.0.0.1");
+  next.prepare_payload();
+  http::write(stream, next);
+  return sluice::testing::readReply(stream, buffer);
+}
+
+// A parked connection the upstream has closed: a request without a body is written to it, fails,
+// and is sent again on a fresh connection; the client sees only the answer.
+TEST_F(GatewayTest, RequestOnAClosedParkedConnectionIsSentAgain) {
+  const HttpReply reply =
+      afterAClosedParkedConnection(endpoint_, upstream_, {http::verb::get, "/hello", 11});
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.body, "ok");
+  EXPECT_EQ(upstream_.connections.load(), 2);
+}
+
+// A request with a body cannot be sent twice: the gateway checks a parked connection before
+// streaming a body to it, and takes a fresh one when the upstream has closed it.
+TEST_F(GatewayTest, RequestWithABodyIsNotStreamedToAClosedParkedConnection) {
+  http::request<http::string_body> post{http::verb::post, "/echo", 11};
+  post.body() = "the body";
+  const HttpReply reply = afterAClosedParkedConnection(endpoint_, upstream_, std::move(post));
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.body, "the body");
+  EXPECT_EQ(upstream_.connections.load(), 2);
+  EXPECT_EQ(upstream_.requests.load(), 2);
+}
+
 // Nothing listens upstream: 502. The upstream hangs up without answering: 502.
 TEST_F(GatewayTest, FailingUpstreamGets502) {
   const HttpReply refused = get("/down");

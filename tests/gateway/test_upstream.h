@@ -5,6 +5,8 @@
 //   /big-chunked?bytes=N the same, chunked
 //   /slow?ms=N           answers after N ms (a timer, no thread blocked)
 //   /fail                closes the connection without answering
+//   /then-close          200 "ok", kept alive by its headers, then the connection is closed (as
+//                        an upstream's idle timeout would close a parked connection)
 //   /limits, /limits-garbage, /limits-slow?ms=N   dynamic-limit webhook answers
 //   anything else        200 "ok", with the request headers echoed as for /echo
 #pragma once
@@ -36,9 +38,10 @@ class TestUpstream {
  public:
   // The webhook answer /limits gives; set before requests arrive.
   std::string limits_answer = R"({"limits": []})";
-  std::atomic<int> requests{0};     // requests received
-  std::atomic<int> connections{0};  // connections accepted
-  std::atomic<int> in_flight{0};    // requests received and not yet answered
+  std::atomic<int> requests{0};      // requests received
+  std::atomic<int> connections{0};   // connections accepted
+  std::atomic<int> in_flight{0};     // requests received and not yet answered
+  std::atomic<int> closed_after{0};  // connections closed after answering /then-close
 
   TestUpstream() : acceptor_(io_) {
     namespace net = boost::asio;
@@ -74,6 +77,7 @@ class TestUpstream {
     boost::beast::flat_buffer buffer;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser;
     Response response;
+    bool close_after = false;
 
     void read() {
       parser.emplace();
@@ -125,6 +129,7 @@ class TestUpstream {
         response.body().clear();
         response.content_length(length);
       }
+      close_after = path == "/then-close";
       const bool slow = path == "/slow" || path == "/limits-slow";
       timer.expires_after(std::chrono::milliseconds(slow ? number : 0));
       timer.async_wait([self = shared_from_this()](boost::beast::error_code) { self->write(); });
@@ -137,6 +142,12 @@ class TestUpstream {
             if (ec || !self->response.keep_alive()) {
               boost::beast::error_code ignored;
               self->stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+              return;
+            }
+            if (self->close_after) {
+              boost::beast::error_code ignored;
+              self->stream.socket().close(ignored);
+              ++self->upstream.closed_after;
               return;
             }
             self->read();

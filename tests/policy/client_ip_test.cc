@@ -356,5 +356,21 @@ TEST_F(ClientIpResolverTest, HostileHeadersDoNotCrash) {
   }
 }
 
+// addressText writes what to_string() writes: every octet value in every position, and IPv6
+// (which it leaves to to_string()).
+TEST(AddressText, MatchesToString) {
+  for (unsigned value = 0; value < 256; ++value) {
+    const ip::address_v4 spread(ip::address_v4::bytes_type{
+        static_cast<unsigned char>(value), static_cast<unsigned char>(255 - value),
+        static_cast<unsigned char>(value / 3), static_cast<unsigned char>(value * 7 % 256)});
+    EXPECT_EQ(addressText(ip::address(spread)), spread.to_string());
+  }
+  for (const char* text : {"0.0.0.0", "255.255.255.255", "10.0.0.1", "::1", "2001:db8::1",
+                           "::ffff:192.0.2.1", "fe80::1:2:3:4"}) {
+    const ip::address address = ip::make_address(text);
+    EXPECT_EQ(addressText(address), address.to_string()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::policy
