@@ -35,20 +35,26 @@ bool isBlank(char c) noexcept {
 
 }  // namespace
 
-std::string foldForMatching(std::string_view target) {
-  const std::size_t query = target.find('?');
-  const bool has_query = query != std::string_view::npos;
-  std::string decoded = percentDecode(target.substr(0, query), false);
-  if (has_query) decoded += "?" + percentDecode(target.substr(query + 1), true);
-  decoded = percentDecode(decoded, false);  // double encoding: %253Cscript
-  std::string folded;
-  folded.reserve(decoded.size());
-  for (std::size_t i = 0; i < decoded.size(); ++i) {
-    char c = decoded[i];
+void foldForMatching(std::string_view target, std::string& folded) {
+  folded.clear();
+  // Most targets have nothing to decode: then decoding (twice) would copy them unchanged.
+  std::string decoded;
+  std::string_view text = target;
+  if (target.find_first_of("%+") != std::string_view::npos) {
+    const std::size_t query = target.find('?');
+    decoded = percentDecode(target.substr(0, query), false);
+    if (query != std::string_view::npos)
+      decoded += "?" + percentDecode(target.substr(query + 1), true);
+    decoded = percentDecode(decoded, false);  // double encoding: %253Cscript
+    text = decoded;
+  }
+  folded.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
     // An SQL comment between keywords is whitespace to the database: UNION/**/SELECT.
-    if (c == '/' && i + 1 < decoded.size() && decoded[i + 1] == '*') {
-      const std::size_t end = decoded.find("*/", i + 2);
-      i = end == std::string::npos ? decoded.size() : end + 1;
+    if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      const std::size_t end = text.find("*/", i + 2);
+      i = end == std::string_view::npos ? text.size() : end + 1;
       c = ' ';
     }
     if (isBlank(c)) {
@@ -57,6 +63,11 @@ std::string foldForMatching(std::string_view target) {
     }
     folded += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
   }
+}
+
+std::string foldForMatching(std::string_view target) {
+  std::string folded;
+  foldForMatching(target, folded);
   return folded;
 }
 
@@ -92,7 +103,8 @@ bool DdosGuard::admitGlobal() noexcept {
 
 std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target) {
   if (patterns_.empty()) return std::nullopt;
-  const std::string folded = foldForMatching(target);
+  thread_local std::string folded;  // every request is folded: keep the buffer, not a malloc
+  foldForMatching(target, folded);
   for (const std::string& pattern : patterns_) {
     if (folded.find(pattern) != std::string::npos) {
       suspicious_.fetch_add(1, std::memory_order_relaxed);

@@ -83,5 +83,7 @@ class DdosGuard {
 // The text the patterns are matched against (exposed for tests). Never throws but for
 // allocation.
 [[nodiscard]] std::string foldForMatching(std::string_view target);
+// The same into `folded` (replacing what it held), so a caller can keep one buffer.
+void foldForMatching(std::string_view target, std::string& folded);
 
 }  // namespace sluice::gateway

@@ -24,25 +24,25 @@ bool listContains(std::string_view list, std::string_view token) noexcept {
   return false;
 }
 
-void appendField(std::string_view name, std::string_view value, std::string& out) {
-  out += name;
-  out += ": ";
-  out += value;
-  out += "\r\n";
-}
-
 void appendFraming(Framing framing, std::uint64_t content_length, std::string& out) {
   if (framing == Framing::kLength) {
     std::array<char, 24> digits{};
     const auto end =
         std::to_chars(digits.data(), digits.data() + digits.size(), content_length).ptr;
-    appendField("Content-Length", std::string_view(digits.data(), end - digits.data()), out);
+    appendHeaderLine("Content-Length", std::string_view(digits.data(), end - digits.data()), out);
   } else if (framing == Framing::kChunked) {
-    appendField("Transfer-Encoding", "chunked", out);
+    appendHeaderLine("Transfer-Encoding", "chunked", out);
   }
 }
 
 }  // namespace
+
+void appendHeaderLine(std::string_view name, std::string_view value, std::string& out) {
+  out += name;
+  out += ": ";
+  out += value;
+  out += "\r\n";
+}
 
 bool isHopByHop(std::string_view name, std::string_view connection) noexcept {
   static constexpr std::array<std::string_view, 9> kHopByHop = {"connection",
@@ -88,14 +88,14 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
       forwarded_proto += std::string(field.value()) + ", ";
       continue;
     }
-    appendField(name, field.value(), out);
+    appendHeaderLine(name, field.value(), out);
   }
   forwarded_for += peer_ip;
   forwarded_proto += "http";
-  appendField("X-Forwarded-For", forwarded_for, out);
-  appendField("X-Forwarded-Proto", forwarded_proto, out);
+  appendHeaderLine("X-Forwarded-For", forwarded_for, out);
+  appendHeaderLine("X-Forwarded-Proto", forwarded_proto, out);
   appendFraming(framing, content_length, out);
-  for (const auto& [name, value] : extra) appendField(name, value, out);
+  for (const auto& [name, value] : extra) appendHeaderLine(name, value, out);
   out += "\r\n";
 }
 
@@ -103,7 +103,7 @@ template <class Fields>
 void appendClientResponseHead(const boost::beast::http::header<false, Fields>& response,
                               unsigned client_version, Framing framing,
                               std::optional<std::uint64_t> content_length, bool keep_alive,
-                              const http::HeaderList& extra, std::string& out) {
+                              std::string_view extra_lines, std::string& out) {
   namespace bhttp = boost::beast::http;
   out += client_version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
   out += std::to_string(response.result_int());
@@ -117,15 +117,15 @@ void appendClientResponseHead(const boost::beast::http::header<false, Fields>& r
     if (isHopByHop(name, connection)) continue;
     // A body without framing of its own (HEAD, 204, 304) keeps the upstream's Content-Length.
     if (framing != Framing::kNone && equalsIgnoreCase(name, "content-length")) continue;
-    appendField(name, field.value(), out);
+    appendHeaderLine(name, field.value(), out);
   }
   appendFraming(framing, content_length.value_or(0), out);
   if (!keep_alive) {
-    appendField("Connection", "close", out);
+    appendHeaderLine("Connection", "close", out);
   } else if (client_version == 10) {
-    appendField("Connection", "keep-alive", out);
+    appendHeaderLine("Connection", "keep-alive", out);
   }
-  for (const auto& [name, value] : extra) appendField(name, value, out);
+  out += extra_lines;
   out += "\r\n";
 }
 
@@ -136,11 +136,11 @@ template void appendUpstreamRequestHead(const boost::beast::http::header<true, A
                                         std::string_view, Framing, std::uint64_t,
                                         const http::HeaderList&, std::string&);
 template void appendClientResponseHead(const boost::beast::http::header<false>&, unsigned, Framing,
-                                       std::optional<std::uint64_t>, bool, const http::HeaderList&,
+                                       std::optional<std::uint64_t>, bool, std::string_view,
                                        std::string&);
 template void appendClientResponseHead(const boost::beast::http::header<false, ArenaFields>&,
                                        unsigned, Framing, std::optional<std::uint64_t>, bool,
-                                       const http::HeaderList&, std::string&);
+                                       std::string_view, std::string&);
 
 Framing clientFraming(Framing upstream, unsigned client_version) noexcept {
   if (upstream == Framing::kChunked || upstream == Framing::kUntilClose) {

@@ -42,12 +42,16 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
 
 // Appends the response head sent to the client: the upstream's status line in the client's
 // version, end-to-end headers, `framing` as re-stated for the client, Connection: close when
-// `keep_alive` is false, then `extra`. Never throws but for allocation.
+// `keep_alive` is false, then `extra_lines` as they are (header lines, each ending in CRLF, as
+// appendHeaderLine writes them). Never throws but for allocation.
 template <class Fields>
 void appendClientResponseHead(const boost::beast::http::header<false, Fields>& response,
                               unsigned client_version, Framing framing,
                               std::optional<std::uint64_t> content_length, bool keep_alive,
-                              const http::HeaderList& extra, std::string& out);
+                              std::string_view extra_lines, std::string& out);
+
+// Appends "name: value\r\n". The caller vouches for both (no CR or LF).
+void appendHeaderLine(std::string_view name, std::string_view value, std::string& out);
 
 // How the client gets a response body the upstream framed as `upstream`: chunked stays chunked
 // for HTTP/1.1 clients, a read-until-close body becomes chunked for them; HTTP/1.0 clients get

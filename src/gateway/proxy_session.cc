@@ -333,16 +333,15 @@ void ProxySession::afterDecision() {
     return forward();
   }
   if (!decision.allowed) return respondDenied();
-  if (decision.enforced.degraded)
-    exchange.client_headers.emplace_back("X-RateLimit-Degraded", "true");
+  std::string& lines = exchange.client_header_lines;
+  if (decision.enforced.degraded) appendHeaderLine("X-RateLimit-Degraded", "true", lines);
   const std::vector<http::LimitLabel> labels = http::enforcedLabels(decision);
-  exchange.client_headers.reserve(8);  // the rate-limit headers and a few more, in one block
-  http::appendRateLimitHeaders(decision.enforced, labels, headerOptions(exchange.policy),
-                               exchange.client_headers);
-  if (!shadow.empty()) exchange.client_headers.emplace_back("X-RateLimit-Shadow", joined(shadow));
+  http::appendRateLimitHeaderLines(decision.enforced, labels, headerOptions(exchange.policy),
+                                   lines);
+  if (!shadow.empty()) appendHeaderLine("X-RateLimit-Shadow", joined(shadow), lines);
   if (exchange.waited_us > 0) {
-    exchange.client_headers.emplace_back("X-RateLimit-Delayed-Ms",
-                                         std::to_string((exchange.waited_us + 999) / 1000));
+    appendHeaderLine("X-RateLimit-Delayed-Ms", std::to_string((exchange.waited_us + 999) / 1000),
+                     lines);
   }
   if (!acquirePermits()) return;  // answered
   forward();

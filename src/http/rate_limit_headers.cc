@@ -79,8 +79,8 @@ bool neverFits(const Outcome& binding, Micros retry_after_us) noexcept {
   return binding.reason == DenyReason::kCostExceedsLimit || retry_after_us == kNever;
 }
 
-std::string policyList(const Decision& decision, std::span<const LimitLabel> labels) {
-  std::string list;
+void appendPolicyList(std::string& list, const Decision& decision,
+                      std::span<const LimitLabel> labels) {
   for (std::size_t i = 0; i < decision.statuses.size(); ++i) {
     const LimitLabel* label = labelAt(labels, i);
     if (i > 0) list += ", ";
@@ -93,11 +93,10 @@ std::string policyList(const Decision& decision, std::span<const LimitLabel> lab
       appendInteger(list, std::max<std::int64_t>(1, headerSeconds(label->window_us)));
     }
   }
-  return list;
 }
 
-std::string serviceLimitList(const Decision& decision, std::span<const LimitLabel> labels) {
-  std::string list;
+void appendServiceLimitList(std::string& list, const Decision& decision,
+                            std::span<const LimitLabel> labels) {
   for (std::size_t i = 0; i < decision.statuses.size(); ++i) {
     const LimitLabel* label = labelAt(labels, i);
     const Outcome& status = decision.statuses[i];
@@ -108,8 +107,52 @@ std::string serviceLimitList(const Decision& decision, std::span<const LimitLabe
     list += ";t=";
     appendInteger(list, headerSeconds(status.reset_after_us));
   }
-  return list;
 }
+
+// The headers appendRateLimitHeaders documents, in its order, through `sink`:
+// sink.value(name) gives the string to append that header's value to, sink.done() ends it.
+template <class Sink>
+void renderRateLimitHeaders(const Decision& decision, std::span<const LimitLabel> labels,
+                            const HeaderOptions& options, Sink& sink) {
+  assert(labels.size() == decision.statuses.size());
+  const Outcome* binding = decision.bindingStatus();
+  if (options.x_ratelimit && binding != nullptr) {
+    appendInteger(sink.value(options.names.limit), cappedInteger(binding->limit));
+    sink.done();
+    appendInteger(sink.value(options.names.remaining), cappedInteger(binding->remaining));
+    sink.done();
+    appendInteger(sink.value(options.names.reset), headerSeconds(binding->reset_after_us));
+    sink.done();
+  }
+  // RateLimit-Policy must be a non-empty list, so both IETF fields go only with some limit.
+  if (options.ietf && !decision.statuses.empty()) {
+    appendPolicyList(sink.value(options.names.ratelimit_policy), decision, labels);
+    sink.done();
+    appendServiceLimitList(sink.value(options.names.ratelimit), decision, labels);
+    sink.done();
+  }
+  if (options.retry_after && !decision.allowed && binding != nullptr &&
+      !neverFits(*binding, decision.retry_after_us)) {
+    appendInteger(sink.value(options.names.retry_after), headerSeconds(decision.retry_after_us));
+    sink.done();
+  }
+}
+
+struct ListSink {
+  HeaderList& out;
+  std::string& value(std::string_view name) { return out.emplace_back(name, std::string()).second; }
+  void done() noexcept {}
+};
+
+struct LinesSink {
+  std::string& lines;
+  std::string& value(std::string_view name) {
+    lines += name;
+    lines += ": ";
+    return lines;
+  }
+  void done() { lines += "\r\n"; }
+};
 
 }  // namespace
 
@@ -123,23 +166,14 @@ std::int64_t headerSeconds(Micros us) noexcept {
 
 void appendRateLimitHeaders(const Decision& decision, std::span<const LimitLabel> labels,
                             const HeaderOptions& options, HeaderList& out) {
-  assert(labels.size() == decision.statuses.size());
-  const Outcome* binding = decision.bindingStatus();
-  if (options.x_ratelimit && binding != nullptr) {
-    out.emplace_back(options.names.limit, integerText(cappedInteger(binding->limit)));
-    out.emplace_back(options.names.remaining, integerText(cappedInteger(binding->remaining)));
-    out.emplace_back(options.names.reset, integerText(headerSeconds(binding->reset_after_us)));
-  }
-  // RateLimit-Policy must be a non-empty list, so both IETF fields go only with some limit.
-  if (options.ietf && !decision.statuses.empty()) {
-    out.emplace_back(options.names.ratelimit_policy, policyList(decision, labels));
-    out.emplace_back(options.names.ratelimit, serviceLimitList(decision, labels));
-  }
-  if (options.retry_after && !decision.allowed && binding != nullptr &&
-      !neverFits(*binding, decision.retry_after_us)) {
-    out.emplace_back(options.names.retry_after,
-                     integerText(headerSeconds(decision.retry_after_us)));
-  }
+  ListSink sink{out};
+  renderRateLimitHeaders(decision, labels, options, sink);
+}
+
+void appendRateLimitHeaderLines(const Decision& decision, std::span<const LimitLabel> labels,
+                                const HeaderOptions& options, std::string& lines) {
+  LinesSink sink{lines};
+  renderRateLimitHeaders(decision, labels, options, sink);
 }
 
 std::string deniedBody(const Decision& decision, std::span<const LimitLabel> labels) {

@@ -68,6 +68,10 @@ inline constexpr std::int64_t kMaxHeaderInteger = 999'999'999'999'999;
 
 void appendRateLimitHeaders(const Decision& decision, std::span<const LimitLabel> labels,
                             const HeaderOptions& options, HeaderList& out);
+// The same headers as header lines ("Name: value\r\n" each) appended to `lines`: a proxy
+// writing a response head takes them as they are, with no allocation per header.
+void appendRateLimitHeaderLines(const Decision& decision, std::span<const LimitLabel> labels,
+                                const HeaderOptions& options, std::string& lines);
 
 // Thread-safe, never throws except std::bad_alloc. The JSON body of a denial:
 //   {"error":"rate_limited","message":"...","limit":"<binding name>","retry_after":<seconds>}

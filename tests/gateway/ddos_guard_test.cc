@@ -51,6 +51,11 @@ TEST_F(DdosGuardTest, PatternsSeeThroughEncoding) {
 TEST(FoldForMatchingTest, Folds) {
   EXPECT_EQ(foldForMatching("/A%2541?Q=a+B%20%20c/*x*/d"), "/aa?q=a b c d");
   EXPECT_EQ(foldForMatching("/bad%zz%"), "/bad%zz%");
+  // Nothing to decode: folded in place of the copies.
+  EXPECT_EQ(foldForMatching("/Api/X?Q=UNION/**/Select\t\t1"), "/api/x?q=union select 1");
+  std::string buffer = "left over from before";
+  foldForMatching("/A?B", buffer);
+  EXPECT_EQ(buffer, "/a?b");
 }
 
 // Tickets count connections per address and give them back when destroyed.

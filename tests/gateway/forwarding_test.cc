@@ -46,7 +46,7 @@ TEST(ForwardingTest, ClientResponseHead) {
   response.set("ETag", "\"x\"");
   std::string out;
   appendClientResponseHead(response.base(), 11, Framing::kChunked, std::nullopt, false,
-                           {{"X-RateLimit-Limit", "10"}}, out);
+                           "X-RateLimit-Limit: 10\r\n", out);
   EXPECT_EQ(out,
             "HTTP/1.1 201 Created\r\nETag: \"x\"\r\nTransfer-Encoding: chunked\r\n"
             "Connection: close\r\nX-RateLimit-Limit: 10\r\n\r\n");

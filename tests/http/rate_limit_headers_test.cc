@@ -57,9 +57,15 @@ constexpr Micros kSecond = kMicrosPerSecond;
 
 class RateLimitHeadersTest : public ::testing::Test {
  protected:
+  // Renders both ways and EXPECTs the header lines to say exactly what the list says.
   HeaderList render(const Decision& decision, const std::vector<LimitLabel>& labels) const {
     HeaderList headers;
     appendRateLimitHeaders(decision, labels, options_, headers);
+    std::string expected_lines = "already here\r\n";
+    for (const auto& [name, value] : headers) expected_lines += name + ": " + value + "\r\n";
+    std::string lines = "already here\r\n";
+    appendRateLimitHeaderLines(decision, labels, options_, lines);
+    EXPECT_EQ(lines, expected_lines);
     return headers;
   }
 
