@@ -44,7 +44,6 @@ struct ProxySession::Exchange {
   Micros waited_us = 0;
   std::vector<ConcurrencyLimiter::Permit> permits;
   std::unique_ptr<boost::asio::steady_timer> timer;
-  std::string client_header_lines;    // added to the response: rate-limit headers, rendered
   http::HeaderList upstream_headers;  // added to the request: monitor-mode verdict
   bool head_request = false;
   unsigned version = 11;

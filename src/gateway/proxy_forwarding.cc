@@ -168,7 +168,7 @@ void ProxySession::onResponseHeader(beast::error_code ec) {
   const auto length = exchange.response->content_length();
   appendClientResponseHead(response, exchange.version, exchange.client_framing,
                            length ? std::optional<std::uint64_t>(*length) : std::nullopt,
-                           exchange.client_keep_alive, exchange.client_header_lines, out_);
+                           exchange.client_keep_alive, client_header_lines_, out_);
   pumpResponse();
 }
 

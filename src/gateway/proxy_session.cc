@@ -214,6 +214,7 @@ void ProxySession::onHeader(beast::error_code ec) {
   }
   exchange_ = std::make_unique<Exchange>();
   exchange_->version = request_->get().version() == 10 ? 10 : 11;
+  client_header_lines_.clear();
   if (ec == bhttp::error::header_limit) {
     return respondLocal(431, "the request header block is over the limit", {});
   }
@@ -333,7 +334,7 @@ void ProxySession::afterDecision() {
     return forward();
   }
   if (!decision.allowed) return respondDenied();
-  std::string& lines = exchange.client_header_lines;
+  std::string& lines = client_header_lines_;
   if (decision.enforced.degraded) appendHeaderLine("X-RateLimit-Degraded", "true", lines);
   const std::vector<http::LimitLabel> labels = http::enforcedLabels(decision);
   http::appendRateLimitHeaderLines(decision.enforced, labels, headerOptions(exchange.policy),

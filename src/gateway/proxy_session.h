@@ -119,9 +119,12 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   std::string out_;
   std::string frame_;
   std::vector<boost::asio::const_buffer> buffers_;
-  // Reused by every exchange (their capacity stays): the request head sent upstream, and what
-  // is read from the upstream (empty between exchanges, or the connection is not reused).
+  // Reused by every exchange (their capacity stays): the request head sent upstream, the header
+  // lines the gateway adds to the response (rate-limit headers, rendered; cleared as each
+  // exchange starts), and what is read from the upstream (empty between exchanges, or the
+  // connection is not reused).
   std::string request_head_;
+  std::string client_header_lines_;
   boost::beast::flat_buffer upstream_buffer_;
   // Body bytes pass through this, made once per connection (not per request, and not zeroed:
   // clearing 64 KiB per request was a sixth of the gateway's CPU).
