@@ -50,13 +50,12 @@ inline HttpReply readReply(boost::beast::tcp_stream& stream, boost::beast::flat_
   return reply;
 }
 
-// `times` requests one after another on one kept-alive connection: the replies, in order, as
-// many as came before the connection failed or closed.
-inline std::vector<HttpReply> httpCallsOnOneConnection(const boost::asio::ip::tcp::endpoint& server,
-                                                       boost::beast::http::verb method,
-                                                       const std::string& target, int times) {
+// `request` sent `times` times, one after another, on one kept-alive connection: the replies, in
+// order, as many as came before the connection failed or closed.
+inline std::vector<HttpReply> httpRepeated(
+    const boost::asio::ip::tcp::endpoint& server,
+    const boost::beast::http::request<boost::beast::http::string_body>& request, int times) {
   namespace beast = boost::beast;
-  namespace http = beast::http;
   boost::asio::io_context io;
   beast::tcp_stream stream(io);
   stream.expires_after(std::chrono::seconds(10));
@@ -66,9 +65,7 @@ inline std::vector<HttpReply> httpCallsOnOneConnection(const boost::asio::ip::tc
   beast::flat_buffer buffer;
   std::vector<HttpReply> replies;
   for (int i = 0; i < times; ++i) {
-    http::request<http::empty_body> request{method, target, 11};
-    request.set(http::field::host, "127.0.0.1");
-    http::write(stream, request, ec);
+    beast::http::write(stream, request, ec);
     if (ec) break;
     HttpReply reply = readReply(stream, buffer);
     if (reply.status == 0) break;
@@ -77,27 +74,32 @@ inline std::vector<HttpReply> httpCallsOnOneConnection(const boost::asio::ip::tc
   return replies;
 }
 
-inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server,
-                          boost::beast::http::verb method, const std::string& target,
-                          const std::string& body = "",
-                          const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-  namespace beast = boost::beast;
-  namespace http = beast::http;
-  boost::asio::io_context io;
-  beast::tcp_stream stream(io);
-  stream.expires_after(std::chrono::seconds(10));
-  beast::error_code ec;
-  stream.connect(server, ec);
-  if (ec) return {};
+inline boost::beast::http::request<boost::beast::http::string_body> httpRequest(
+    boost::beast::http::verb method, const std::string& target, const std::string& body = "",
+    const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+  namespace http = boost::beast::http;
   http::request<http::string_body> request{method, target, 11};
   request.set(http::field::host, "127.0.0.1");
   for (const auto& [name, value] : headers) request.set(name, value);
   request.body() = body;
   request.prepare_payload();
-  http::write(stream, request, ec);
-  if (ec) return {};
-  beast::flat_buffer buffer;
-  return readReply(stream, buffer);
+  return request;
+}
+
+// `times` bodiless requests on one kept-alive connection (see httpRepeated).
+inline std::vector<HttpReply> httpCallsOnOneConnection(const boost::asio::ip::tcp::endpoint& server,
+                                                       boost::beast::http::verb method,
+                                                       const std::string& target, int times) {
+  return httpRepeated(server, httpRequest(method, target), times);
+}
+
+inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server,
+                          boost::beast::http::verb method, const std::string& target,
+                          const std::string& body = "",
+                          const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+  std::vector<HttpReply> replies =
+      httpRepeated(server, httpRequest(method, target, body, headers), 1);
+  return replies.empty() ? HttpReply{} : std::move(replies.front());
 }
 
 }  // namespace sluice::testing
