@@ -3,9 +3,6 @@
 // while Redis is down, and pushes what it admitted once Redis is back.
 #include "store/redis/synced_store.h"
 
-#include <signal.h>
-#include <sys/types.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -17,12 +14,15 @@
 
 #include <gtest/gtest.h>
 
+#include "support/frozen_redis.h"
 #include "support/redis_server.h"
 #include "support/specs.h"
 
 namespace sluice {
 namespace {
 
+using testing::Frozen;
+using testing::redisPid;
 using testing::RedisServer;
 using testing::spec;
 
@@ -34,31 +34,6 @@ constexpr std::size_t kNodes = 2;
 constexpr std::uint64_t kBurstOvershoot = (kNodes - 1) * kLimit / kNodes;
 // Long enough that the background sync never runs during a test: the test syncs by hand.
 constexpr Micros kManualSyncIntervalUs = 10 * kMicrosPerSecond;
-
-// The redis-server's pid, read from INFO: the support header does not expose it.
-pid_t redisPid(const RedisServer& server) {
-  const std::string info = server.connect().command({"INFO", "server"}).text;
-  const std::string field = "process_id:";
-  const auto at = info.find(field);
-  if (at == std::string::npos) throw std::runtime_error("INFO server has no process_id");
-  return static_cast<pid_t>(std::stol(info.substr(at + field.size())));
-}
-
-// Resumes a SIGSTOPped process when the test leaves the scope, whatever its assertions did.
-class Frozen {
- public:
-  explicit Frozen(pid_t pid) : pid_(pid) { kill(pid_, SIGSTOP); }
-  ~Frozen() { thaw(); }
-  Frozen(const Frozen&) = delete;
-  Frozen& operator=(const Frozen&) = delete;
-  void thaw() {
-    if (pid_ > 0) kill(pid_, SIGCONT);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_;
-};
 
 class SyncedStoreTest : public ::testing::Test {
  protected:
