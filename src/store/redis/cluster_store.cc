@@ -42,8 +42,8 @@ struct RoutedCall {
   std::chrono::steady_clock::time_point deadline;
   // The final reply: null when the call failed; an error reply when the cluster refused it.
   std::function<void(const redisReply*)> handler;
-  // A reply that came after the attempt it answers was given up on (ServerPool::call).
-  redis::ServerPool::LateReplyHandler on_late;
+  // A decide: a reply that comes after its attempt was given up on is refunded (undoLate).
+  bool refund_if_late = false;
   int redirects = 0;
   std::string ask_address;  // when set, the next attempt goes there, after ASKING
 };
@@ -70,9 +70,6 @@ constexpr std::chrono::milliseconds kFirstRefreshBackoff{5};
 constexpr std::chrono::milliseconds kLastRefreshBackoff{1000};
 // CLUSTER SLOTS runs in the background; it may take longer than a decision may.
 constexpr std::chrono::milliseconds kRefreshTimeout{1000};
-// A refund nobody waits for (the request failed, or was answered long ago) may take longer than
-// a decision may: it must land, or the limit stays over-counted until it drains.
-constexpr std::chrono::milliseconds kRefundTimeout{1000};
 
 std::shared_ptr<ClusterRequest> makeRequest(std::span<const LimitCheck> checks,
                                             std::string_view key_prefix,
@@ -187,9 +184,7 @@ void RedisClusterStore::start(const std::shared_ptr<ClusterRequest>& request) {
     routed->slot = group.slot;
     routed->deadline = request->deadline;
     routed->handler = [this, request, g](const redisReply* reply) { onDecided(request, g, reply); };
-    routed->on_late = [this, call = routed->call, slot = group.slot](const redisReply* reply) {
-      undoLate(call, slot, reply);
-    };
+    routed->refund_if_late = true;
     route(routed);
   }
 }
@@ -227,7 +222,8 @@ void RedisClusterStore::settle(const std::shared_ptr<ClusterRequest>& request) {
   // A failure's answer does not depend on them, and its time is already spent: answer now.
   const bool wait = !failed;
   const Deadline deadline =
-      SteadyClock::now() + (wait ? std::chrono::microseconds(options_.timeout_us) : kRefundTimeout);
+      SteadyClock::now() + (wait ? std::chrono::microseconds(options_.timeout_us)
+                                 : redis::ServerPool::kLateRefundTimeout);
   request->pending = refunds;
   for (const SlotGroup& group : request->groups) {
     if (group.state != SlotGroup::State::kAllowed) continue;
@@ -254,16 +250,12 @@ void RedisClusterStore::refund(redis::ScriptCall call, std::uint16_t slot, Deadl
   route(routed);
 }
 
-void RedisClusterStore::undoLate(const std::shared_ptr<const redis::ScriptCall>& decided,
-                                 std::uint16_t slot, const redisReply* reply) {
+void RedisClusterStore::undoLate(const redis::ScriptCall& decided, std::uint16_t slot,
+                                 const redisReply* reply) {
   if (stopping_) return;
-  std::vector<Outcome> outcomes(decided->key_count);
-  Micros now_us = 0;
-  if (redis::readDecideReply(reply, outcomes, now_us)) return;  // MOVED, ASK, an error: not run
-  // The script is all-or-nothing within the slot: any denial means nothing was consumed.
-  if (std::all_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.allowed; })) {
-    refund(decided->refund(0, decided->key_count, now_us), slot,
-           SteadyClock::now() + kRefundTimeout, [] {});
+  for (redis::ScriptCall& call : redis::refundsOfLateReply(decided, reply)) {
+    refund(std::move(call), slot, SteadyClock::now() + redis::ServerPool::kLateRefundTimeout,
+           [] {});
   }
 }
 
@@ -314,7 +306,10 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
       [this, routed, host = target->host](const redisReply* reply, std::string_view) {
         onRouted(routed, reply, host);
       },
-      routed->on_late, asking);
+      [this, routed](const redisReply* reply) {
+        if (routed->refund_if_late) undoLate(*routed->call, routed->slot, reply);
+      },
+      asking);
 }
 
 void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, const redisReply* reply,

@@ -90,8 +90,7 @@ class RedisClusterStore final : public Store {
   void refund(redis::ScriptCall call, std::uint16_t slot, Deadline deadline,
               std::function<void()> then);
   // A decide call answered as failed whose reply came after all: refund what it consumed.
-  void undoLate(const std::shared_ptr<const redis::ScriptCall>& decided, std::uint16_t slot,
-                const redisReply* reply);
+  void undoLate(const redis::ScriptCall& decided, std::uint16_t slot, const redisReply* reply);
   void release();  // one outstanding request or refund is done
   void signalIfDrained();
 

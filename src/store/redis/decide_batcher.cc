@@ -66,9 +66,6 @@ void DecideBatcher::send(std::vector<Request> batch) {
       std::max(std::chrono::microseconds(0),
                std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()));
   ++in_flight_;
-  std::vector<std::size_t> sizes;
-  sizes.reserve(batch.size());
-  for (const Request& request : batch) sizes.push_back(request.outcomes.size());
   auto shared_batch = std::make_shared<std::vector<Request>>(std::move(batch));
   auto self = shared_from_this();
   pool_.call(
@@ -78,33 +75,17 @@ void DecideBatcher::send(std::vector<Request> batch) {
         finish(*shared_batch, reply);
         self->pump();
       },
-      [self, call, sizes = std::move(sizes)](const redisReply* reply) {
-        self->undoLate(*call, sizes, reply);
-      });
+      [self, call](const redisReply* reply) { self->undoLate(*call, reply); });
 }
 
 // The requests were answered kUnavailable, which promises that nothing was consumed: give back
 // what the late call consumed for each request it admitted. A refund that fails leaves the
 // limit over-counted until it drains; it never admits more.
-void DecideBatcher::undoLate(const ScriptCall& call, std::span<const std::size_t> sizes,
-                             const redisReply* reply) {
+void DecideBatcher::undoLate(const ScriptCall& call, const redisReply* reply) {
   if (closed_) return;
-  std::size_t total_checks = 0;
-  for (const std::size_t size : sizes) total_checks += size;
-  Micros now_us = 0;
-  if (readDecideShape(reply, total_checks, now_us)) return;  // an error: nothing ran
-  std::vector<Outcome> outcomes;
-  std::size_t first = 0;
-  for (const std::size_t size : sizes) {
-    outcomes.resize(size);
-    const bool consumed =
-        !readDecideOutcomes(reply, first, outcomes) &&
-        std::all_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.allowed; });
-    if (consumed) {
-      pool_.call(std::make_shared<const ScriptCall>(call.refund(first, size, now_us)),
-                 kRefundTimeout, [](const redisReply*, std::string_view) {});
-    }
-    first += size;
+  for (ScriptCall& refund : refundsOfLateReply(call, reply)) {
+    pool_.call(std::make_shared<const ScriptCall>(std::move(refund)),
+               ServerPool::kLateRefundTimeout, [](const redisReply*, std::string_view) {});
   }
 }
 

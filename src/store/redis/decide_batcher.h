@@ -25,8 +25,6 @@ class DecideBatcher : public std::enable_shared_from_this<DecideBatcher> {
   using Clock = std::chrono::steady_clock;
   // A Redis script call stays short: a batch holds at most this many checks.
   static constexpr std::size_t kMaxBatchChecks = 128;
-  // A refund of a late call: nobody waits on it, so it may take longer than a decision.
-  static constexpr std::chrono::milliseconds kRefundTimeout{1000};
 
   // `merge` false sends every request as its own call, at once (calls that carry their own
   // time, which one batch cannot share).
@@ -53,9 +51,8 @@ class DecideBatcher : public std::enable_shared_from_this<DecideBatcher> {
   void pump();
   void send(std::vector<Request> batch);
   static void finish(std::vector<Request>& batch, const redisReply* reply);
-  // `call` (requests of `sizes` checks each) was answered unavailable, then its reply came.
-  void undoLate(const ScriptCall& call, std::span<const std::size_t> sizes,
-                const redisReply* reply);
+  // `call` was answered unavailable, then its reply came.
+  void undoLate(const ScriptCall& call, const redisReply* reply);
 
   ServerPool& pool_;
   std::size_t max_in_flight_;

@@ -1,5 +1,7 @@
 #include "store/redis/script_call.h"
 
+#include <algorithm>
+
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
 
@@ -112,11 +114,7 @@ ScriptCall ScriptCall::batch(std::span<ScriptCall> decides) {
 }
 
 ScriptCall ScriptCall::refund(std::size_t first, std::size_t count, Micros now_us) const {
-  // Either call's strings: EVALSHA sha n key_1..key_n op now_us [R size_1..size_R] args...
-  constexpr std::size_t kKeysAt = 3;
-  const std::size_t op_at = kKeysAt + key_count;
-  std::size_t args_at = op_at + 2;
-  if (strings[op_at] == "batch") args_at += 1 + std::stoull(strings[op_at + 2]);
+  const std::size_t args_at = argsAt();
   ScriptCall call;
   call.key_count = count;
   call.strings.reserve(5 + count * (1 + kArgsPerCheck));
@@ -130,6 +128,23 @@ ScriptCall ScriptCall::refund(std::size_t first, std::size_t count, Micros now_u
   call.strings.insert(call.strings.end(), args,
                       args + static_cast<std::ptrdiff_t>(count * kArgsPerCheck));
   return call;
+}
+
+// Either call's strings: EVALSHA sha n key_1..key_n op now_us [R size_1..size_R] args...
+bool ScriptCall::isBatch() const { return strings[3 + key_count] == "batch"; }
+
+std::size_t ScriptCall::argsAt() const {
+  const std::size_t after_time = 3 + key_count + 2;
+  return isBatch() ? after_time + 1 + std::stoull(strings[after_time]) : after_time;
+}
+
+std::vector<std::size_t> ScriptCall::requestSizes() const {
+  if (!isBatch()) return {key_count};
+  const std::size_t requests_at = 3 + key_count + 2;
+  std::vector<std::size_t> sizes(std::stoull(strings[requests_at]));
+  for (std::size_t r = 0; r < sizes.size(); ++r)
+    sizes[r] = std::stoull(strings[requests_at + 1 + r]);
+  return sizes;
 }
 
 std::vector<std::string_view> ScriptCall::argv() const {
@@ -206,6 +221,23 @@ std::optional<std::string> readSyncReply(const redisReply* reply,
     states[i] = {a, b};
   }
   return std::nullopt;
+}
+
+std::vector<ScriptCall> refundsOfLateReply(const ScriptCall& decided, const redisReply* reply) {
+  Micros now_us = 0;
+  if (readDecideShape(reply, decided.key_count, now_us)) return {};
+  std::vector<ScriptCall> refunds;
+  std::vector<Outcome> outcomes;
+  std::size_t first = 0;
+  for (const std::size_t size : decided.requestSizes()) {
+    outcomes.resize(size);
+    const bool consumed =
+        !readDecideOutcomes(reply, first, outcomes) &&
+        std::all_of(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.allowed; });
+    if (consumed) refunds.push_back(decided.refund(first, size, now_us));
+    first += size;
+  }
+  return refunds;
 }
 
 }  // namespace sluice::redis

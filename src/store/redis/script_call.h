@@ -44,10 +44,16 @@ struct ScriptCall {
   // The "refund" call that undoes what this decide or batch call consumed for its checks
   // [first, first + count) (one request's run), decided at `now_us` (the time its reply gave).
   [[nodiscard]] ScriptCall refund(std::size_t first, std::size_t count, Micros now_us) const;
+  // How many checks each request of this decide (one request) or batch call has, in order.
+  [[nodiscard]] std::vector<std::size_t> requestSizes() const;
   [[nodiscard]] std::vector<std::string_view> argv() const;
   // The same call sent as EVAL with the script's text, for a Redis that has forgotten the script.
   [[nodiscard]] std::vector<std::string_view> evalArgv() const;
   [[nodiscard]] std::string_view key(std::size_t index) const { return strings[3 + index]; }
+
+ private:
+  [[nodiscard]] bool isBatch() const;
+  [[nodiscard]] std::size_t argsAt() const;  // where the per-check arguments start
 };
 
 // True for an error reply saying the script is not loaded.
@@ -67,6 +73,11 @@ struct ScriptCall {
 [[nodiscard]] std::optional<std::string> readDecideOutcomes(const redisReply* reply,
                                                             std::size_t first,
                                                             std::span<Outcome> outcomes);
+// For a decide or batch call answered as failed whose reply came after all: the refund calls
+// that undo what it consumed, one per request the reply says was admitted (every check of the
+// request allowed; a denied request consumed nothing). None for an error reply: nothing ran.
+[[nodiscard]] std::vector<ScriptCall> refundsOfLateReply(const ScriptCall& decided,
+                                                         const redisReply* reply);
 // A sync reply into one state per check.
 [[nodiscard]] std::optional<std::string> readSyncReply(const redisReply* reply,
                                                        std::span<algorithm::CompactState> states,

@@ -36,6 +36,9 @@ class ServerPool {
   // A reply that came after its call's deadline: the script ran, though the caller was told it
   // failed. Never an error reply saying the script did not run (NOSCRIPT).
   using LateReplyHandler = std::function<void(const redisReply* reply)>;
+  // For the call that undoes a late reply: nobody waits on it, so it may take longer than a
+  // decision may; it must land, or the limit stays over-counted until it drains.
+  static constexpr std::chrono::milliseconds kLateRefundTimeout{1000};
 
   // Sends `call` (re-sent as EVAL when Redis has lost the script) on the next connected
   // connection; `handler` runs exactly once, within `timeout` of now. A call past its deadline

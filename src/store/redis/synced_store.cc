@@ -34,8 +34,6 @@ using SmallVector = boost::container::small_vector<T, 4>;
 constexpr std::size_t kKeysPerSyncCall = 256;
 // A key in use but with nothing to push is pulled every this many intervals.
 constexpr Micros kPullEvery = 5;
-// The refund of a sync that ran late: nothing waits on it, and it must land.
-constexpr std::chrono::milliseconds kLateRefundTimeout{1000};
 
 }  // namespace
 
@@ -316,7 +314,8 @@ void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
   // As if the late push had not happened; the batch (owning the specs) lives until this returns.
   auto call = std::make_shared<const redis::ScriptCall>(
       redis::ScriptCall::make("refund", keys, specs, refunds, redis_now_us));
-  pool_->call(std::move(call), kLateRefundTimeout, [](const redisReply*, std::string_view) {});
+  pool_->call(std::move(call), redis::ServerPool::kLateRefundTimeout,
+              [](const redisReply*, std::string_view) {});
 }
 
 bool SyncedStore::syncNow() {
