@@ -11,10 +11,14 @@ DecideBatcher::DecideBatcher(ServerPool& pool, std::size_t max_in_flight, bool m
                            : std::numeric_limits<std::size_t>::max()),
       merge_(merge) {}
 
-void DecideBatcher::decide(ScriptCall call, std::span<Outcome> outcomes, Clock::time_point deadline,
-                           StoreCallback done) {
-  if (closed_) return done(StoreStatus::kUnavailable);
-  waiting_.push_back(Request{std::move(call), outcomes, deadline, std::move(done)});
+void DecideBatcher::decide(std::span<Request> requests) {
+  for (Request& request : requests) {
+    if (closed_) {
+      request.done(StoreStatus::kUnavailable);
+    } else {
+      waiting_.push_back(std::move(request));
+    }
+  }
   pump();
 }
 

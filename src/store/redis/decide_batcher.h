@@ -30,16 +30,8 @@ class DecideBatcher : public std::enable_shared_from_this<DecideBatcher> {
   // time, which one batch cannot share).
   DecideBatcher(ServerPool& pool, std::size_t max_in_flight, bool merge);
 
-  // `call` is a "decide" call for `outcomes.size()` checks. `done` runs exactly once, by
-  // `deadline`: kOk with the outcomes written, or kUnavailable.
-  void decide(ScriptCall call, std::span<Outcome> outcomes, Clock::time_point deadline,
-              StoreCallback done);
-
-  // Fails every waiting request and sends nothing more; calls in flight still finish. Call
-  // before the pool goes away.
-  void close();
-
- private:
+  // One request: `call` is a "decide" call for `outcomes.size()` checks. `done` runs exactly
+  // once, by `deadline`: kOk with the outcomes written, or kUnavailable.
   struct Request {
     ScriptCall call;
     std::span<Outcome> outcomes;
@@ -47,6 +39,15 @@ class DecideBatcher : public std::enable_shared_from_this<DecideBatcher> {
     StoreCallback done;
   };
 
+  // Takes the requests (moving from them) in order, then sends what may be sent: requests that
+  // arrive together share a call even when no call is in flight.
+  void decide(std::span<Request> requests);
+
+  // Fails every waiting request and sends nothing more; calls in flight still finish. Call
+  // before the pool goes away.
+  void close();
+
+ private:
   // Sends waiting requests while fewer than max_in_flight calls are out.
   void pump();
   void send(std::vector<Request> batch);

@@ -1,12 +1,22 @@
 #include "store/redis/redis_store.h"
 
 #include <future>
+#include <vector>
 
 #include "store/redis/script_call.h"
 
 namespace sluice {
 
-RedisStore::RedisStore(RedisStoreOptions options) : options_(std::move(options)) {
+RedisStore::RedisStore(RedisStoreOptions options)
+    : options_(std::move(options)),
+      inbox_(loop_.io(), [this](std::vector<redis::DecideBatcher::Request>& requests) {
+        if (batcher_ == nullptr) {  // shutting down
+          for (auto& request : requests) request.done(StoreStatus::kUnavailable);
+          return;
+        }
+        connected_.store(pool_->connected());
+        batcher_->decide(requests);
+      }) {
   loop_.runAndWait([this] {
     pool_ = std::make_unique<redis::ServerPool>(loop_.io(), options_.host, options_.port,
                                                 options_.connections);
@@ -41,11 +51,7 @@ void RedisStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clo
       options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt);
   const auto deadline =
       redis::DecideBatcher::Clock::now() + std::chrono::microseconds(options_.timeout_us);
-  loop_.post([this, call = std::move(call), outcomes, deadline, done = std::move(done)]() mutable {
-    if (batcher_ == nullptr) return done(StoreStatus::kUnavailable);  // shutting down
-    connected_.store(pool_->connected());
-    batcher_->decide(std::move(call), outcomes, deadline, std::move(done));
-  });
+  inbox_.push({std::move(call), outcomes, deadline, std::move(done)});
 }
 
 }  // namespace sluice

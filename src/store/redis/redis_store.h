@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "store/loop_inbox.h"
 #include "store/redis/decide_batcher.h"
 #include "store/redis/loop_thread.h"
 #include "store/redis/server_pool.h"
@@ -48,8 +49,9 @@ class RedisStore final : public Store {
  private:
   RedisStoreOptions options_;
   redis::LoopThread loop_;
-  std::unique_ptr<redis::ServerPool> pool_;        // on loop_
-  std::shared_ptr<redis::DecideBatcher> batcher_;  // on loop_, over pool_
+  std::unique_ptr<redis::ServerPool> pool_;         // on loop_
+  std::shared_ptr<redis::DecideBatcher> batcher_;   // on loop_, over pool_
+  LoopInbox<redis::DecideBatcher::Request> inbox_;  // request threads -> loop_
   std::atomic<bool> connected_{false};
 };
 
