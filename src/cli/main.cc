@@ -109,7 +109,9 @@ int serve(const std::string& path) {
   sluice::server::IoPool pool(threads);
   net::io_context& io = pool.first();  // signals, drain polling and throttle timers
   sluice::SystemClock clock;
-  sluice::Result<sluice::server::StoreInstance> store = sluice::server::makeStore(policy.store);
+  // Made before the loops run and destroyed after they stop, as a store on them requires.
+  sluice::Result<sluice::server::StoreInstance> store =
+      sluice::server::makeStore(policy.store, pool.loops());
   if (!store.ok()) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), store.error().c_str());
     return 2;

@@ -32,6 +32,12 @@ void IoPool::stop() {
   for (auto& loop : loops_) loop->stop();
 }
 
+std::vector<boost::asio::io_context*> IoPool::loops() const {
+  std::vector<boost::asio::io_context*> loops;
+  for (const auto& loop : loops_) loops.push_back(loop.get());
+  return loops;
+}
+
 boost::asio::io_context& IoPool::next() noexcept {
   return *loops_[next_.fetch_add(1, std::memory_order_relaxed) % loops_.size()];
 }

@@ -32,6 +32,7 @@ class IoPool {
   // Thread-safe. The loops in turn, for spreading new connections.
   [[nodiscard]] boost::asio::io_context& next() noexcept;
   [[nodiscard]] boost::asio::io_context& first() noexcept { return *loops_.front(); }
+  [[nodiscard]] std::vector<boost::asio::io_context*> loops() const;
 
  private:
   using WorkGuard = boost::asio::executor_work_guard<boost::asio::io_context::executor_type>;

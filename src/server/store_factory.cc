@@ -38,7 +38,8 @@ FailoverOptions failoverOptions(const policy::StoreSettings& settings) {
 
 }  // namespace
 
-Result<StoreInstance> makeStore(const policy::StoreSettings& settings) {
+Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
+                                const std::vector<boost::asio::io_context*>& request_loops) {
   using Type = policy::StoreSettings::Type;
   StoreInstance instance;
   if (settings.type == Type::kMemory) {
@@ -57,7 +58,8 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings) {
                                                                 .port = server.port,
                                                                 .connections = settings.connections,
                                                                 .timeout_us = settings.timeout_us,
-                                                                .key_prefix = settings.key_prefix});
+                                                                .key_prefix = settings.key_prefix,
+                                                                .request_loops = request_loops});
     instance.store = std::make_unique<FailoverStore>(std::move(redis), failoverOptions(settings));
     instance.key_count = [] { return std::size_t{0}; };  // the keys live in Redis
     instance.description = "redis " + settings.addresses.front();

@@ -5,6 +5,9 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
 
 #include "policy/policy.h"
 #include "sluice/result.h"
@@ -19,6 +22,10 @@ struct StoreInstance {
 };
 
 // Error for an address that cannot be used. Shared stores connect in the background.
-[[nodiscard]] Result<StoreInstance> makeStore(const policy::StoreSettings& settings);
+// `request_loops`: the server's event loops, which will call the store; a Redis store gives
+// each its own connections (redis_store.h). Precondition: they run only while the store lives.
+[[nodiscard]] Result<StoreInstance> makeStore(
+    const policy::StoreSettings& settings,
+    const std::vector<boost::asio::io_context*>& request_loops = {});
 
 }  // namespace sluice::server

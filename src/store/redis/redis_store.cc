@@ -1,43 +1,71 @@
 #include "store/redis/redis_store.h"
 
+#include <algorithm>
 #include <future>
-#include <vector>
 
 #include "store/redis/script_call.h"
 
 namespace sluice {
 
+RedisStore::Lane::Lane(boost::asio::io_context& lane_loop, const RedisStoreOptions& options)
+    : loop(lane_loop),
+      pool(std::make_unique<redis::ServerPool>(lane_loop, options.host, options.port,
+                                               options.connections)),
+      batcher(std::make_shared<redis::DecideBatcher>(*pool, options.calls_in_flight,
+                                                     !options.use_caller_clock)) {
+  pool->start();
+}
+
+void RedisStore::Lane::decide(std::span<redis::DecideBatcher::Request> requests) {
+  if (batcher == nullptr) {  // closed: the store is shutting down
+    for (auto& request : requests) request.done(StoreStatus::kUnavailable);
+    return;
+  }
+  connected.store(pool->connected(), std::memory_order_relaxed);
+  batcher->decide(requests);
+}
+
+void RedisStore::Lane::close() {
+  batcher->close();  // fails waiting requests, sends no more
+  pool.reset();      // fails calls in flight
+  batcher.reset();
+}
+
 RedisStore::RedisStore(RedisStoreOptions options)
     : options_(std::move(options)),
       inbox_(loop_.io(), [this](std::vector<redis::DecideBatcher::Request>& requests) {
-        if (batcher_ == nullptr) {  // shutting down
-          for (auto& request : requests) request.done(StoreStatus::kUnavailable);
-          return;
-        }
-        connected_.store(pool_->connected());
-        batcher_->decide(requests);
+        own_lane_->decide(requests);
       }) {
-  loop_.runAndWait([this] {
-    pool_ = std::make_unique<redis::ServerPool>(loop_.io(), options_.host, options_.port,
-                                                options_.connections);
-    pool_->start();
-    batcher_ = std::make_shared<redis::DecideBatcher>(*pool_, options_.calls_in_flight,
-                                                      !options_.use_caller_clock);
-  });
+  // The request loops are not running yet (a precondition): their lanes can be made from here.
+  for (boost::asio::io_context* request_loop : options_.request_loops) {
+    request_lanes_.push_back(std::make_unique<Lane>(*request_loop, options_));
+  }
+  loop_.runAndWait([this] { own_lane_ = std::make_unique<Lane>(loop_.io(), options_); });
 }
 
 RedisStore::~RedisStore() {
-  loop_.runAndWait([this] {
-    batcher_->close();  // fails waiting requests, sends no more
-    pool_.reset();      // fails calls in flight on the loop
-    batcher_.reset();
-  });
+  loop_.runAndWait([this] { own_lane_->close(); });
   loop_.stop();
+  // The request loops have stopped (a precondition): nothing else touches their lanes.
+  for (const auto& lane : request_lanes_) lane->close();
+}
+
+bool RedisStore::connected() const noexcept {
+  const auto up = [](const std::unique_ptr<Lane>& lane) {
+    return lane != nullptr && lane->connected.load(std::memory_order_relaxed);
+  };
+  return up(own_lane_) || std::any_of(request_lanes_.begin(), request_lanes_.end(), up);
 }
 
 StoreStatus RedisStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
                               std::span<Outcome> outcomes) noexcept {
-  if (loop_.runningHere()) return StoreStatus::kUnavailable;  // would wait on itself
+  // Waiting on the loop that must deliver the answer would never end.
+  const bool on_a_store_loop =
+      loop_.runningHere() ||
+      std::any_of(request_lanes_.begin(), request_lanes_.end(), [](const auto& lane) {
+        return lane->loop.get_executor().running_in_this_thread();
+      });
+  if (on_a_store_loop) return StoreStatus::kUnavailable;
   std::promise<StoreStatus> result;
   applyAsync(checks, clock, outcomes, [&result](StoreStatus status) { result.set_value(status); });
   return result.get_future().get();
@@ -51,6 +79,11 @@ void RedisStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clo
       options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt);
   const auto deadline =
       redis::DecideBatcher::Clock::now() + std::chrono::microseconds(options_.timeout_us);
+  for (const auto& lane : request_lanes_) {
+    if (!lane->loop.get_executor().running_in_this_thread()) continue;
+    redis::DecideBatcher::Request request{std::move(call), outcomes, deadline, std::move(done)};
+    return lane->decide(std::span(&request, 1));
+  }
   inbox_.push({std::move(call), outcomes, deadline, std::move(done)});
 }
 

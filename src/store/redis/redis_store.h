@@ -1,13 +1,21 @@
 // Limits shared by every Sluice node through one Redis server. Each request's checks go to Redis
 // in one script call (one round trip, all-or-nothing), or, under load, with other requests in
-// one batch call (each request still all-or-nothing), over a few pipelined connections owned by
-// the store's own loop thread. The script reads Redis's clock, so nodes' clocks don't matter.
+// one batch call (each request still all-or-nothing), over a few pipelined connections. The
+// script reads Redis's clock, so nodes' clocks don't matter.
+//
+// Where the connections live: each event loop named in `request_loops` (the server's I/O
+// threads) gets connections and a batcher of its own, so a decision asked for on one of those
+// threads is sent, answered and handed back on that thread, with no hop to another thread and
+// back. Callers on any other thread go through the store's own loop thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
 
 #include "store/loop_inbox.h"
 #include "store/redis/decide_batcher.h"
@@ -20,14 +28,18 @@ namespace sluice {
 struct RedisStoreOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
-  std::size_t connections = 2;
-  // Decide calls outstanding at once; requests arriving meanwhile are batched into the next
-  // call (decide_batcher.h).
+  std::size_t connections = 2;  // per loop: the store's own, and each of request_loops
+  // Decide calls outstanding at once per loop; requests arriving meanwhile are batched into the
+  // next call (decide_batcher.h).
   std::size_t calls_in_flight = 2;
   Micros timeout_us = 20'000;  // per call; past it the call is unavailable
   std::string key_prefix = "sluice:";
   // Tests: decide at the caller's clock instead of Redis TIME, to replay exact instants.
   bool use_caller_clock = false;
+  // The event loops that will call the store (each run by one thread). Precondition: none of
+  // them runs while the store is constructed or destroyed (a server makes its store before it
+  // starts its loops and destroys it after they stopped).
+  std::vector<boost::asio::io_context*> request_loops;
 };
 
 class RedisStore final : public Store {
@@ -39,20 +51,32 @@ class RedisStore final : public Store {
   // Blocks for at most the timeout. Must not be called from a callback of this store.
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
-  // `done` runs on the store's loop thread.
+  // `done` runs on the calling thread's loop when that is one of request_loops, else on the
+  // store's loop thread.
   void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                   std::span<Outcome> outcomes, StoreCallback done) noexcept override;
 
   // Thread-safe: whether some connection is up.
-  [[nodiscard]] bool connected() const noexcept { return connected_.load(); }
+  [[nodiscard]] bool connected() const noexcept;
 
  private:
+  // Connections and a batcher on one event loop, used only from that loop's thread.
+  struct Lane {
+    Lane(boost::asio::io_context& loop, const RedisStoreOptions& options);
+    void decide(std::span<redis::DecideBatcher::Request> requests);
+    void close();  // fails waiting requests and calls in flight; sends no more
+
+    boost::asio::io_context& loop;
+    std::unique_ptr<redis::ServerPool> pool;
+    std::shared_ptr<redis::DecideBatcher> batcher;
+    std::atomic<bool> connected{false};  // as of the lane's latest decision
+  };
+
   RedisStoreOptions options_;
+  std::vector<std::unique_ptr<Lane>> request_lanes_;  // one per options_.request_loops
   redis::LoopThread loop_;
-  std::unique_ptr<redis::ServerPool> pool_;         // on loop_
-  std::shared_ptr<redis::DecideBatcher> batcher_;   // on loop_, over pool_
-  LoopInbox<redis::DecideBatcher::Request> inbox_;  // request threads -> loop_
-  std::atomic<bool> connected_{false};
+  std::unique_ptr<Lane> own_lane_;                  // on loop_, for callers on other threads
+  LoopInbox<redis::DecideBatcher::Request> inbox_;  // other threads -> own_lane_
 };
 
 }  // namespace sluice
