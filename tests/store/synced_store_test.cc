@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -271,6 +272,53 @@ TEST_F(SyncedStoreTest, MultiCheckIsAllOrNothing) {
   EXPECT_TRUE(decide({{"k", &per_hour_, 200}, {"k", &per_hour_, 200}}));
   EXPECT_EQ(applyOne(*node, 0).remaining, kLimit - 500);
   if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// A check's group names its counter too (the group is the hash tag of its Redis key): the same
+// key under two groups is two counters, here and in Redis.
+TEST_F(SyncedStoreTest, GroupsNameSeparateCounters) {
+  auto node = makeNode(kManualSyncIntervalUs);
+  ASSERT_TRUE(syncUntilOk(*node));
+  const auto remaining = [&](std::string_view group, std::uint64_t cost) {
+    const LimitCheck check{"k", &per_hour_, cost, group};
+    Outcome outcome;
+    EXPECT_EQ(node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+    return outcome.remaining;
+  };
+  (void)remaining("tenant-a", 300);
+  EXPECT_EQ(remaining("tenant-a", 0), kLimit - 300);
+  EXPECT_EQ(remaining("tenant-b", 0), kLimit);
+  EXPECT_EQ(remaining("", 0), kLimit);  // no group: the key alone
+  ASSERT_TRUE(node->syncNow());
+  // Only tenant-a's counter was pushed; the others were pulled and are still unused.
+  const auto keys = server_.connect().command({"KEYS", "*"}).elements;
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_NE(keys[0].text.find("k|"), std::string::npos) << keys[0].text;
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// A key unused for idle_after is forgotten at the next sync once its deltas are pushed; one in
+// use is kept.
+TEST_F(SyncedStoreTest, IdleKeysAreForgotten) {
+  SyncedStoreOptions options;
+  options.port = static_cast<std::uint16_t>(server_.port());
+  options.sync_interval_us = kManualSyncIntervalUs;
+  options.idle_after_us = 1;  // anything not used since the last sync
+  SyncedStore node(options);
+  ASSERT_TRUE(syncUntilOk(node));
+  const LimitCheck first{"first", &per_hour_, 1};
+  const LimitCheck second{"second", &per_hour_, 1};
+  Outcome outcome;
+  ASSERT_EQ(node.apply(std::span(&first, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+  ASSERT_EQ(node.apply(std::span(&second, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+  EXPECT_EQ(node.keyCount(), 2u);
+  ASSERT_TRUE(node.syncNow());  // pushes both deltas: neither may go before that
+  EXPECT_EQ(node.keyCount(), 2u);
+  ASSERT_EQ(node.apply(std::span(&second, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+  ASSERT_TRUE(node.syncNow());  // "first" has nothing to push and was not used since
+  EXPECT_EQ(node.keyCount(), 1u);
+  ASSERT_TRUE(node.syncNow());  // now "second" has been pushed and is idle too
+  EXPECT_EQ(node.keyCount(), 0u);
 }
 
 // The sliding window log has no compact state to sync: its checks are unavailable, and a

@@ -8,6 +8,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/container/small_vector.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include "store/redis/redis_keys.h"
 #include "store/redis/script_call.h"
@@ -31,6 +32,12 @@ Micros wallNowUs() {
 template <typename T>
 using SmallVector = boost::container::small_vector<T, 4>;
 
+// The entries' keys are already uniformly distributed seeded hashes: no need to mix again.
+struct CounterIsTheHash {
+  using is_avalanching = void;
+  std::size_t operator()(std::uint64_t counter) const noexcept { return counter; }
+};
+
 constexpr std::size_t kKeysPerSyncCall = 256;
 // A key in use but with nothing to push is pulled every this many intervals.
 constexpr Micros kPullEvery = 5;
@@ -38,8 +45,10 @@ constexpr Micros kPullEvery = 5;
 }  // namespace
 
 struct SyncedStore::Entry {
-  explicit Entry(const LimitSpec& limit_spec) : spec(limit_spec) {}
+  Entry(const LimitSpec& limit_spec, std::string key)
+      : spec(limit_spec), redis_key(std::move(key)) {}
   LimitSpec spec;
+  std::string redis_key;           // built once, when the key is first used
   algorithm::CompactState global;  // as of the last sync; zero is an unused key
   std::uint64_t pending = 0;       // admitted here since the last push
   std::uint64_t in_flight = 0;     // pushed, reply not back yet
@@ -47,13 +56,15 @@ struct SyncedStore::Entry {
   Micros last_synced_us = 0;       // steady; when it was last pushed or pulled
 };
 
+// Entries by counter (counterOf): a decision hashes its key once and builds no key string.
 struct SyncedStore::Shard {
   std::mutex mutex;
-  std::unordered_map<std::string, Entry> entries;
+  boost::unordered_flat_map<std::uint64_t, Entry, CounterIsTheHash> entries;
 };
 
 // One sync call: the keys it pushes and pulls and the deltas it carries.
 struct SyncedStore::Batch {
+  std::vector<std::uint64_t> counters;
   std::vector<std::string> keys;
   std::vector<LimitSpec> specs;
   std::vector<std::uint64_t> deltas;
@@ -78,8 +89,16 @@ SyncedStore::~SyncedStore() {
   loop_.stop();
 }
 
-SyncedStore::Shard& SyncedStore::shardFor(const std::string& key) noexcept {
-  return *shards_[std::hash<std::string>{}(key) % kShards];
+std::uint64_t SyncedStore::counterOf(const LimitCheck& check) const noexcept {
+  // The group names the key's hash tag in Redis (redisKey); an empty group is the key itself.
+  const std::string_view group = check.group.empty() ? check.key : check.group;
+  const std::uint64_t by_group = hasher_(group, *check.spec);
+  return hasher_(check.key, *check.spec) ^ ((by_group << 1) | (by_group >> 63));
+}
+
+SyncedStore::Shard& SyncedStore::shardFor(std::uint64_t counter) noexcept {
+  // Middle bits: the flat map picks a bucket from the high bits and a tag from the low byte.
+  return *shards_[(counter >> 24) % kShards];
 }
 
 std::size_t SyncedStore::keyCount() const noexcept { return keys_.load(); }
@@ -133,32 +152,34 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
   try {
     const Micros now_us = clock.now() + clock_offset_us_.load(std::memory_order_relaxed);
     const Micros steady_us = steadyNowUs();
-    // Inline storage for the usual few checks: a decision allocates only its key strings.
-    SmallVector<std::string> keys;
-    SmallVector<std::size_t> shard_of;
+    // Inline storage for the usual few checks: a decision allocates nothing but new keys.
+    SmallVector<std::uint64_t> counters;
+    SmallVector<Shard*> shard_of;
     for (const LimitCheck& check : checks) {
       if (!algorithm::hasCompactState(check.spec->algorithm())) return StoreStatus::kUnavailable;
-      keys.push_back(redis::redisKey(options_.key_prefix, check));
-      shard_of.push_back(std::hash<std::string>{}(keys.back()) % kShards);
+      counters.push_back(counterOf(check));
+      shard_of.push_back(&shardFor(counters.back()));
     }
-    // Lock every shard involved, in index order, so multi-limit requests never deadlock.
-    SmallVector<std::size_t> order = shard_of;
+    // Lock every shard involved, in address order, so multi-limit requests never deadlock.
+    SmallVector<Shard*> order = shard_of;
     std::sort(order.begin(), order.end());
     order.erase(std::unique(order.begin(), order.end()), order.end());
     SmallVector<std::unique_lock<std::mutex>> locks;
-    for (const std::size_t index : order) locks.emplace_back(shards_[index]->mutex);
+    for (Shard* shard : order) locks.emplace_back(shard->mutex);
 
+    // New keys first: an insert may move a flat map's entries, so pointers come after.
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      auto& map = shard_of[i]->entries;
+      if (map.contains(counters[i])) continue;
+      if (keys_.load() >= options_.max_keys) return StoreStatus::kUnavailable;
+      map.try_emplace(counters[i], *checks[i].spec,
+                      redis::redisKey(options_.key_prefix, checks[i]));
+      keys_.fetch_add(1);
+    }
     SmallVector<Entry*> entries(checks.size());
     bool all_allowed = true;
     for (std::size_t i = 0; i < checks.size(); ++i) {
-      auto& map = shards_[shard_of[i]]->entries;
-      auto found = map.find(keys[i]);
-      if (found == map.end()) {
-        if (keys_.load() >= options_.max_keys) return StoreStatus::kUnavailable;
-        found = map.try_emplace(keys[i], *checks[i].spec).first;
-        keys_.fetch_add(1);
-      }
-      Entry& entry = found->second;
+      Entry& entry = shard_of[i]->entries.find(counters[i])->second;
       entry.spec = *checks[i].spec;  // a reload may have changed the count
       entry.last_used_us = steady_us;
       entries[i] = &entry;
@@ -202,14 +223,13 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
   std::vector<std::shared_ptr<Batch>> batches;
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->mutex);
-    for (auto it = shard->entries.begin(); it != shard->entries.end();) {
-      Entry& entry = it->second;
-      if (entry.pending == 0 && entry.in_flight == 0 &&
-          steady_us - entry.last_used_us > options_.idle_after_us) {
-        it = shard->entries.erase(it);
-        keys_.fetch_sub(1);
-        continue;
-      }
+    const std::size_t forgotten = boost::unordered::erase_if(shard->entries, [&](const auto& item) {
+      const Entry& entry = item.second;
+      return entry.pending == 0 && entry.in_flight == 0 &&
+             steady_us - entry.last_used_us > options_.idle_after_us;
+    });
+    keys_.fetch_sub(forgotten);
+    for (auto& [counter, entry] : shard->entries) {
       // Push what was admitted (the reply brings the global state back). Keys in use with
       // nothing to push are pulled less often, to learn the other nodes' usage: pulling every
       // key every interval would cost Redis more than deciding there.
@@ -220,14 +240,14 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
         entry.last_synced_us = steady_us;
         if (batches.empty() || batches.back()->keys.size() == kKeysPerSyncCall)
           batches.push_back(std::make_shared<Batch>());
-        batches.back()->keys.push_back(it->first);
+        batches.back()->counters.push_back(counter);
+        batches.back()->keys.push_back(entry.redis_key);
         // A copy: a reload may change the entry's spec while the call is out.
         batches.back()->specs.push_back(entry.spec);
         batches.back()->deltas.push_back(entry.pending);
         entry.in_flight += entry.pending;
         entry.pending = 0;
       }
-      ++it;
     }
   }
   if (batches.empty()) {  // nothing admitted and nothing in use: the shared view is current
@@ -267,9 +287,9 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
   const bool ok = reply != nullptr && !redis::readSyncReply(reply, states, redis_now_us);
   if (ok) clock_offset_us_.store(redis_now_us - wallNowUs());
   for (std::size_t i = 0; i < batch.keys.size(); ++i) {
-    Shard& shard = shardFor(batch.keys[i]);
+    Shard& shard = shardFor(batch.counters[i]);
     std::lock_guard lock(shard.mutex);
-    const auto found = shard.entries.find(batch.keys[i]);
+    const auto found = shard.entries.find(batch.counters[i]);
     if (found == shard.entries.end()) continue;
     Entry& entry = found->second;
     entry.in_flight -= batch.deltas[i];
@@ -296,9 +316,9 @@ void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
   for (std::size_t i = 0; i < batch.keys.size(); ++i) {
     std::uint64_t pushed_again = batch.deltas[i];
     {
-      Shard& shard = shardFor(batch.keys[i]);
+      Shard& shard = shardFor(batch.counters[i]);
       std::lock_guard lock(shard.mutex);
-      const auto found = shard.entries.find(batch.keys[i]);
+      const auto found = shard.entries.find(batch.counters[i]);
       if (found != shard.entries.end()) {
         const std::uint64_t unpushed = std::min(found->second.pending, pushed_again);
         found->second.pending -= unpushed;

@@ -18,9 +18,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "algorithm/compact_state.h"
+#include "store/key_hash.h"
 #include "store/redis/loop_thread.h"
 #include "store/redis/server_pool.h"
 #include "store/store.h"
@@ -59,7 +59,9 @@ class SyncedStore final : public Store {
   struct Batch;
   static constexpr std::size_t kShards = 16;
 
-  Shard& shardFor(const std::string& key) noexcept;
+  // The counter a check names (its key, spec and group, as its Redis key name does).
+  [[nodiscard]] std::uint64_t counterOf(const LimitCheck& check) const noexcept;
+  Shard& shardFor(std::uint64_t counter) noexcept;
   void scheduleSync();
   // On the loop: collects what to push and pull, sends it; `finished` runs when all replies are in.
   void sync(std::function<void(bool)> finished);
@@ -70,6 +72,7 @@ class SyncedStore final : public Store {
   void undoLateSync(const Batch& batch, const redisReply* reply);
 
   SyncedStoreOptions options_;
+  KeyHasher hasher_;
   std::array<std::unique_ptr<Shard>, kShards> shards_;
   std::atomic<std::size_t> keys_{0};
   std::atomic<Micros> last_sync_ok_us_{0};  // steady micros; 0 before the first
