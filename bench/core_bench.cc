@@ -149,6 +149,27 @@ BENCHMARK(BM_MillionKeys)
                     static_cast<int>(Algorithm::kTokenBucket), static_cast<int>(Algorithm::kGcra)},
                    {0, 1}});
 
+// The floor under BM_MillionKeys: one dependent load from memory, chasing pointers through
+// 64 MiB of cache lines in random order (as large as the million-key table, and on the same
+// small pages), so every load misses the caches and the TLB. A cold-key decision must read its
+// slot once, so it costs at least this, in the same run.
+void BM_DependentMemoryLoad(benchmark::State& state) {
+  constexpr std::size_t kLineWords = 8;  // 64-byte lines of 8-byte words
+  constexpr std::size_t kLines = (std::size_t{64} << 20) / (kLineWords * sizeof(std::uint64_t));
+  std::vector<std::uint64_t> memory(kLines * kLineWords);
+  const std::vector<std::uint32_t> order = shuffledNumbers(kLines, 3);
+  for (std::size_t i = 0; i < kLines; ++i) {
+    memory[order[i] * kLineWords] = order[(i + 1) % kLines];  // one cycle through every line
+  }
+  std::uint64_t line = order[0];
+  for (auto _ : state) {
+    line = memory[line * kLineWords];
+    benchmark::DoNotOptimize(line);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DependentMemoryLoad);
+
 // Resident memory per key after filling a million keys. Measured in a child process: freed
 // memory is not returned to the system, so a second measurement in one process would read zero.
 double measureBytesPerKey(const LimitSpec& spec) {
