@@ -110,16 +110,17 @@ int serve(const std::string& path) {
   net::io_context& io = pool.first();  // signals, drain polling and throttle timers
   sluice::SystemClock clock;
   // Made before the loops run and destroyed after they stop, as a store on them requires.
-  sluice::Result<sluice::server::StoreInstance> store =
+  sluice::Result<sluice::server::StoreInstance> made =
       sluice::server::makeStore(policy.store, pool.loops());
-  if (!store.ok()) {
-    std::fprintf(stderr, "%s: %s\n", path.c_str(), store.error().c_str());
+  if (!made.ok()) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), made.error().c_str());
     return 2;
   }
-  spdlog::info("store: {}", store.value().description);
+  sluice::server::StoreInstance store = std::move(made).value();
+  spdlog::info("store: {}", store.description);
   // One store and engine for every front door, so they all count against the same limits.
-  sluice::Engine engine(*store.value().store, clock);
-  sluice::server::Service service(loaded.policy, path, clock, engine, store.value().key_count);
+  sluice::Engine engine(*store.store, clock);
+  sluice::server::Service service(loaded.policy, path, clock, engine, store.key_count);
 #ifdef SLUICE_WITH_RLS
   // Envoy's gRPC door, when the config has an envoy_rls: section; gRPC runs its own threads.
   std::unique_ptr<sluice::rls::RlsServer> rls;
@@ -232,6 +233,9 @@ int serve(const std::string& path) {
               doors.c_str());
   std::fflush(stdout);
   pool.run();
+  // Now, while the engine and the service still exist: closing a shared store answers the
+  // calls it still had out, and their callbacks reach both.
+  store.store.reset();
   spdlog::info("stopped");
   return 0;
 }

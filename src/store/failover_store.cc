@@ -6,20 +6,30 @@
 namespace sluice {
 
 FailoverStore::FailoverStore(std::unique_ptr<Store> shared, FailoverOptions options)
-    : shared_(std::move(shared)),
-      options_(options),
+    : options_(options),
       breaker_(options.breaker_failures, options.breaker_cooldown_us),
-      local_(MemoryStoreOptions{.max_keys = options.local_max_keys, .shards = 16}) {}
+      local_(MemoryStoreOptions{.max_keys = options.local_max_keys, .shards = 16}),
+      shared_(std::move(shared)) {}
+
+FailoverStore::~FailoverStore() {
+  // Closing the shared store answers the calls it still has out, and their callbacks may ask
+  // for more decisions: those find no shared store and are decided by on_error, while every
+  // member they use still exists.
+  std::unique_ptr<Store> closing = std::move(shared_);
+  closing.reset();
+}
 
 StoreStatus FailoverStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
                                  std::span<Outcome> outcomes) noexcept {
-  if (!breaker_.allow(clock.now())) return fallBack(checks, clock, outcomes);
+  if (shared_ == nullptr || !breaker_.allow(clock.now())) return fallBack(checks, clock, outcomes);
   return settle(shared_->apply(checks, clock, outcomes), checks, clock, outcomes);
 }
 
 void FailoverStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                                std::span<Outcome> outcomes, StoreCallback done) noexcept {
-  if (!breaker_.allow(clock.now())) return done(fallBack(checks, clock, outcomes));
+  if (shared_ == nullptr || !breaker_.allow(clock.now())) {
+    return done(fallBack(checks, clock, outcomes));
+  }
   shared_->applyAsync(checks, clock, outcomes,
                       [this, checks, &clock, outcomes, done = std::move(done)](StoreStatus status) {
                         done(settle(status, checks, clock, outcomes));

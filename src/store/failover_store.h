@@ -27,6 +27,9 @@ struct FailoverOptions {
 class FailoverStore final : public Store {
  public:
   FailoverStore(std::unique_ptr<Store> shared, FailoverOptions options);
+  // Closes the shared store first; decisions asked for meanwhile (by the callbacks of the calls
+  // it fails) are decided by on_error.
+  ~FailoverStore() override;
 
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
@@ -45,13 +48,13 @@ class FailoverStore final : public Store {
   // This node's share of `spec`, made once per distinct spec.
   const LimitSpec& localSpec(const LimitSpec& spec);
 
-  std::unique_ptr<Store> shared_;
   FailoverOptions options_;
   CircuitBreaker breaker_;
   MemoryStore local_;
   std::mutex local_specs_mutex_;
   std::map<std::tuple<int, std::uint64_t, Micros, std::uint64_t>, std::unique_ptr<LimitSpec>>
       local_specs_;
+  std::unique_ptr<Store> shared_;  // null only while the destructor closes it
 };
 
 }  // namespace sluice

@@ -17,17 +17,32 @@ namespace {
 class RunningLoop {
  public:
   RunningLoop() : work_(io_.get_executor()), thread_([this] { io_.run(); }) {}
-  ~RunningLoop() {
+  ~RunningLoop() { stop(); }
+  boost::asio::io_context& io() { return io_; }
+  void stop() {
+    if (!thread_.joinable()) return;
     work_.reset();
     io_.stop();
     thread_.join();
   }
-  boost::asio::io_context& io() { return io_; }
 
  private:
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::thread thread_;
+};
+
+// Declared after the inbox: stops the loop before the inbox goes, as LoopInbox requires, on
+// every way out of a test.
+class StopBeforeTheInbox {
+ public:
+  explicit StopBeforeTheInbox(RunningLoop& loop) : loop_(loop) {}
+  ~StopBeforeTheInbox() { loop_.stop(); }
+  StopBeforeTheInbox(const StopBeforeTheInbox&) = delete;
+  StopBeforeTheInbox& operator=(const StopBeforeTheInbox&) = delete;
+
+ private:
+  RunningLoop& loop_;
 };
 
 struct Item {
@@ -49,6 +64,7 @@ TEST(LoopInbox, DeliversEveryItemOnceInEachProducersOrder) {
     received.insert(received.end(), items.begin(), items.end());
     if (received.size() == kProducers * kItemsEach) all_received.set_value();
   });
+  const StopBeforeTheInbox stop_first(loop);
 
   std::vector<std::thread> producers;
   for (int producer = 0; producer < kProducers; ++producer) {
@@ -81,6 +97,7 @@ TEST(LoopInbox, APushFromTheConsumerComesInALaterDrain) {
     if (items.front() < 3) self->push(items.front() + 1);
     if (items.front() == 3) done.set_value();
   });
+  const StopBeforeTheInbox stop_first(loop);
   self = &inbox;
   inbox.push(0);
   ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);

@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "store/failover_store.h"
 #include "store/redis/redis_store.h"
 #include "store/redis_store_fixture.h"
 #include "support/frozen_redis.h"
@@ -70,6 +71,19 @@ class RequestLoops {
   std::vector<std::thread> threads_;
 };
 
+// Declared after the store: stops the loops before the store goes, as RedisStore requires, on
+// every way out of a test (a failed ASSERT included).
+class StopBeforeTheStore {
+ public:
+  explicit StopBeforeTheStore(RequestLoops& loops) : loops_(loops) {}
+  ~StopBeforeTheStore() { loops_.stop(); }
+  StopBeforeTheStore(const StopBeforeTheStore&) = delete;
+  StopBeforeTheStore& operator=(const StopBeforeTheStore&) = delete;
+
+ private:
+  RequestLoops& loops_;
+};
+
 // One asynchronous request and what its callback saw.
 struct AsyncRequest {
   std::string key;
@@ -90,15 +104,17 @@ class RedisStoreLanesTest : public RedisStoreTest {
     return std::make_unique<RedisStore>(options);
   }
 
-  // Sends `request` from `loop`'s thread; the callback records where it ran.
-  void sendOn(boost::asio::io_context& loop, RedisStore& store, AsyncRequest& request) {
-    boost::asio::post(loop, [&loop, &store, &request, this] {
-      store.applyAsync(std::span(&request.check, 1), clock_, std::span(&request.outcome, 1),
-                       [&loop, &request](StoreStatus status) {
-                         request.status = status;
-                         request.answered_on_callers_loop =
+  // Sends `request` from `loop`'s thread; the callback records where it ran. The request lives
+  // until its answer, however late that comes.
+  void sendOn(boost::asio::io_context& loop, RedisStore& store,
+              const std::shared_ptr<AsyncRequest>& request) {
+    boost::asio::post(loop, [&loop, &store, request, this] {
+      store.applyAsync(std::span(&request->check, 1), clock_, std::span(&request->outcome, 1),
+                       [&loop, request](StoreStatus status) {
+                         request->status = status;
+                         request->answered_on_callers_loop =
                              loop.get_executor().running_in_this_thread();
-                         ++request.answers;
+                         ++request->answers;
                        });
     });
   }
@@ -107,19 +123,19 @@ class RedisStoreLanesTest : public RedisStoreTest {
   bool waitUntilLaneDecides(boost::asio::io_context& loop, RedisStore& store) {
     const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
     while (SteadyClock::now() < deadline) {
-      AsyncRequest peek;
-      peek.check = LimitCheck{"probe", &probe_, 0};
+      auto peek = std::make_shared<AsyncRequest>();
+      peek->check = LimitCheck{"probe", &probe_, 0};
       sendOn(loop, store, peek);
-      while (peek.answers.load() == 0 && SteadyClock::now() < deadline) {
+      while (peek->answers.load() == 0 && SteadyClock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polling, not timing
       }
-      if (peek.answers.load() == 1 && peek.status == StoreStatus::kOk) return true;
+      if (peek->answers.load() == 1 && peek->status == StoreStatus::kOk) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the lane still connects
     }
     return false;
   }
 
-  static bool waitForAnswers(const std::vector<std::unique_ptr<AsyncRequest>>& requests) {
+  static bool waitForAnswers(const std::vector<std::shared_ptr<AsyncRequest>>& requests) {
     const auto deadline = SteadyClock::now() + kHangAfter;
     for (const auto& request : requests) {
       while (request->answers.load() == 0) {
@@ -139,16 +155,17 @@ TEST_F(RedisStoreLanesTest, LoopsAndOtherThreadsShareOneExactLimit) {
   const LimitSpec limit = spec(Algorithm::kFixedWindow, "250/day");
   RequestLoops loops(2);
   auto store = makeLaneStore(loops);
+  const StopBeforeTheStore stop_first(loops);
   loops.start();
   ASSERT_TRUE(waitUntilLaneDecides(loops[0], *store));
   ASSERT_TRUE(waitUntilLaneDecides(loops[1], *store));
 
-  std::vector<std::unique_ptr<AsyncRequest>> requests;
+  std::vector<std::shared_ptr<AsyncRequest>> requests;
   for (int i = 0; i < 2 * kPerLoop; ++i) {
-    requests.push_back(std::make_unique<AsyncRequest>());
+    requests.push_back(std::make_shared<AsyncRequest>());
     requests.back()->check = LimitCheck{"shared", &limit, 1};
   }
-  for (int i = 0; i < 2 * kPerLoop; ++i) sendOn(loops[i % 2], *store, *requests[i]);
+  for (int i = 0; i < 2 * kPerLoop; ++i) sendOn(loops[i % 2], *store, requests[i]);
   int admitted = 0;
   for (int i = 0; i < kBlocking; ++i) {
     admitted += applyOne(*store, limit, "shared", 1).allowed ? 1 : 0;
@@ -170,6 +187,7 @@ TEST_F(RedisStoreLanesTest, LoopsAndOtherThreadsShareOneExactLimit) {
 TEST_F(RedisStoreLanesTest, BlockingApplyOnARequestLoopIsUnavailable) {
   RequestLoops loops(1);
   auto store = makeLaneStore(loops);
+  const StopBeforeTheStore stop_first(loops);
   loops.start();
   ASSERT_TRUE(waitUntilLaneDecides(loops[0], *store));
   std::promise<StoreStatus> status;
@@ -189,16 +207,17 @@ TEST_F(RedisStoreLanesTest, DestroyingTheStoreAnswersCallsInFlight) {
   constexpr int kRequests = 20;
   RequestLoops loops(1);
   auto store = makeLaneStore(loops);
+  const StopBeforeTheStore stop_first(loops);
   loops.start();
   ASSERT_TRUE(waitUntilLaneDecides(loops[0], *store));
 
   Frozen frozen(redisPid(server_));
-  std::vector<std::unique_ptr<AsyncRequest>> requests;
+  std::vector<std::shared_ptr<AsyncRequest>> requests;
   for (int i = 0; i < kRequests; ++i) {
-    requests.push_back(std::make_unique<AsyncRequest>());
+    requests.push_back(std::make_shared<AsyncRequest>());
     requests.back()->key = "held:" + std::to_string(i);
     requests.back()->check = LimitCheck{requests.back()->key, &five_per_day_, 1};
-    sendOn(loops[0], *store, *requests.back());
+    sendOn(loops[0], *store, requests.back());
   }
   std::promise<void> sent;
   boost::asio::post(loops[0], [&sent] { sent.set_value(); });  // after every request's post
@@ -210,6 +229,68 @@ TEST_F(RedisStoreLanesTest, DestroyingTheStoreAnswersCallsInFlight) {
   for (const auto& request : requests) {
     EXPECT_EQ(request->answers.load(), 1);
     EXPECT_EQ(request->status, StoreStatus::kUnavailable);
+  }
+}
+
+// The same through the failure policy, as `sluice serve` has it: the calls answered by the
+// destruction are settled by on_error: local, and each callback asks for one more decision (as
+// a shadow pass does), which is answered too, once.
+TEST_F(RedisStoreLanesTest, DestroyingAFailoverStoreSettlesCallsAndFollowUps) {
+  constexpr int kRequests = 20;
+  RequestLoops loops(1);
+  RedisStoreOptions options;
+  options.port = static_cast<std::uint16_t>(server_.port());
+  options.timeout_us = kRelaxedTimeoutUs;
+  options.request_loops = loops.pointers();
+  auto redis = std::make_unique<RedisStore>(options);
+  RedisStore& shared = *redis;
+  auto store = std::make_unique<FailoverStore>(std::move(redis), FailoverOptions{});
+  // The callbacks reach the store as an engine does, by reference: unique_ptr::reset() empties
+  // the pointer before it destroys the store.
+  FailoverStore& failover = *store;
+  const StopBeforeTheStore stop_first(loops);
+  loops.start();
+  ASSERT_TRUE(waitUntilLaneDecides(loops[0], shared));
+
+  Frozen frozen(redisPid(server_));
+  std::vector<std::shared_ptr<AsyncRequest>> requests;
+  std::vector<std::shared_ptr<AsyncRequest>> follow_ups;
+  for (int i = 0; i < kRequests; ++i) {
+    requests.push_back(std::make_shared<AsyncRequest>());
+    follow_ups.push_back(std::make_shared<AsyncRequest>());
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    const auto request = requests[i];
+    const auto follow_up = follow_ups[i];
+    request->key = "held:" + std::to_string(i);
+    request->check = LimitCheck{request->key, &five_per_day_, 1, {}, OnStoreError::kLocal};
+    follow_up->check = request->check;
+    boost::asio::post(loops[0], [&, request, follow_up] {
+      failover.applyAsync(std::span(&request->check, 1), clock_, std::span(&request->outcome, 1),
+                          [&, request, follow_up](StoreStatus status) {
+                            request->status = status;
+                            ++request->answers;
+                            failover.applyAsync(std::span(&follow_up->check, 1), clock_,
+                                                std::span(&follow_up->outcome, 1),
+                                                [follow_up](StoreStatus again) {
+                                                  follow_up->status = again;
+                                                  ++follow_up->answers;
+                                                });
+                          });
+    });
+  }
+  std::promise<void> sent;
+  boost::asio::post(loops[0], [&sent] { sent.set_value(); });
+  ASSERT_EQ(sent.get_future().wait_for(kHangAfter), std::future_status::ready);
+  loops.stop();
+
+  store.reset();
+  for (int i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(requests[i]->answers.load(), 1) << i;
+    EXPECT_EQ(requests[i]->status, StoreStatus::kDegraded) << i;  // decided by on_error: local
+    EXPECT_TRUE(requests[i]->outcome.allowed) << i;
+    EXPECT_EQ(follow_ups[i]->answers.load(), 1) << i;
+    EXPECT_EQ(follow_ups[i]->status, StoreStatus::kDegraded) << i;
   }
 }
 

@@ -21,7 +21,6 @@ void RedisStore::Lane::decide(std::span<redis::DecideBatcher::Request> requests)
     for (auto& request : requests) request.done(StoreStatus::kUnavailable);
     return;
   }
-  connected.store(pool->connected(), std::memory_order_relaxed);
   batcher->decide(requests);
 }
 
@@ -44,17 +43,11 @@ RedisStore::RedisStore(RedisStoreOptions options)
 }
 
 RedisStore::~RedisStore() {
+  closing_.store(true);
   loop_.runAndWait([this] { own_lane_->close(); });
   loop_.stop();
   // The request loops have stopped (a precondition): nothing else touches their lanes.
   for (const auto& lane : request_lanes_) lane->close();
-}
-
-bool RedisStore::connected() const noexcept {
-  const auto up = [](const std::unique_ptr<Lane>& lane) {
-    return lane != nullptr && lane->connected.load(std::memory_order_relaxed);
-  };
-  return up(own_lane_) || std::any_of(request_lanes_.begin(), request_lanes_.end(), up);
 }
 
 StoreStatus RedisStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
@@ -74,6 +67,7 @@ StoreStatus RedisStore::apply(std::span<const LimitCheck> checks, const Clock& c
 void RedisStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                             std::span<Outcome> outcomes, StoreCallback done) noexcept {
   if (checks.empty()) return done(StoreStatus::kOk);
+  if (closing_.load()) return done(StoreStatus::kUnavailable);
   auto call = redis::ScriptCall::make(
       "decide", options_.key_prefix, checks,
       options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt);

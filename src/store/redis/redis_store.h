@@ -48,19 +48,19 @@ class RedisStore final : public Store {
   explicit RedisStore(RedisStoreOptions options);
   ~RedisStore() override;
 
-  // Blocks for at most the timeout. Must not be called from a callback of this store.
+  // Blocks for at most the timeout. Must not be called from a callback of this store; on one of
+  // request_loops (whose thread would have to deliver the answer) it is kUnavailable at once.
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
-  // `done` runs on the calling thread's loop when that is one of request_loops, else on the
-  // store's loop thread.
+  // Called on one of request_loops, `done` runs on that loop's thread; called elsewhere, on the
+  // store's loop thread. Either may be before this returns (nothing connected yet), and once the
+  // store is being destroyed `done` runs at once, kUnavailable.
   void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                   std::span<Outcome> outcomes, StoreCallback done) noexcept override;
 
-  // Thread-safe: whether some connection is up.
-  [[nodiscard]] bool connected() const noexcept;
-
  private:
-  // Connections and a batcher on one event loop, used only from that loop's thread.
+  // Connections and a batcher on one event loop. Made and closed while nothing runs the loop
+  // (or on it); in between used only from the loop's thread.
   struct Lane {
     Lane(boost::asio::io_context& loop, const RedisStoreOptions& options);
     void decide(std::span<redis::DecideBatcher::Request> requests);
@@ -69,10 +69,11 @@ class RedisStore final : public Store {
     boost::asio::io_context& loop;
     std::unique_ptr<redis::ServerPool> pool;
     std::shared_ptr<redis::DecideBatcher> batcher;
-    std::atomic<bool> connected{false};  // as of the lane's latest decision
   };
 
   RedisStoreOptions options_;
+  // Set when destruction starts: the callbacks of the calls it fails may ask for more.
+  std::atomic<bool> closing_{false};
   std::vector<std::unique_ptr<Lane>> request_lanes_;  // one per options_.request_loops
   redis::LoopThread loop_;
   std::unique_ptr<Lane> own_lane_;                  // on loop_, for callers on other threads

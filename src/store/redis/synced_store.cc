@@ -90,15 +90,20 @@ SyncedStore::~SyncedStore() {
 }
 
 std::uint64_t SyncedStore::counterOf(const LimitCheck& check) const noexcept {
+  const std::uint64_t by_key = hasher_(check.key, *check.spec);
   // The group names the key's hash tag in Redis (redisKey); an empty group is the key itself.
-  const std::string_view group = check.group.empty() ? check.key : check.group;
-  const std::uint64_t by_group = hasher_(group, *check.spec);
-  return hasher_(check.key, *check.spec) ^ ((by_group << 1) | (by_group >> 63));
+  if (check.group.empty() || check.group == check.key) return by_key;
+  const std::uint64_t by_group = hasher_(check.group, *check.spec);
+  return by_key ^ ((by_group << 1) | (by_group >> 63));
+}
+
+std::size_t SyncedStore::shardIndexOf(std::uint64_t counter) noexcept {
+  // Middle bits: the flat map picks a bucket from the high bits and a tag from the low byte.
+  return (counter >> 24) % kShards;
 }
 
 SyncedStore::Shard& SyncedStore::shardFor(std::uint64_t counter) noexcept {
-  // Middle bits: the flat map picks a bucket from the high bits and a tag from the low byte.
-  return *shards_[(counter >> 24) % kShards];
+  return *shards_[shardIndexOf(counter)];
 }
 
 std::size_t SyncedStore::keyCount() const noexcept { return keys_.load(); }
@@ -154,22 +159,22 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
     const Micros steady_us = steadyNowUs();
     // Inline storage for the usual few checks: a decision allocates nothing but new keys.
     SmallVector<std::uint64_t> counters;
-    SmallVector<Shard*> shard_of;
+    SmallVector<std::size_t> shard_of;
     for (const LimitCheck& check : checks) {
       if (!algorithm::hasCompactState(check.spec->algorithm())) return StoreStatus::kUnavailable;
       counters.push_back(counterOf(check));
-      shard_of.push_back(&shardFor(counters.back()));
+      shard_of.push_back(shardIndexOf(counters.back()));
     }
-    // Lock every shard involved, in address order, so multi-limit requests never deadlock.
-    SmallVector<Shard*> order = shard_of;
+    // Lock every shard involved, in index order, so multi-limit requests never deadlock.
+    SmallVector<std::size_t> order = shard_of;
     std::sort(order.begin(), order.end());
     order.erase(std::unique(order.begin(), order.end()), order.end());
     SmallVector<std::unique_lock<std::mutex>> locks;
-    for (Shard* shard : order) locks.emplace_back(shard->mutex);
+    for (const std::size_t index : order) locks.emplace_back(shards_[index]->mutex);
 
     // New keys first: an insert may move a flat map's entries, so pointers come after.
     for (std::size_t i = 0; i < checks.size(); ++i) {
-      auto& map = shard_of[i]->entries;
+      auto& map = shards_[shard_of[i]]->entries;
       if (map.contains(counters[i])) continue;
       if (keys_.load() >= options_.max_keys) return StoreStatus::kUnavailable;
       map.try_emplace(counters[i], *checks[i].spec,
@@ -179,7 +184,7 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
     SmallVector<Entry*> entries(checks.size());
     bool all_allowed = true;
     for (std::size_t i = 0; i < checks.size(); ++i) {
-      Entry& entry = shard_of[i]->entries.find(counters[i])->second;
+      Entry& entry = shards_[shard_of[i]]->entries.find(counters[i])->second;
       entry.spec = *checks[i].spec;  // a reload may have changed the count
       entry.last_used_us = steady_us;
       entries[i] = &entry;

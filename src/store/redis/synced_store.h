@@ -61,6 +61,7 @@ class SyncedStore final : public Store {
 
   // The counter a check names (its key, spec and group, as its Redis key name does).
   [[nodiscard]] std::uint64_t counterOf(const LimitCheck& check) const noexcept;
+  [[nodiscard]] static std::size_t shardIndexOf(std::uint64_t counter) noexcept;
   Shard& shardFor(std::uint64_t counter) noexcept;
   void scheduleSync();
   // On the loop: collects what to push and pull, sends it; `finished` runs when all replies are in.
