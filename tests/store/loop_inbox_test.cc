@@ -8,42 +8,15 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <boost/asio/executor_work_guard.hpp>
+
+#include "store/redis/loop_thread.h"
+#include "support/stop_first.h"
 
 namespace sluice {
 namespace {
 
-// An io_context run by one thread, as a store's loop is.
-class RunningLoop {
- public:
-  RunningLoop() : work_(io_.get_executor()), thread_([this] { io_.run(); }) {}
-  ~RunningLoop() { stop(); }
-  boost::asio::io_context& io() { return io_; }
-  void stop() {
-    if (!thread_.joinable()) return;
-    work_.reset();
-    io_.stop();
-    thread_.join();
-  }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-  std::thread thread_;
-};
-
-// Declared after the inbox: stops the loop before the inbox goes, as LoopInbox requires, on
-// every way out of a test.
-class StopBeforeTheInbox {
- public:
-  explicit StopBeforeTheInbox(RunningLoop& loop) : loop_(loop) {}
-  ~StopBeforeTheInbox() { loop_.stop(); }
-  StopBeforeTheInbox(const StopBeforeTheInbox&) = delete;
-  StopBeforeTheInbox& operator=(const StopBeforeTheInbox&) = delete;
-
- private:
-  RunningLoop& loop_;
-};
+using redis::LoopThread;
+using testing::StopFirst;
 
 struct Item {
   int producer = 0;
@@ -55,7 +28,7 @@ struct Item {
 TEST(LoopInbox, DeliversEveryItemOnceInEachProducersOrder) {
   constexpr int kProducers = 4;
   constexpr int kItemsEach = 20'000;
-  RunningLoop loop;
+  LoopThread loop;             // an io_context run by one thread, as a store's loop is
   std::vector<Item> received;  // the loop thread's only
   std::promise<void> all_received;
   bool on_loop_thread = true;
@@ -64,7 +37,7 @@ TEST(LoopInbox, DeliversEveryItemOnceInEachProducersOrder) {
     received.insert(received.end(), items.begin(), items.end());
     if (received.size() == kProducers * kItemsEach) all_received.set_value();
   });
-  const StopBeforeTheInbox stop_first(loop);
+  const StopFirst stop_first(loop);
 
   std::vector<std::thread> producers;
   for (int producer = 0; producer < kProducers; ++producer) {
@@ -88,7 +61,7 @@ TEST(LoopInbox, DeliversEveryItemOnceInEachProducersOrder) {
 // A consumer may push from the loop itself (a completion that starts the next request): the
 // item comes in a later drain, not lost and not delivered twice.
 TEST(LoopInbox, APushFromTheConsumerComesInALaterDrain) {
-  RunningLoop loop;
+  LoopThread loop;  // an io_context run by one thread, as a store's loop is
   std::vector<std::vector<int>> drains;
   std::promise<void> done;
   LoopInbox<int>* self = nullptr;
@@ -97,7 +70,7 @@ TEST(LoopInbox, APushFromTheConsumerComesInALaterDrain) {
     if (items.front() < 3) self->push(items.front() + 1);
     if (items.front() == 3) done.set_value();
   });
-  const StopBeforeTheInbox stop_first(loop);
+  const StopFirst stop_first(loop);
   self = &inbox;
   inbox.push(0);
   ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);

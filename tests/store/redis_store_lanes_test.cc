@@ -21,6 +21,7 @@
 #include "store/redis/redis_store.h"
 #include "store/redis_store_fixture.h"
 #include "support/frozen_redis.h"
+#include "support/stop_first.h"
 
 namespace sluice {
 namespace {
@@ -32,6 +33,7 @@ using testing::redisPid;
 using testing::RedisStoreTest;
 using testing::spec;
 using testing::SteadyClock;
+using testing::StopFirst;
 
 // Event loops as a server has them: made first, run on a thread each once the store exists,
 // stopped before the store goes.
@@ -69,19 +71,6 @@ class RequestLoops {
   std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
   std::vector<Guard> guards_;
   std::vector<std::thread> threads_;
-};
-
-// Declared after the store: stops the loops before the store goes, as RedisStore requires, on
-// every way out of a test (a failed ASSERT included).
-class StopBeforeTheStore {
- public:
-  explicit StopBeforeTheStore(RequestLoops& loops) : loops_(loops) {}
-  ~StopBeforeTheStore() { loops_.stop(); }
-  StopBeforeTheStore(const StopBeforeTheStore&) = delete;
-  StopBeforeTheStore& operator=(const StopBeforeTheStore&) = delete;
-
- private:
-  RequestLoops& loops_;
 };
 
 // One asynchronous request and what its callback saw.
@@ -155,7 +144,7 @@ TEST_F(RedisStoreLanesTest, LoopsAndOtherThreadsShareOneExactLimit) {
   const LimitSpec limit = spec(Algorithm::kFixedWindow, "250/day");
   RequestLoops loops(2);
   auto store = makeLaneStore(loops);
-  const StopBeforeTheStore stop_first(loops);
+  const StopFirst stop_first(loops);
   loops.start();
   ASSERT_TRUE(waitUntilLaneDecides(loops[0], *store));
   ASSERT_TRUE(waitUntilLaneDecides(loops[1], *store));
@@ -187,7 +176,7 @@ TEST_F(RedisStoreLanesTest, LoopsAndOtherThreadsShareOneExactLimit) {
 TEST_F(RedisStoreLanesTest, BlockingApplyOnARequestLoopIsUnavailable) {
   RequestLoops loops(1);
   auto store = makeLaneStore(loops);
-  const StopBeforeTheStore stop_first(loops);
+  const StopFirst stop_first(loops);
   loops.start();
   ASSERT_TRUE(waitUntilLaneDecides(loops[0], *store));
   std::promise<StoreStatus> status;
@@ -207,7 +196,7 @@ TEST_F(RedisStoreLanesTest, DestroyingTheStoreAnswersCallsInFlight) {
   constexpr int kRequests = 20;
   RequestLoops loops(1);
   auto store = makeLaneStore(loops);
-  const StopBeforeTheStore stop_first(loops);
+  const StopFirst stop_first(loops);
   loops.start();
   ASSERT_TRUE(waitUntilLaneDecides(loops[0], *store));
 
@@ -248,7 +237,7 @@ TEST_F(RedisStoreLanesTest, DestroyingAFailoverStoreSettlesCallsAndFollowUps) {
   // The callbacks reach the store as an engine does, by reference: unique_ptr::reset() empties
   // the pointer before it destroys the store.
   FailoverStore& failover = *store;
-  const StopBeforeTheStore stop_first(loops);
+  const StopFirst stop_first(loops);
   loops.start();
   ASSERT_TRUE(waitUntilLaneDecides(loops[0], shared));
 
