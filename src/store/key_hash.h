@@ -3,6 +3,7 @@
 // client cannot craft a key that lands on someone else's counter.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -26,6 +27,13 @@ class KeyHasher {
  private:
   std::uint64_t seed0_;
   std::uint64_t seed1_;
+};
+
+// For hash maps keyed by KeyHasher's output: those keys are already uniformly distributed
+// seeded hashes, so the map need not mix them again.
+struct KeyHashIsTheHash {
+  using is_avalanching = void;
+  std::size_t operator()(std::uint64_t key_hash) const noexcept { return key_hash; }
 };
 
 }  // namespace sluice

@@ -20,12 +20,6 @@ namespace {
 using algorithm::CompactState;
 using algorithm::SlidingWindowLog;
 
-// The keys are already uniformly distributed seeded hashes; tell the table not to mix again.
-struct HashIsTheKey {
-  using is_avalanching = void;
-  std::size_t operator()(std::uint64_t hash) const noexcept { return hash; }
-};
-
 struct LogSlot {
   std::unique_ptr<SlidingWindowLog> log;
   std::uint32_t expires_s;
@@ -70,7 +64,7 @@ void store(CompactSlot& slot, const CompactState& state, const LimitSpec& spec) 
 struct alignas(64) MemoryStore::Shard {
   std::mutex mutex;
   CompactTable compact;
-  boost::unordered_flat_map<std::uint64_t, LogSlot, HashIsTheKey> logs;
+  boost::unordered_flat_map<std::uint64_t, LogSlot, KeyHashIsTheHash> logs;
   std::size_t sweep_at = kFirstSweepAt;
 
   [[nodiscard]] std::size_t size() const noexcept { return compact.size() + logs.size(); }

@@ -32,12 +32,6 @@ Micros wallNowUs() {
 template <typename T>
 using SmallVector = boost::container::small_vector<T, 4>;
 
-// The entries' keys are already uniformly distributed seeded hashes: no need to mix again.
-struct CounterIsTheHash {
-  using is_avalanching = void;
-  std::size_t operator()(std::uint64_t counter) const noexcept { return counter; }
-};
-
 constexpr std::size_t kKeysPerSyncCall = 256;
 // A key in use but with nothing to push is pulled every this many intervals.
 constexpr Micros kPullEvery = 5;
@@ -59,7 +53,7 @@ struct SyncedStore::Entry {
 // Entries by counter (counterOf): a decision hashes its key once and builds no key string.
 struct SyncedStore::Shard {
   std::mutex mutex;
-  boost::unordered_flat_map<std::uint64_t, Entry, CounterIsTheHash> entries;
+  boost::unordered_flat_map<std::uint64_t, Entry, KeyHashIsTheHash> entries;
 };
 
 // One sync call: the keys it pushes and pulls and the deltas it carries.
@@ -172,22 +166,31 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
     SmallVector<std::unique_lock<std::mutex>> locks;
     for (const std::size_t index : order) locks.emplace_back(shards_[index]->mutex);
 
-    // New keys first: an insert may move a flat map's entries, so pointers come after.
+    SmallVector<Entry*> entries(checks.size());
+    bool inserted = false;
     for (std::size_t i = 0; i < checks.size(); ++i) {
       auto& map = shards_[shard_of[i]]->entries;
-      if (map.contains(counters[i])) continue;
-      if (keys_.load() >= options_.max_keys) return StoreStatus::kUnavailable;
-      map.try_emplace(counters[i], *checks[i].spec,
-                      redis::redisKey(options_.key_prefix, checks[i]));
-      keys_.fetch_add(1);
+      auto found = map.find(counters[i]);
+      if (found == map.end()) {
+        if (keys_.load() >= options_.max_keys) return StoreStatus::kUnavailable;
+        found = map.try_emplace(counters[i], *checks[i].spec,
+                                redis::redisKey(options_.key_prefix, checks[i]))
+                    .first;
+        keys_.fetch_add(1);
+        inserted = true;
+      }
+      entries[i] = &found->second;
     }
-    SmallVector<Entry*> entries(checks.size());
+    if (inserted) {  // an insert may have moved the flat map's other entries
+      for (std::size_t i = 0; i < checks.size(); ++i) {
+        entries[i] = &shards_[shard_of[i]]->entries.find(counters[i])->second;
+      }
+    }
     bool all_allowed = true;
     for (std::size_t i = 0; i < checks.size(); ++i) {
-      Entry& entry = shards_[shard_of[i]]->entries.find(counters[i])->second;
+      Entry& entry = *entries[i];
       entry.spec = *checks[i].spec;  // a reload may have changed the count
       entry.last_used_us = steady_us;
-      entries[i] = &entry;
       std::uint64_t earlier = 0;
       for (std::size_t j = 0; j < i; ++j) {
         if (entries[j] == &entry) earlier += checks[j].cost;
