@@ -1,6 +1,6 @@
 // The upstream half of ProxySession: connect (or reuse a parked connection), stream the request
 // body, stream the response back. One operation is outstanding at a time per session (besides
-// the wait that watches the client for a hang-up), so destroying the exchange from a handler
+// the client read that watches for a hang-up), so destroying the exchange from a handler
 // never leaves an operation behind on its socket.
 #include <chrono>
 

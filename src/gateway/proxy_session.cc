@@ -1,16 +1,15 @@
 #include "gateway/proxy_session.h"
 
-#include <cerrno>
 #include <chrono>
 #include <ctime>
-
-#include <sys/socket.h>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
+#include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
@@ -98,6 +97,7 @@ void ProxySession::closeIfIdle() {
 void ProxySession::close() {
   exchange_.reset();  // gives back permits; an upstream connection mid-exchange is dropped
   watching_client_ = false;
+  header_after_watch_ = false;
   ++watch_generation_;
   watch_ = Watch::kNone;
   ++timer_generation_;
@@ -110,32 +110,29 @@ void ProxySession::close() {
 void ProxySession::watchClient() {
   if (watching_client_) return;
   watching_client_ = true;
-  client_.async_wait(net::socket_base::wait_read,
-                     [self = shared_from_this(), generation = ++watch_generation_](
-                         beast::error_code ec) { self->onClientReadable(ec, generation); });
+  // Nothing else uses client_buffer_ until this completes: the request is fully read, and
+  // readHeader() waits for this read instead of starting its own.
+  client_.async_read_some(
+      client_buffer_.prepare(beast::read_size(client_buffer_, kChunkBytes)),
+      [self = shared_from_this(), generation = ++watch_generation_](beast::error_code ec,
+                                                                    std::size_t bytes) {
+        self->onClientRead(ec, bytes, generation);
+      });
 }
 
-void ProxySession::stopWatchingClient() noexcept {
-  if (!watching_client_) return;
+void ProxySession::onClientRead(beast::error_code ec, std::size_t bytes,
+                                std::uint64_t generation) {
+  if (generation != watch_generation_) return;  // the session closed meanwhile
   watching_client_ = false;
-  ++watch_generation_;
-  beast::error_code ignored;
-  client_.cancel(ignored);  // nothing else is outstanding on the client socket at this point
-}
-
-void ProxySession::onClientReadable(beast::error_code ec, std::uint64_t generation) {
-  if (generation != watch_generation_) return;  // stopped, or the session closed meanwhile
-  watching_client_ = false;
-  if (ec) return clientGone();
-  // Readable means a hang-up (a read would return 0), a reset, or the client's next request
-  // arriving early; peek to tell them apart without taking bytes from the HTTP parser.
-  char byte = 0;
-  const ssize_t peeked = ::recv(client_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (peeked > 0) return;  // a pipelined request: the client is there (and is not watched)
-  if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    return watchClient();
+  client_buffer_.commit(bytes);
+  if (std::exchange(header_after_watch_, false)) {
+    if (ec) return onHeader(ec);  // as if the header read had failed: closes
+    return readHeaderFromBuffer();
   }
-  clientGone();
+  // Bytes mean the client's next request arrived early (pipelining): the client is there, and
+  // what it sent waits in client_buffer_ for readHeader(). An end of stream or an error while
+  // the exchange is in progress means it left.
+  if (ec) clientGone();
 }
 
 void ProxySession::clientGone() {
@@ -192,7 +189,6 @@ beast::error_code ProxySession::upstreamError(beast::error_code ec) const {
 
 void ProxySession::readHeader() {
   busy_ = false;
-  stopWatchingClient();
   if (state_->draining.load(std::memory_order_relaxed)) return close();
   request_.reset();
   if (exchange_ == nullptr) fields_.rewind();  // neither parser holds fields any more
@@ -201,6 +197,16 @@ void ProxySession::readHeader() {
   request_->header_limit(static_cast<std::uint32_t>(state_->settings.max_header_bytes));
   request_->body_limit(boost::none);  // streamed through a fixed buffer, never held whole
   arm(Watch::kClient, state_->settings.client_timeout_us);
+  if (watching_client_) {
+    header_after_watch_ = true;  // the watch's read is this request's first
+    return;
+  }
+  readHeaderFromBuffer();
+}
+
+// Parses what client_buffer_ holds and reads on as needed (Beast reads only when the buffer
+// holds less than a whole header).
+void ProxySession::readHeaderFromBuffer() {
   bhttp::async_read_header(
       client_, client_buffer_, *request_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });

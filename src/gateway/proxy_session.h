@@ -57,12 +57,16 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void close();
 
   // While a fully read request waits (on a throttle timer or for the upstream), the client
-  // socket has no read outstanding, so a client that hangs up would go unnoticed until the wait
-  // ends, holding its concurrency slot and an upstream connection. This watches the socket for
-  // the hang-up and ends the exchange early, as nginx does (proxy_ignore_client_abort off).
+  // socket would have no read outstanding, so a client that hangs up would go unnoticed until
+  // the wait ends, holding its concurrency slot and an upstream connection. So the next read
+  // starts then: a hang-up ends the exchange early, as nginx does (proxy_ignore_client_abort
+  // off), and bytes that arrive are the client's next request, kept in client_buffer_. When the
+  // exchange ends first, readHeader() lets that read continue as the next request's first one.
+  // (A wait for readability would cost an epoll_ctl per request: Asio re-arms the descriptor
+  // for every wait, while a read that finds nothing just parks in the reactor.)
   void watchClient();
-  void stopWatchingClient() noexcept;
-  void onClientReadable(boost::beast::error_code ec, std::uint64_t generation);
+  void onClientRead(boost::beast::error_code ec, std::size_t bytes, std::uint64_t generation);
+  void readHeaderFromBuffer();
   void clientGone();
 
   // Upstream side: connect, stream the request, stream the response (proxy_forwarding.cc).
@@ -112,8 +116,9 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
       request_;
   std::unique_ptr<Exchange> exchange_;
   bool busy_ = false;  // a request is being handled (touched only on the connection's loop)
-  bool watching_client_ = false;        // a watchClient() wait is outstanding
-  std::uint64_t watch_generation_ = 0;  // tells a cancelled watch's late completion apart
+  bool watching_client_ = false;        // a watchClient() read is outstanding
+  bool header_after_watch_ = false;     // readHeader() waits for that read to complete
+  std::uint64_t watch_generation_ = 0;  // tells a closed session's late completion apart
   bool client_gone_ = false;  // the client hung up during an upstream operation: end quietly
   // What is being written: a head or chunk framing, and the buffers of one gather write.
   std::string out_;
