@@ -2,6 +2,7 @@
 // redis-server, speaking script_protocol.h, and turns its replies back into Outcomes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -41,25 +42,24 @@ class ScriptClient {
     sha_ = loaded.text;
   }
 
-  // The EVALSHA arguments for one call; no now_us reads Redis TIME.
+  // The EVALSHA arguments for one call; no now_us reads Redis TIME. Checks that point at one
+  // LimitSpec share its entry, as the stores' calls do.
   [[nodiscard]] std::vector<std::string> arguments(const std::string& op,
                                                    std::optional<Micros> now_us,
                                                    std::span<const ScriptCheck> checks) const {
-    std::vector<std::string> args = {"EVALSHA", sha_, std::to_string(checks.size())};
-    for (const ScriptCheck& check : checks) args.push_back(check.key);
-    args.push_back(op);
-    args.push_back(now_us ? std::to_string(*now_us) : "");
-    for (const ScriptCheck& check : checks) {
-      const LimitSpec& spec = *check.spec;
-      for (const std::uint64_t value :
-           {std::uint64_t{static_cast<std::uint8_t>(spec.algorithm())}, spec.rate().count,
-            static_cast<std::uint64_t>(spec.rate().period_us), spec.burst(),
-            static_cast<std::uint64_t>(spec.unitWeight()),
-            static_cast<std::uint64_t>(spec.drainPerMicro()), check.cost}) {
-        args.push_back(std::to_string(value));
-      }
+    return layout(op, now_us, checks, {});
+  }
+
+  // One batch call of `requests`, each decided as its own decide call would be.
+  [[nodiscard]] std::vector<std::string> batchArguments(
+      std::optional<Micros> now_us, std::span<const std::vector<ScriptCheck>> requests) const {
+    std::vector<ScriptCheck> all;
+    std::vector<std::size_t> sizes;
+    for (const auto& request : requests) {
+      all.insert(all.end(), request.begin(), request.end());
+      sizes.push_back(request.size());
     }
-    return args;
+    return layout("batch", now_us, all, sizes);
   }
 
   // One call, as the stores make it. Keys keep the TTL the script gives them.
@@ -146,6 +146,43 @@ class ScriptClient {
     for (const RedisReply& element : reply.elements) {
       if (element.type != REDIS_REPLY_INTEGER) throw std::runtime_error("non-integer in reply");
     }
+  }
+
+  // EVALSHA sha n keys... op now_us S specs... [R sizes...] (spec index, cost) per check.
+  [[nodiscard]] std::vector<std::string> layout(const std::string& op,
+                                                std::optional<Micros> now_us,
+                                                std::span<const ScriptCheck> checks,
+                                                std::span<const std::size_t> sizes) const {
+    std::vector<std::string> args = {"EVALSHA", sha_, std::to_string(checks.size())};
+    for (const ScriptCheck& check : checks) args.push_back(check.key);
+    args.push_back(op);
+    args.push_back(now_us ? std::to_string(*now_us) : "");
+    std::vector<const LimitSpec*> specs;
+    std::vector<std::size_t> spec_of;
+    for (const ScriptCheck& check : checks) {
+      const auto found = std::find(specs.begin(), specs.end(), check.spec);
+      spec_of.push_back(static_cast<std::size_t>(found - specs.begin()) + 1);
+      if (found == specs.end()) specs.push_back(check.spec);
+    }
+    args.push_back(std::to_string(specs.size()));
+    for (const LimitSpec* spec : specs) {
+      for (const std::uint64_t value :
+           {std::uint64_t{static_cast<std::uint8_t>(spec->algorithm())}, spec->rate().count,
+            static_cast<std::uint64_t>(spec->rate().period_us), spec->burst(),
+            static_cast<std::uint64_t>(spec->unitWeight()),
+            static_cast<std::uint64_t>(spec->drainPerMicro())}) {
+        args.push_back(std::to_string(value));
+      }
+    }
+    if (op == "batch") {
+      args.push_back(std::to_string(sizes.size()));
+      for (const std::size_t size : sizes) args.push_back(std::to_string(size));
+    }
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      args.push_back(std::to_string(spec_of[i]));
+      args.push_back(std::to_string(checks[i].cost));
+    }
+    return args;
   }
 
   RedisConnection& connection_;

@@ -185,25 +185,11 @@ TEST_F(ScriptOperations, BatchDecidesEachRequestAsItsOwnDecide) {
   };
   const Micros now_us = kJan2026 + 17;
 
-  // One batch call: keys, "batch", now, the request count and sizes, then the checks' args.
-  std::vector<std::string> keys;
-  std::vector<std::string> sizes;
-  std::vector<std::string> check_args;
+  // One batch call of the requests; each spec is sent once for all of them.
+  const auto batch_requests = requests("batch:");
   std::size_t total = 0;
-  for (const auto& request : requests("batch:")) {
-    const std::vector<std::string> args = script_.arguments("decide", now_us, request);
-    const std::size_t n = request.size();
-    keys.insert(keys.end(), args.begin() + 3, args.begin() + 3 + static_cast<long>(n));
-    check_args.insert(check_args.end(), args.begin() + 5 + static_cast<long>(n), args.end());
-    sizes.push_back(std::to_string(n));
-    total += n;
-  }
-  std::vector<std::string> batch = {"EVALSHA", script_.arguments("decide", now_us, {})[1],
-                                    std::to_string(total)};
-  batch.insert(batch.end(), keys.begin(), keys.end());
-  batch.insert(batch.end(), {"batch", std::to_string(now_us), std::to_string(sizes.size())});
-  batch.insert(batch.end(), sizes.begin(), sizes.end());
-  batch.insert(batch.end(), check_args.begin(), check_args.end());
+  for (const auto& request : batch_requests) total += request.size();
+  const std::vector<std::string> batch = script_.batchArguments(now_us, batch_requests);
   const DecideReply batched = ScriptClient::parseDecide(connection_.command(batch), total);
 
   std::size_t at = 0;
@@ -234,13 +220,14 @@ TEST_F(ScriptOperations, BatchDecidesEachRequestAsItsOwnDecide) {
 TEST_F(ScriptOperations, MalformedBatchIsAnError) {
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);
   const ScriptCheck check[] = {{"k", &bucket, 1}};
+  // EVALSHA sha 1 k decide now 1 <6 spec fields> 1 1: the requests go after the spec (at 13).
   std::vector<std::string> args = script_.arguments("decide", kJan2026, check);
   args[4] = "batch";
-  args.insert(args.begin() + 6, {"1", "2"});  // one request of two checks, but one key
+  args.insert(args.begin() + 13, {"1", "2"});  // one request of two checks, but one key
   EXPECT_TRUE(connection_.command(args).isError());
-  args[7] = "1";
+  args[14] = "1";
   EXPECT_FALSE(connection_.command(args).isError());
-  args[6] = "0";  // no requests
+  args[13] = "0";  // no requests
   EXPECT_TRUE(connection_.command(args).isError());
 }
 
@@ -249,10 +236,23 @@ TEST_F(ScriptOperations, MalformedCallsAreErrors) {
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);
   const ScriptCheck check[] = {{"k", &bucket, 1}};
   EXPECT_TRUE(script_.call("consume", kJan2026, check).isError());
-  std::vector<std::string> args = script_.arguments("decide", kJan2026, check);
+  const std::vector<std::string> good = script_.arguments("decide", kJan2026, check);
+  EXPECT_FALSE(connection_.command(good).isError());
+  std::vector<std::string> args = good;
   args.pop_back();  // one argument short
   EXPECT_TRUE(connection_.command(args).isError());
   args.push_back("1.5");  // not an integer
+  EXPECT_TRUE(connection_.command(args).isError());
+  for (const char* index : {"0", "2", "-1", "1.5", "x"}) {  // a spec the call does not have
+    args = good;
+    args[13] = index;
+    EXPECT_TRUE(connection_.command(args).isError()) << index;
+  }
+  args = good;
+  args[6] = "0";  // no specs
+  EXPECT_TRUE(connection_.command(args).isError());
+  args = good;
+  args[7] = "8";  // no such algorithm
   EXPECT_TRUE(connection_.command(args).isError());
 }
 

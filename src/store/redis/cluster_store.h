@@ -47,7 +47,7 @@ struct RedisClusterStoreOptions {
 namespace redis {
 struct ClusterRequest;
 struct RoutedCall;
-struct ScriptCall;
+class ScriptCall;
 struct SlotMap;
 }  // namespace redis
 

@@ -64,87 +64,94 @@ ScriptCall ScriptCall::make(std::string_view op, std::string_view key_prefix,
 ScriptCall ScriptCall::make(std::string_view op, std::span<const std::string> keys,
                             std::span<const LimitSpec* const> specs,
                             std::span<const std::uint64_t> costs, std::optional<Micros> now_us) {
-  ScriptCall call;
-  call.strings.reserve(5 + keys.size() * (1 + kArgsPerCheck));
-  call.strings.emplace_back("EVALSHA");
-  call.strings.emplace_back(sluiceLuaScript().sha1);
-  call.strings.push_back(std::to_string(keys.size()));
-  call.key_count = keys.size();
-  for (const std::string& key : keys) call.strings.push_back(key);
-  call.strings.emplace_back(op);
-  call.strings.push_back(now_us ? std::to_string(*now_us) : std::string());
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    const LimitSpec& spec = *specs[i];
-    call.strings.push_back(std::to_string(static_cast<int>(spec.algorithm())));
-    call.strings.push_back(std::to_string(spec.rate().count));
-    call.strings.push_back(std::to_string(spec.rate().period_us));
-    call.strings.push_back(std::to_string(spec.burst()));
-    call.strings.push_back(std::to_string(spec.unitWeight()));
-    call.strings.push_back(std::to_string(spec.drainPerMicro()));
-    call.strings.push_back(std::to_string(costs[i]));
-  }
+  ScriptCall call = start(op, now_us, keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) call.add(keys[i], fieldsOf(*specs[i]), costs[i]);
+  call.finish();
   return call;
 }
 
 ScriptCall ScriptCall::batch(std::span<ScriptCall> decides) {
-  // A decide call's strings: EVALSHA sha n key_1..key_n "decide" now_us args...
-  constexpr std::size_t kKeysAt = 3;
   std::size_t total_checks = 0;
   for (const ScriptCall& decide : decides) total_checks += decide.key_count;
-  ScriptCall call;
-  call.key_count = total_checks;
-  call.strings.reserve(6 + decides.size() + total_checks * (1 + kArgsPerCheck));
-  call.strings.emplace_back("EVALSHA");
-  call.strings.emplace_back(sluiceLuaScript().sha1);
-  call.strings.push_back(std::to_string(total_checks));
+  ScriptCall call = start("batch", std::nullopt, total_checks);
   for (ScriptCall& decide : decides) {
-    for (std::size_t i = 0; i < decide.key_count; ++i)
-      call.strings.push_back(std::move(decide.strings[kKeysAt + i]));
+    for (std::size_t i = 0; i < decide.key_count; ++i) {
+      call.add(std::move(decide.strings[3 + i]), decide.specs_[decide.spec_of_[i]],
+               decide.costs_[i]);
+    }
+    call.request_sizes_.push_back(decide.key_count);
   }
-  call.strings.emplace_back("batch");
-  call.strings.emplace_back();  // Redis TIME
-  call.strings.push_back(std::to_string(decides.size()));
-  for (const ScriptCall& decide : decides) call.strings.push_back(decide.strings[2]);
-  for (ScriptCall& decide : decides) {
-    const std::size_t args_at = kKeysAt + decide.key_count + 2;
-    for (std::size_t i = args_at; i < decide.strings.size(); ++i)
-      call.strings.push_back(std::move(decide.strings[i]));
-  }
+  call.finish();
   return call;
 }
 
 ScriptCall ScriptCall::refund(std::size_t first, std::size_t count, Micros now_us) const {
-  const std::size_t args_at = argsAt();
-  ScriptCall call;
-  call.key_count = count;
-  call.strings.reserve(5 + count * (1 + kArgsPerCheck));
-  call.strings.emplace_back("EVALSHA");
-  call.strings.emplace_back(sluiceLuaScript().sha1);
-  call.strings.push_back(std::to_string(count));
-  for (std::size_t i = first; i < first + count; ++i) call.strings.emplace_back(key(i));
-  call.strings.emplace_back("refund");
-  call.strings.push_back(std::to_string(now_us));
-  const auto args = strings.begin() + static_cast<std::ptrdiff_t>(args_at + first * kArgsPerCheck);
-  call.strings.insert(call.strings.end(), args,
-                      args + static_cast<std::ptrdiff_t>(count * kArgsPerCheck));
+  ScriptCall call = start("refund", now_us, count);
+  for (std::size_t i = first; i < first + count; ++i)
+    call.add(std::string(key(i)), specs_[spec_of_[i]], costs_[i]);
+  call.finish();
   return call;
 }
 
-// Either call's strings: EVALSHA sha n key_1..key_n op now_us [R size_1..size_R] args...
-bool ScriptCall::isBatch() const { return strings[3 + key_count] == "batch"; }
-
-std::size_t ScriptCall::argsAt() const {
-  const std::size_t after_time = 3 + key_count + 2;
-  return isBatch() ? after_time + 1 + std::stoull(strings[after_time]) : after_time;
+std::vector<std::size_t> ScriptCall::requestSizes() const {
+  if (request_sizes_.empty()) return {key_count};
+  return request_sizes_;
 }
 
-std::vector<std::size_t> ScriptCall::requestSizes() const {
-  if (!isBatch()) return {key_count};
-  const std::size_t requests_at = 3 + key_count + 2;
-  std::vector<std::size_t> sizes(std::stoull(strings[requests_at]));
-  for (std::size_t r = 0; r < sizes.size(); ++r)
-    sizes[r] = std::stoull(strings[requests_at + 1 + r]);
-  return sizes;
+ScriptCall::SpecFields ScriptCall::fieldsOf(const LimitSpec& spec) {
+  return {.algorithm = static_cast<int>(spec.algorithm()),
+          .count = spec.rate().count,
+          .period_us = spec.rate().period_us,
+          .burst = spec.burst(),
+          .unit_weight = spec.unitWeight(),
+          .drain_per_us = spec.drainPerMicro()};
+}
+
+ScriptCall ScriptCall::start(std::string_view op, std::optional<Micros> now_us,
+                             std::size_t expected_checks) {
+  ScriptCall call;
+  call.op_ = op;
+  call.now_us_ = now_us;
+  call.strings.reserve(8 + kArgsPerSpec + expected_checks * (1 + kArgsPerCheck));
+  call.strings.emplace_back("EVALSHA");
+  call.strings.emplace_back(sluiceLuaScript().sha1);
+  call.strings.emplace_back();  // the key count, once known
+  call.spec_of_.reserve(expected_checks);
+  call.costs_.reserve(expected_checks);
+  return call;
+}
+
+void ScriptCall::add(std::string key, const SpecFields& spec, std::uint64_t cost) {
+  // Calls carry few distinct specs (the limits of a policy), so a linear search is short.
+  const auto found = std::find(specs_.begin(), specs_.end(), spec);
+  spec_of_.push_back(static_cast<std::uint32_t>(found - specs_.begin()));
+  if (found == specs_.end()) specs_.push_back(spec);
+  costs_.push_back(cost);
+  strings.push_back(std::move(key));
+  ++key_count;
+}
+
+void ScriptCall::finish() {
+  strings[2] = std::to_string(key_count);
+  strings.push_back(op_);
+  strings.push_back(now_us_ ? std::to_string(*now_us_) : std::string());
+  strings.push_back(std::to_string(specs_.size()));
+  for (const SpecFields& spec : specs_) {
+    strings.push_back(std::to_string(spec.algorithm));
+    strings.push_back(std::to_string(spec.count));
+    strings.push_back(std::to_string(spec.period_us));
+    strings.push_back(std::to_string(spec.burst));
+    strings.push_back(std::to_string(spec.unit_weight));
+    strings.push_back(std::to_string(spec.drain_per_us));
+  }
+  if (!request_sizes_.empty()) {
+    strings.push_back(std::to_string(request_sizes_.size()));
+    for (const std::size_t size : request_sizes_) strings.push_back(std::to_string(size));
+  }
+  for (std::size_t i = 0; i < key_count; ++i) {
+    strings.push_back(std::to_string(spec_of_[i] + 1));  // the script counts from 1
+    strings.push_back(std::to_string(costs_[i]));
+  }
 }
 
 std::vector<std::string_view> ScriptCall::argv() const {

@@ -2,6 +2,7 @@
 // and the outcomes read back from the reply.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,8 +25,10 @@ struct Script {
 };
 const Script& sluiceLuaScript();
 
-struct ScriptCall {
-  // "EVALSHA" sha numkeys key... op now_us args...; the strings own what argv() views.
+class ScriptCall {
+ public:
+  // "EVALSHA" sha numkeys key... op now_us specs... [requests] checks...; the strings own what
+  // argv() views.
   std::vector<std::string> strings;
   std::size_t key_count = 0;  // the checks it carries
 
@@ -39,7 +42,7 @@ struct ScriptCall {
                          std::span<const LimitSpec* const> specs,
                          std::span<const std::uint64_t> costs, std::optional<Micros> now_us);
   // One "batch" call of several decide calls (made without now_us), each one request; moves
-  // their strings.
+  // their keys.
   static ScriptCall batch(std::span<ScriptCall> decides);
   // The "refund" call that undoes what this decide or batch call consumed for its checks
   // [first, first + count) (one request's run), decided at `now_us` (the time its reply gave).
@@ -52,8 +55,31 @@ struct ScriptCall {
   [[nodiscard]] std::string_view key(std::size_t index) const { return strings[3 + index]; }
 
  private:
-  [[nodiscard]] bool isBatch() const;
-  [[nodiscard]] std::size_t argsAt() const;  // where the per-check arguments start
+  // A spec as the script reads it (script_protocol.h); a call sends each distinct one once.
+  struct SpecFields {
+    int algorithm = 0;
+    std::uint64_t count = 0;
+    Micros period_us = 0;
+    std::uint64_t burst = 0;
+    std::int64_t unit_weight = 0;
+    std::int64_t drain_per_us = 0;
+    bool operator==(const SpecFields&) const = default;
+  };
+  static SpecFields fieldsOf(const LimitSpec& spec);
+
+  // A call is built by start(), one add() per check (keys go straight to their place in
+  // `strings`), then finish(), which appends what follows the keys.
+  static ScriptCall start(std::string_view op, std::optional<Micros> now_us,
+                          std::size_t expected_checks);
+  void add(std::string key, const SpecFields& spec, std::uint64_t cost);
+  void finish();
+
+  std::string op_;
+  std::optional<Micros> now_us_;
+  std::vector<SpecFields> specs_;
+  std::vector<std::uint32_t> spec_of_;  // per check: its spec's index in specs_
+  std::vector<std::uint64_t> costs_;    // per check
+  std::vector<std::size_t> request_sizes_;  // a batch's; empty for any other call
 };
 
 // True for an error reply saying the script is not loaded.

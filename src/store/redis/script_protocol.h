@@ -2,20 +2,25 @@
 // One script serves every algorithm and operation, so all limits of a request that live on one
 // Redis (or one cluster slot) decide in one EVALSHA: one round trip, all-or-nothing.
 //
-// Call:  EVALSHA <sha> <n> key_1 .. key_n  op  now_us  <kArgsPerCheck args per check>
+// Call:  EVALSHA <sha> <n> key_1 .. key_n  op  now_us  S  spec_1 .. spec_S  [batch]  checks
 //   op       "decide" | "batch" | "refund" | "sync"
 //   now_us   "" reads Redis TIME (production: every node sees one clock); a decimal number sets
 //            the time (the trace tests replay exact instants)
-//   batch only, before the checks: the number of requests R, then R counts of checks, in order
-//   per check, in this order (all decimal integers):
+//   S        how many distinct specs the checks use; each is sent once, as kArgsPerSpec decimal
+//            integers in this order:
 //     algorithm     static_cast<int>(sluice::Algorithm)
 //     count         spec.rate().count
 //     period_us     spec.rate().period_us
 //     burst         spec.burst()
 //     unit_weight   spec.unitWeight()
 //     drain_per_us  spec.drainPerMicro()
+//   batch    batch only: the number of requests R, then R counts of checks, in order
+//   check    per key, kArgsPerCheck decimal integers:
+//     spec          which of the S specs (1-based)
 //     cost          the request's cost (decide), the amount to give back (refund), or the units
 //                   this node consumed since its last sync (sync)
+//   (Most calls carry many keys under one or two limits: sending each spec once saves the
+//   script parsing five numbers per key, and Redis making five strings per key.)
 //
 // Replies (arrays of integers):
 //   decide  [now_us, then kDecideFieldsPerCheck per check:
@@ -49,7 +54,8 @@
 
 namespace sluice::redis {
 
-inline constexpr std::size_t kArgsPerCheck = 7;
+inline constexpr std::size_t kArgsPerSpec = 6;
+inline constexpr std::size_t kArgsPerCheck = 2;
 inline constexpr std::size_t kDecideFieldsPerCheck = 7;
 inline constexpr long long kNeverOnWire = -1;
 

@@ -57,7 +57,11 @@ local function decideRequest(first, last, reply)
     local is_log = check.algorithm == SLIDING_WINDOW_LOG
     local state = keys[check.key]
     if state == nil then
-      if is_log then state = sliding_window_log.load(check.key) else state = readState(check.key) end
+      if is_log then
+        state = sliding_window_log.load(check.key)
+      else
+        state = readState(check.key)
+      end
       keys[check.key] = state
     end
     local earlier = state.latest
@@ -66,21 +70,22 @@ local function decideRequest(first, last, reply)
     if is_log then
       check.pending = earlier and earlier.pending or 0
       reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-        reply[j + 6] = sliding_window_log.evaluate(state, now_us, check, check.cost, check.pending)
+        reply[j + 6] =
+          sliding_window_log.evaluate(state, now_us, check.spec, check.cost, check.pending)
       if reply[j] == 1 then
         check.pending = check.pending + check.cost
       elseif earlier then
         reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-          reply[j + 6] = sliding_window_log.evaluate(state, now_us, check, check.total_cost, 0)
+          reply[j + 6] = sliding_window_log.evaluate(state, now_us, check.spec, check.total_cost, 0)
       end
     else
       local algorithm = algorithms[check.algorithm]
       reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-        reply[j + 6] = algorithm.consume(state, now_us, check, check.cost)
+        reply[j + 6] = algorithm.consume(state, now_us, check.spec, check.cost)
       if reply[j] == 0 and earlier then
         local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
         reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-          reply[j + 6] = algorithm.consume(original, now_us, check, check.total_cost)
+          reply[j + 6] = algorithm.consume(original, now_us, check.spec, check.total_cost)
         reply[j] = 0 -- even if the combined cost fits, this request did not
         if reply[j + 1] == REASON_NONE then reply[j + 1] = REASON_OVER_LIMIT end
       end
@@ -105,11 +110,11 @@ local function decideRequest(first, last, reply)
         local state = keys[check.key]
         if check.algorithm == SLIDING_WINDOW_LOG then
           reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-            reply[j + 6] = sliding_window_log.evaluate(state, now_us, check, 0, 0)
+            reply[j + 6] = sliding_window_log.evaluate(state, now_us, check.spec, 0, 0)
         else
           local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
           reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-            reply[j + 6] = algorithms[check.algorithm].consume(original, now_us, check, 0)
+            reply[j + 6] = algorithms[check.algorithm].consume(original, now_us, check.spec, 0)
         end
       end
     end
@@ -121,9 +126,9 @@ local function decideRequest(first, last, reply)
     local state = keys[check.key]
     if state.latest == check then
       if check.algorithm == SLIDING_WINDOW_LOG then
-        sliding_window_log.persist(state, now_us, check)
+        sliding_window_log.persist(state, now_us, check.spec)
       elseif all_allowed then
-        writeState(check.key, state, check, now_us)
+        writeState(check.key, state, check.spec, now_us)
       end
     end
   end
@@ -153,12 +158,12 @@ if operation == 'refund' then
   for i = 1, #checks do
     local check = checks[i]
     if check.algorithm == SLIDING_WINDOW_LOG then
-      sliding_window_log.refund(check.key, now_us, check, check.cost)
+      sliding_window_log.refund(check.key, now_us, check.spec, check.cost)
     else
       local state = readState(check.key)
       if state.exists then
-        algorithms[check.algorithm].refund(state, now_us, check, check.cost)
-        writeState(check.key, state, check, now_us)
+        algorithms[check.algorithm].refund(state, now_us, check.spec, check.cost)
+        writeState(check.key, state, check.spec, now_us)
       end
     end
   end
@@ -180,7 +185,7 @@ for i = 1, #checks do
     state = readState(check.key)
     keys[check.key] = state
   end
-  algorithms[check.algorithm].force(state, now_us, check, check.cost)
+  algorithms[check.algorithm].force(state, now_us, check.spec, check.cost)
   state.latest = check
   reply[2 * i] = state.a
   reply[2 * i + 1] = state.b
@@ -188,6 +193,6 @@ end
 for i = 1, #checks do
   local check = checks[i]
   local state = keys[check.key]
-  if state.latest == check then writeState(check.key, state, check, now_us) end
+  if state.latest == check then writeState(check.key, state, check.spec, now_us) end
 end
 return reply
