@@ -24,6 +24,8 @@ class Engine {
   // view must stay valid until then.
   using DecisionCallback = std::function<void(Decision&&)>;
   void checkAsync(std::span<const LimitCheck> checks, DecisionCallback done) noexcept;
+  // True when checkAsync would answer at once, on the caller's thread (Store::decidesInline).
+  [[nodiscard]] bool decidesInline() const noexcept { return store_.decidesInline(); }
 
  private:
   // Turns the store's status and outcomes into the decision's summary.

@@ -36,6 +36,11 @@ class FailoverStore final : public Store {
   void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                   std::span<Outcome> outcomes, StoreCallback done) noexcept override;
 
+  // As the shared store decides (while the destructor closes it, on_error decides inline).
+  [[nodiscard]] bool decidesInline() const noexcept override {
+    return shared_ == nullptr || shared_->decidesInline();
+  }
+
   [[nodiscard]] Store& shared() noexcept { return *shared_; }
   [[nodiscard]] bool breakerOpen() const noexcept { return breaker_.open(); }
 

@@ -32,6 +32,7 @@ class MemoryStore final : public Store {
   MemoryStore& operator=(const MemoryStore&) = delete;
 
   // Store
+  [[nodiscard]] bool decidesInline() const noexcept override { return true; }
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
 

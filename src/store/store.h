@@ -46,6 +46,11 @@ class Store {
                           std::span<Outcome> outcomes, StoreCallback done) noexcept {
     done(apply(checks, clock, outcomes));
   }
+
+  // True when applyAsync always answers before it returns, on the caller's thread (the store
+  // decides in this process): callers may then call apply() and skip the callback's
+  // allocations. False unless a store says so.
+  [[nodiscard]] virtual bool decidesInline() const noexcept { return false; }
 };
 
 using StorePtr = std::unique_ptr<Store>;

@@ -46,6 +46,8 @@ class SyncedStore final : public Store {
 
   // Never blocks on the network. kDegraded when the last sync failed or none has completed for
   // ten intervals (Redis is unreachable and the shared view is stale).
+  // Decides against local state; syncing happens apart, on its own thread.
+  [[nodiscard]] bool decidesInline() const noexcept override { return true; }
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
 
