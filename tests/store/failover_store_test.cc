@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "store/circuit_breaker.h"
+#include "store/memory_store.h"
 #include "store/redis/redis_store.h"
 #include "support/redis_server.h"
 #include "support/specs.h"
@@ -176,6 +177,15 @@ TEST_F(FailoverStoreTest, PassesThroughWhileRedisIsUp) {
   const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kDeny};
   EXPECT_EQ(admitted(check, 12, StoreStatus::kOk), 10);
   EXPECT_FALSE(store_->breakerOpen());
+}
+
+// A Redis store answers later, on its own schedule, so callers must take the async path; a
+// wrapper says what its shared store does.
+TEST_F(FailoverStoreTest, DecidesInlineAsItsSharedStoreDoes) {
+  EXPECT_FALSE(store_->decidesInline());
+  EXPECT_FALSE(store_->shared().decidesInline());
+  const FailoverStore over_memory(std::make_unique<MemoryStore>(), FailoverOptions{});
+  EXPECT_TRUE(over_memory.decidesInline());
 }
 
 // on_error allow: every request is admitted, degraded, showing the full limit.
