@@ -108,7 +108,9 @@ void ProxySession::close() {
 }
 
 void ProxySession::watchClient() {
-  if (watching_client_) return;
+  // Bytes already buffered are the client's next request (pipelined, or read along with this
+  // one): the client is there, and readHeader() must parse them rather than wait for more.
+  if (watching_client_ || client_buffer_.size() > 0) return;
   watching_client_ = true;
   // Nothing else uses client_buffer_ until this completes: the request is fully read, and
   // readHeader() waits for this read instead of starting its own.

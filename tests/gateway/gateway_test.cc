@@ -395,6 +395,28 @@ TEST_F(GatewayTest, PipelinedRequestIsNotAHangUp) {
   EXPECT_EQ(gateway_->stats().client_gone, 0u);
 }
 
+// Two requests in one write: the second is already buffered when the first goes upstream, so
+// nothing more will arrive on the socket; it must be answered from the buffer at once, not wait
+// for bytes the client will never send (it waits for its answers).
+TEST_F(GatewayTest, PipelinedRequestsInOneWriteAreBothAnswered) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.connect(endpoint_);
+  const std::string both = "GET /echo?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                           "GET /echo?n=2 HTTP/1.1\r\nHost: x\r\n\r\n";
+  boost::asio::write(stream, boost::asio::buffer(both));
+  // Bounded: had the gateway waited for more bytes, its client_timeout (30 s) would end the read.
+  boost::beast::flat_buffer buffer;
+  for (int i = 0; i < 2; ++i) {
+    http::response<http::string_body> response;
+    boost::beast::error_code ec;
+    http::read(stream, buffer, response, ec);
+    ASSERT_FALSE(ec) << "response " << i << ": " << ec.message();
+    EXPECT_EQ(response.result_int(), 200u) << "response " << i;
+  }
+  EXPECT_EQ(gateway_->stats().client_gone, 0u);
+}
+
 // The read that watches for a hang-up takes whatever the client sends next: here the head and
 // the first bytes of a pipelined request whose 300 KB body follows. The next request starts
 // from those bytes, and its body reaches the upstream intact.
