@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -118,6 +120,59 @@ limits:
   ASSERT_EQ(second.shadowDenials().size(), 1u);
   EXPECT_EQ(second.shadowDenials()[0], "watch");
   EXPECT_EQ(second.enforced.statuses.at(0).remaining, 8u);
+}
+
+// A store that answers later (as Redis does) takes decideAsync's callback path: two calls for a
+// request with shadow limits, the decision delivered once, after the last one; the same
+// decisions as the inline path gives on an in-process store.
+TEST_F(DecideTest, AsyncPathThroughADeferredStoreDecidesAsInline) {
+  class DeferredStore final : public Store {
+   public:
+    StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
+                      std::span<Outcome> outcomes) noexcept override {
+      return inner.apply(checks, clock, outcomes);
+    }
+    void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
+                    std::span<Outcome> outcomes, StoreCallback done) noexcept override {
+      pending.push_back([this, checks, &clock, outcomes, done = std::move(done)] {
+        done(inner.apply(checks, clock, outcomes));
+      });
+    }
+    MemoryStore inner;
+    std::vector<std::function<void()>> pending;
+  };
+  load(R"(
+limits:
+  - { name: watch, key: ip, rate: 1/min, action: shadow }
+  - { name: real, key: ip, rate: 2/min }
+)");
+  DeferredStore deferred;
+  Engine deferred_engine(deferred, clock_);
+  ASSERT_FALSE(deferred_engine.decidesInline());
+  ASSERT_TRUE(engine_.decidesInline());
+  for (int i = 0; i < 3; ++i) {
+    const RequestContext context =
+        resolveIdentity(*policy_, request("/"), clock_.now() / kMicrosPerSecond);
+    std::vector<PolicyDecision> answers;
+    decideAsync(*policy_, context, deferred_engine, 0,
+                [&](PolicyDecision&& decision) { answers.push_back(std::move(decision)); });
+    // Enforced limits first; the shadow ones only once those allow.
+    for (std::size_t calls = 0; calls < 2 && !deferred.pending.empty(); ++calls) {
+      EXPECT_TRUE(answers.empty()) << "answered before the store did, request " << i;
+      auto next = std::move(deferred.pending.front());
+      deferred.pending.erase(deferred.pending.begin());
+      next();
+    }
+    EXPECT_TRUE(deferred.pending.empty());
+    ASSERT_EQ(answers.size(), 1u) << "request " << i;
+    const PolicyDecision inline_decision = decideFor(request("/"));
+    EXPECT_EQ(answers[0].allowed, inline_decision.allowed) << "request " << i;
+    EXPECT_EQ(answers[0].status, inline_decision.status) << "request " << i;
+    EXPECT_EQ(answers[0].shadowDenials(), inline_decision.shadowDenials()) << "request " << i;
+    EXPECT_EQ(answers[0].enforced.statuses.at(0).remaining,
+              inline_decision.enforced.statuses.at(0).remaining)
+        << "request " << i;
+  }
 }
 
 // Throttle: a wait within max_delay is returned to the caller; past it, a plain denial.
