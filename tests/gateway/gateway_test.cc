@@ -65,6 +65,17 @@ class GatewayTest : public sluice::testing::GatewayFixture {
                 const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     return httpCall(endpoint_, http::verb::get, target, "", headers);
   }
+
+  // Connects `stream` and sends a request the upstream answers after 200 ms; returns once the
+  // upstream has it, so what the client sends next arrives while the gateway waits.
+  void startSlowRequest(boost::beast::tcp_stream& stream) {
+    stream.connect(endpoint_);
+    const std::string first = "GET /slow?ms=200 HTTP/1.1\r\nHost: x\r\n\r\n";
+    boost::asio::write(stream, boost::asio::buffer(first));
+    for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
+    }
+  }
 };
 
 // An allowed request reaches the upstream and comes back with the rate-limit headers.
@@ -378,12 +389,7 @@ TEST_F(GatewayTest, ClientHangingUpDuringAThrottleHoldIsNotForwarded) {
 TEST_F(GatewayTest, PipelinedRequestIsNotAHangUp) {
   boost::asio::io_context io;
   boost::beast::tcp_stream stream(io);
-  stream.connect(endpoint_);
-  const std::string first = "GET /slow?ms=200 HTTP/1.1\r\nHost: x\r\n\r\n";
-  boost::asio::write(stream, boost::asio::buffer(first));
-  for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
-  }
+  startSlowRequest(stream);
   const std::string second = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
   boost::asio::write(stream, boost::asio::buffer(second));
   boost::beast::flat_buffer buffer;
@@ -423,12 +429,7 @@ TEST_F(GatewayTest, PipelinedRequestsInOneWriteAreBothAnswered) {
 TEST_F(GatewayTest, PipelinedRequestWithABodyArrivingDuringTheWaitPassesIntact) {
   boost::asio::io_context io;
   boost::beast::tcp_stream stream(io);
-  stream.connect(endpoint_);
-  const std::string first = "GET /slow?ms=200 HTTP/1.1\r\nHost: x\r\n\r\n";
-  boost::asio::write(stream, boost::asio::buffer(first));
-  for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
-  }
+  startSlowRequest(stream);
   const std::string body = bigBody(300 * 1000);
   const std::string second = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                              std::to_string(body.size()) + "\r\n\r\n" + body;

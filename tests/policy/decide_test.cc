@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "store/memory_store.h"
+#include "support/deferred_store.h"
 #include "support/policy_text.h"
 #include "support/specs.h"
 
@@ -126,27 +127,12 @@ limits:
 // request with shadow limits, the decision delivered once, after the last one; the same
 // decisions as the inline path gives on an in-process store.
 TEST_F(DecideTest, AsyncPathThroughADeferredStoreDecidesAsInline) {
-  class DeferredStore final : public Store {
-   public:
-    StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
-                      std::span<Outcome> outcomes) noexcept override {
-      return inner.apply(checks, clock, outcomes);
-    }
-    void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
-                    std::span<Outcome> outcomes, StoreCallback done) noexcept override {
-      pending.push_back([this, checks, &clock, outcomes, done = std::move(done)] {
-        done(inner.apply(checks, clock, outcomes));
-      });
-    }
-    MemoryStore inner;
-    std::vector<std::function<void()>> pending;
-  };
   load(R"(
 limits:
   - { name: watch, key: ip, rate: 1/min, action: shadow }
   - { name: real, key: ip, rate: 2/min }
 )");
-  DeferredStore deferred;
+  sluice::testing::DeferredStore deferred;
   Engine deferred_engine(deferred, clock_);
   ASSERT_FALSE(deferred_engine.decidesInline());
   ASSERT_TRUE(engine_.decidesInline());

@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "store/memory_store.h"
+#include "support/deferred_store.h"
 
 namespace sluice::rls {
 namespace {
 
 using Code = RateLimitResponse::Code;
+using sluice::testing::DeferredStore;
 
 const std::string kConfigDir = std::string(SLUICE_SOURCE_DIR) + "/tests/rls/configs";
 // A minute boundary, so minute windows start exactly here.
@@ -283,26 +285,6 @@ TEST_F(RlsDeciderTest, BadRequests) {
   options_.unknown_domain_is_error = false;
   EXPECT_EQ(code(makeRequest("nope", {kAddress})), grpc::StatusCode::OK);
 }
-
-// A store that completes later, on its own schedule, or cannot answer at all.
-class DeferredStore final : public Store {
- public:
-  // Store
-  StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
-                    std::span<Outcome> outcomes) noexcept override {
-    return inner.apply(checks, clock, outcomes);
-  }
-  void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
-                  std::span<Outcome> outcomes, StoreCallback done) noexcept override {
-    pending.push_back([this, checks, &clock, outcomes, done = std::move(done)] {
-      done(unavailable ? StoreStatus::kUnavailable : inner.apply(checks, clock, outcomes));
-    });
-  }
-
-  MemoryStore inner;
-  bool unavailable = false;
-  std::vector<std::function<void()>> pending;
-};
 
 // The answer is written once, after the last of the engine calls completes.
 TEST_F(RlsDeciderTest, CompletesAfterTheLastDeferredCall) {
