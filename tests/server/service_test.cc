@@ -2,10 +2,12 @@
 #include "server/service.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
@@ -49,9 +51,12 @@ limits:
 class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    config_path_ = ::testing::TempDir() + "/service-test-" +
-                   std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".yaml";
-    std::ofstream(::testing::TempDir() + "/service-test-keys.yaml")
+    // A directory per process: ctest runs several test processes at once, and one must never
+    // read another's half-written keys file.
+    const std::string dir = ::testing::TempDir() + "/service-test-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    config_path_ = dir + "/" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".yaml";
+    std::ofstream(dir + "/service-test-keys.yaml")
         << "keys:\n  - { key: gold, tier: premium }\n  - { key: staff, tier: internal }\n";
     writeConfig(kConfig);
     policy::LoadResult loaded = policy::loadPolicy(config_path_);
@@ -76,8 +81,8 @@ class ServiceTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    api_->shutdown();
-    admin_->shutdown();
+    if (api_ != nullptr) api_->shutdown();  // null when SetUp failed
+    if (admin_ != nullptr) admin_->shutdown();
     pool_.stop();
   }
 
