@@ -116,14 +116,11 @@ void ProxySession::watchClient() {
   // readHeader() waits for this read instead of starting its own.
   client_.async_read_some(
       client_buffer_.prepare(beast::read_size(client_buffer_, kChunkBytes)),
-      [self = shared_from_this(), generation = ++watch_generation_](beast::error_code ec,
-                                                                    std::size_t bytes) {
-        self->onClientRead(ec, bytes, generation);
-      });
+      [self = shared_from_this(), generation = ++watch_generation_](
+          beast::error_code ec, std::size_t bytes) { self->onClientRead(ec, bytes, generation); });
 }
 
-void ProxySession::onClientRead(beast::error_code ec, std::size_t bytes,
-                                std::uint64_t generation) {
+void ProxySession::onClientRead(beast::error_code ec, std::size_t bytes, std::uint64_t generation) {
   if (generation != watch_generation_) return;  // the session closed meanwhile
   watching_client_ = false;
   client_buffer_.commit(bytes);

@@ -408,8 +408,9 @@ TEST_F(GatewayTest, PipelinedRequestsInOneWriteAreBothAnswered) {
   boost::asio::io_context io;
   boost::beast::tcp_stream stream(io);
   stream.connect(endpoint_);
-  const std::string both = "GET /echo?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"
-                           "GET /echo?n=2 HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string both =
+      "GET /echo?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /echo?n=2 HTTP/1.1\r\nHost: x\r\n\r\n";
   boost::asio::write(stream, boost::asio::buffer(both));
   // Bounded: had the gateway waited for more bytes, its client_timeout (30 s) would end the read.
   boost::beast::flat_buffer buffer;
@@ -431,8 +432,9 @@ TEST_F(GatewayTest, PipelinedRequestWithABodyArrivingDuringTheWaitPassesIntact) 
   boost::beast::tcp_stream stream(io);
   startSlowRequest(stream);
   const std::string body = bigBody(300 * 1000);
-  const std::string second = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string second =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
   // Written from a thread: the gateway reads the rest of it only after the first answer, which
   // this thread reads meanwhile.
   std::thread writer([&] { boost::asio::write(stream.socket(), boost::asio::buffer(second)); });

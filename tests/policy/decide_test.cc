@@ -138,8 +138,7 @@ limits:
   ASSERT_TRUE(engine_.decidesInline());
   for (int i = 0; i < 3; ++i) {
     const RequestView view = request("/");  // the context refers to it
-    const RequestContext context =
-        resolveIdentity(*policy_, view, clock_.now() / kMicrosPerSecond);
+    const RequestContext context = resolveIdentity(*policy_, view, clock_.now() / kMicrosPerSecond);
     std::vector<PolicyDecision> answers;
     decideAsync(*policy_, context, deferred_engine, 0,
                 [&](PolicyDecision&& decision) { answers.push_back(std::move(decision)); });

@@ -237,8 +237,8 @@ TEST_F(RedisStoreTest, RefundOfABatchRequestUndoesExactlyThatRequest) {
   const redis::ScriptCall batch = redis::ScriptCall::batch(decides);
   // Each of the three specs is sent once for the whole batch: EVALSHA sha n, 8 keys, op and
   // time, the specs, the 4 request sizes, then a spec index and a cost per check.
-  EXPECT_EQ(batch.strings.size(), 3 + 8 + 2 + (1 + 3 * redis::kArgsPerSpec) + (1 + 4) +
-                                      8 * redis::kArgsPerCheck);
+  EXPECT_EQ(batch.strings.size(),
+            3 + 8 + 2 + (1 + 3 * redis::kArgsPerSpec) + (1 + 4) + 8 * redis::kArgsPerCheck);
   auto connection = server_.connect();
   const testing::RedisReply reply =
       connection.command(std::vector<std::string>(batch.strings.begin(), batch.strings.end()));

@@ -149,8 +149,7 @@ class ScriptClient {
   }
 
   // EVALSHA sha n keys... op now_us S specs... [R sizes...] (spec index, cost) per check.
-  [[nodiscard]] std::vector<std::string> layout(const std::string& op,
-                                                std::optional<Micros> now_us,
+  [[nodiscard]] std::vector<std::string> layout(const std::string& op, std::optional<Micros> now_us,
                                                 std::span<const ScriptCheck> checks,
                                                 std::span<const std::size_t> sizes) const {
     std::vector<std::string> args = {"EVALSHA", sha_, std::to_string(checks.size())};

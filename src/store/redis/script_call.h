@@ -77,8 +77,8 @@ class ScriptCall {
   std::string op_;
   std::optional<Micros> now_us_;
   std::vector<SpecFields> specs_;
-  std::vector<std::uint32_t> spec_of_;  // per check: its spec's index in specs_
-  std::vector<std::uint64_t> costs_;    // per check
+  std::vector<std::uint32_t> spec_of_;      // per check: its spec's index in specs_
+  std::vector<std::uint64_t> costs_;        // per check
   std::vector<std::size_t> request_sizes_;  // a batch's; empty for any other call
 };
 
