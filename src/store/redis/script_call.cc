@@ -47,18 +47,13 @@ const Script& sluiceLuaScript() {
 ScriptCall ScriptCall::make(std::string_view op, std::string_view key_prefix,
                             std::span<const LimitCheck> checks, std::optional<Micros> now_us,
                             std::span<const std::uint64_t> costs) {
-  std::vector<std::string> keys;
-  std::vector<const LimitSpec*> specs;
-  std::vector<std::uint64_t> all_costs;
-  keys.reserve(checks.size());
-  specs.reserve(checks.size());
-  all_costs.reserve(checks.size());
+  ScriptCall call = start(op, now_us, checks.size());
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    keys.push_back(redisKey(key_prefix, checks[i]));
-    specs.push_back(checks[i].spec);
-    all_costs.push_back(costs.empty() ? checks[i].cost : costs[i]);
+    call.add(redisKey(key_prefix, checks[i]), fieldsOf(*checks[i].spec),
+             costs.empty() ? checks[i].cost : costs[i]);
   }
-  return make(op, keys, specs, all_costs, now_us);
+  call.finish();
+  return call;
 }
 
 ScriptCall ScriptCall::make(std::string_view op, std::span<const std::string> keys,
