@@ -127,6 +127,11 @@ bool RedisConnection::send(std::span<const std::string_view> argv, ReplyHandler 
   return true;
 }
 
+void RedisConnection::readArrived() {
+  // hiredis reads once per call and treats EAGAIN as "nothing yet", so this never blocks.
+  if (connected_ && context_ != nullptr && want_read_) redisAsyncHandleRead(context_);
+}
+
 void RedisConnection::onConnected(int status) {
   if (status != REDIS_OK) return;  // hiredis frees the context next; cleanup reconnects
   connected_ = true;

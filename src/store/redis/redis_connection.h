@@ -54,6 +54,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // `handler` runs exactly once, on the loop.
   bool send(std::span<const std::string_view> argv, ReplyHandler handler);
 
+  // Reads the replies that have already arrived, without waiting, and runs their handlers. A
+  // deadline calls this before giving up: when the loop was busy (or descheduled) as the reply
+  // came, the reply sits in the socket while the timer is also due, and it came in time.
+  void readArrived();
+
  private:
   RedisConnection(boost::asio::io_context& io, ConnectionOptions options);
 

@@ -16,6 +16,7 @@ struct InFlight {
   boost::asio::steady_timer deadline;
   ServerPool::CallHandler handler;
   ServerPool::LateReplyHandler late;
+  std::weak_ptr<RedisConnection> connection;  // the one the reply will come on
   bool finished = false;
 
   void finish(const redisReply* reply, std::string_view error) {
@@ -34,11 +35,17 @@ struct InFlight {
 
 std::shared_ptr<InFlight> startDeadline(boost::asio::io_context& io,
                                         std::chrono::microseconds timeout,
+                                        RedisConnection& connection,
                                         ServerPool::CallHandler handler) {
   auto flight = std::make_shared<InFlight>(io, std::move(handler));
+  flight->connection = connection.weak_from_this();
   flight->deadline.expires_after(timeout);
   flight->deadline.async_wait([flight](const boost::system::error_code& error) {
-    if (!error) flight->finish(nullptr, "timed out");
+    if (error) return;
+    // The timer and the reply may have become due in the same loop turn; a reply already
+    // received is on time.
+    if (const auto receiving = flight->connection.lock()) receiving->readArrived();
+    flight->finish(nullptr, "timed out");  // nothing if the reply finished it
   });
   return flight;
 }
@@ -94,7 +101,7 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
                       CallHandler handler, LateReplyHandler late, bool asking) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
-  auto flight = startDeadline(io_, timeout, std::move(handler));
+  auto flight = startDeadline(io_, timeout, *connection, std::move(handler));
   flight->late = std::move(late);
   if (asking) {
     const std::string_view argv[] = {"ASKING"};
@@ -108,6 +115,7 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
         // Redis lost the script (restart, SCRIPT FLUSH): send its text once; that loads it.
         RedisConnection* again = pick();
         const std::vector<std::string_view> eval = call->evalArgv();
+        if (again != nullptr) flight->connection = again->weak_from_this();
         if (again != nullptr && asking) {
           const std::string_view ask[] = {"ASKING"};
           again->send(ask, [](const redisReply*, std::string_view) {});
@@ -126,7 +134,7 @@ void ServerPool::command(std::vector<std::string> argv, std::chrono::microsecond
                          CallHandler handler) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
-  auto flight = startDeadline(io_, timeout, std::move(handler));
+  auto flight = startDeadline(io_, timeout, *connection, std::move(handler));
   const std::vector<std::string_view> views(argv.begin(), argv.end());
   if (!connection->send(views, [flight](const redisReply* reply, std::string_view error) {
         flight->finish(reply, error);
