@@ -50,21 +50,27 @@ stop_all() {
 
 # wrk against every node at once for $1 seconds with $2 connections per node, each request an
 # auth subrequest with the headers in the wrk script. Prints the total of 200s, 429s, other
-# statuses and socket errors over all nodes: "ok denied other errors".
+# statuses, socket errors, and answers marked degraded (made without Redis) over all nodes:
+# "ok denied other errors degraded".
 load_nodes() {
   local seconds=$1 connections=$2 i
   cat > "$work/count.lua" <<'LUA'
 local threads = {}
 function setup(thread) table.insert(threads, thread) end
-function init(args) ok = 0; denied = 0; other = 0 end
+function init(args) ok = 0; denied = 0; other = 0; degraded = 0 end
 function response(status, headers, body)
   if status == 200 then ok = ok + 1 elseif status == 429 then denied = denied + 1 else other = other + 1 end
+  for name, _ in pairs(headers) do
+    if string.lower(name) == "x-ratelimit-degraded" then degraded = degraded + 1 end
+  end
 end
 function done(summary, latency, requests)
-  local a, d, o = 0, 0, 0
-  for _, t in ipairs(threads) do a = a + t:get("ok"); d = d + t:get("denied"); o = o + t:get("other") end
+  local a, d, o, g = 0, 0, 0, 0
+  for _, t in ipairs(threads) do
+    a = a + t:get("ok"); d = d + t:get("denied"); o = o + t:get("other"); g = g + t:get("degraded")
+  end
   local e = summary.errors
-  io.write(string.format("COUNTS %d %d %d %d\n", a, d, o, e.connect + e.read + e.write + e.timeout))
+  io.write(string.format("COUNTS %d %d %d %d %d\n", a, d, o, e.connect + e.read + e.write + e.timeout, g))
 end
 LUA
   for i in "${!node_ports[@]}"; do
@@ -72,7 +78,8 @@ LUA
       "http://127.0.0.1:${node_ports[$i]}/v1/auth" > "$work/wrk$i.out" 2>&1 &
   done
   wait_wrk
-  awk '/^COUNTS/ { a += $2; d += $3; o += $4; e += $5 } END { print a + 0, d + 0, o + 0, e + 0 }' "$work"/wrk*.out
+  awk '/^COUNTS/ { a += $2; d += $3; o += $4; e += $5; g += $6 }
+       END { print a + 0, d + 0, o + 0, e + 0, g + 0 }' "$work"/wrk*.out
 }
 
 wait_wrk() {  # wrk ends on its own after -d; bounded anyway

@@ -60,8 +60,9 @@ for _ in $(seq 1 40); do  # 2 s
 done
 [ -n "$resumed" ] || fail "normal decisions did not resume within 2 s of Redis returning"
 wait "$load" || true
-read -r ok denied other errors < "$work/load.counts"
-echo "under load: $ok admitted, $denied denied, $other other statuses, $errors socket errors"
+read -r ok denied other errors degraded < "$work/load.counts"
+echo "under load: $ok admitted, $denied denied, $other other statuses, $errors socket errors," \
+  "$degraded degraded"
 [ "$errors" -eq 0 ] || fail "clients saw socket errors or timeouts: $errors"
 nodes_alive || fail "a node died"
 grep -q "degraded_decisions_total [1-9]" <(curl -s "http://127.0.0.1:$(sed -n 's/.*admin=127.0.0.1:\([0-9]*\).*/\1/p' "$work/node0.out")/metrics") ||
