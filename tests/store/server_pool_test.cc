@@ -40,9 +40,10 @@ void ping(redis::ServerPool& pool, std::chrono::microseconds timeout,
 }
 
 // The loop ran late: the deadline's handler is queued to run, and Redis's reply reaches the
-// socket before it does. The reply came before the deadline was looked at, so it counts. (Under
+// socket before it runs. The reply came no later than the loop could look, so it counts. (Under
 // CPU pressure this is common: treating it as a timeout denied good decisions and tripped the
-// circuit breaker.)
+// circuit breaker.) The order of handlers below is Boost 1.81's scheduler's: a posted handler
+// runs before the timer handler that the next reactor pass queues.
 TEST(ServerPoolTest, AReplyReceivedBeforeTheDeadlineRunsIsOnTime) {
   testing::RedisServer server;
   testing::RedisConnection barrier = server.connect();

@@ -55,8 +55,9 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   bool send(std::span<const std::string_view> argv, ReplyHandler handler);
 
   // Reads the replies that have already arrived, without waiting, and runs their handlers. A
-  // deadline calls this before giving up: when the loop was busy (or descheduled) as the reply
-  // came, the reply sits in the socket while the timer is also due, and it came in time.
+  // deadline calls this before giving up: its handler may have waited in the loop's queue (the
+  // loop busy, or the process descheduled) while the reply reached the socket. One read, as
+  // hiredis does per call (up to 16 KB): a reply behind more than that still times out.
   void readArrived();
 
  private:

@@ -41,11 +41,13 @@ std::shared_ptr<InFlight> startDeadline(boost::asio::io_context& io,
   flight->connection = connection.weak_from_this();
   flight->deadline.expires_after(timeout);
   flight->deadline.async_wait([flight](const boost::system::error_code& error) {
-    if (error) return;
-    // The timer and the reply may have become due in the same loop turn; a reply already
-    // received is on time.
+    // Finished: the reply came after this handler was queued (cancel() cannot recall it).
+    if (error || flight->finished) return;
+    // A reply that reached the socket while this handler waited in the loop's queue (the loop
+    // busy, or the process descheduled) is taken as on time: it came no later than the loop
+    // could have looked.
     if (const auto receiving = flight->connection.lock()) receiving->readArrived();
-    flight->finish(nullptr, "timed out");  // nothing if the reply finished it
+    flight->finish(nullptr, "timed out");  // nothing if that read finished it
   });
   return flight;
 }
