@@ -64,6 +64,7 @@ read -r ok denied other errors degraded < "$work/load.counts"
 echo "under load: $ok admitted, $denied denied, $other other statuses, $errors socket errors," \
   "$degraded degraded"
 [ "$errors" -eq 0 ] || fail "clients saw socket errors or timeouts: $errors"
+[ "$degraded" -gt 0 ] || fail "no answer under load said it was degraded, though Redis was down"
 nodes_alive || fail "a node died"
 grep -q "degraded_decisions_total [1-9]" <(curl -s "http://127.0.0.1:$(sed -n 's/.*admin=127.0.0.1:\([0-9]*\).*/\1/p' "$work/node0.out")/metrics") ||
   fail "the degraded decisions were not counted"
