@@ -126,13 +126,22 @@ void BM_SystemClockNow(benchmark::State& state) {
 BENCHMARK(BM_SystemClockNow);
 
 // A million distinct keys visited in random order: every decision misses the CPU caches.
+// range(1) picks the clock; range(2) the spec: 0 generous (a key is full again a microsecond
+// after its decision, so a sweep, which runs as the table grows, may drop it and a later
+// decision insert it again), 1 a daily quota of 1000 (no key is ever full again during the run,
+// so each decision finds its key). `keys` reports the table's size at the end.
 void BM_MillionKeys(benchmark::State& state) {
   const auto algorithm = static_cast<Algorithm>(state.range(0));
   const BenchClock clock(state.range(1));
+  const bool daily = state.range(2) == 1;
   const std::vector<std::uint32_t> order = shuffledNumbers(kManyKeys, 42);
   KeyText key;
-  sluice::Limiter limiter(sluice::LimiterOptions{.clock = clock.clock()});
-  const LimitSpec spec = benchSpec(algorithm);
+  // Room for every key: at a bound of exactly a million, the fuller shards evict.
+  sluice::Limiter limiter(
+      sluice::LimiterOptions{.max_keys = 2 * kManyKeys, .clock = clock.clock()});
+  const LimitSpec spec =
+      daily ? LimitSpec::make(algorithm, sluice::Rate{1000, sluice::kMicrosPerDay}, 1000).value()
+            : benchSpec(algorithm);
   for (std::uint32_t i = 0; i < kManyKeys; ++i)
     benchmark::DoNotOptimize(limiter.check(key(i), spec));
   std::size_t next = 0;
@@ -140,13 +149,16 @@ void BM_MillionKeys(benchmark::State& state) {
     benchmark::DoNotOptimize(limiter.check(key(order[next]), spec));
     next = next + 1 == kManyKeys ? 0 : next + 1;
   }
-  state.SetLabel(std::string(sluice::algorithmName(algorithm)) + " " + clock.name());
+  state.SetLabel(std::string(sluice::algorithmName(algorithm)) + " " + clock.name() +
+                 (daily ? " keys-stay" : " churn"));
   state.SetItemsProcessed(state.iterations());
+  state.counters["keys"] = static_cast<double>(limiter.keyCount());
 }
 BENCHMARK(BM_MillionKeys)
     ->ArgsProduct({{static_cast<int>(Algorithm::kFixedWindow),
                     static_cast<int>(Algorithm::kSlidingWindowCounter),
                     static_cast<int>(Algorithm::kTokenBucket), static_cast<int>(Algorithm::kGcra)},
+                   {0, 1},
                    {0, 1}});
 
 // The floor under BM_MillionKeys: one dependent load from memory, chasing pointers through
@@ -211,15 +223,19 @@ BENCHMARK(BM_MemoryPerKey)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// Threads on distinct keys of one shared limiter: how decisions/s scale with cores. The keys
-// are all inserted before either run, so both runs measure the same thing (decisions on
-// existing keys); otherwise the one-thread run, which comes first, would also pay the million
-// inserts and flatter the scaling.
+// Threads on distinct keys of one shared limiter: how decisions/s scale with cores. The spec is
+// a daily quota, so a key stays short of full (and in the table) for a day; the million keys are
+// all inserted before either run, so both runs measure decisions on existing keys (with a
+// generous spec a key is full again a microsecond later and may be swept and inserted again;
+// without the fill the one-thread run, which comes first, grew the table).
+// `keys` reports the table's size at the end.
 void BM_ThreadsDistinctKeys(benchmark::State& state) {
   static const std::vector<std::uint32_t> order = shuffledNumbers(kManyKeys, 7);
-  const LimitSpec spec = generousSpec(Algorithm::kGcra);
-  static sluice::Limiter* const limiter = [&spec] {  // shared, lives for the run
-    auto* filled = new sluice::Limiter();
+  static const LimitSpec spec =
+      LimitSpec::make(Algorithm::kGcra, sluice::Rate{1000, sluice::kMicrosPerDay}, 1000).value();
+  static sluice::Limiter* const limiter = [] {  // shared, lives for the run
+    // Room for all of them: at the default bound of a million, the fuller shards evict.
+    auto* filled = new sluice::Limiter(sluice::LimiterOptions{.max_keys = 2 * kManyKeys});
     KeyText text;
     for (std::uint32_t i = 0; i < kManyKeys; ++i)
       benchmark::DoNotOptimize(filled->check(text(i), spec));
@@ -235,6 +251,9 @@ void BM_ThreadsDistinctKeys(benchmark::State& state) {
     next = next + 1 == slice ? 0 : next + 1;
   }
   state.SetItemsProcessed(state.iterations());
+  if (state.thread_index() == 0) {
+    state.counters["keys"] = static_cast<double>(limiter->keyCount());
+  }
 }
 BENCHMARK(BM_ThreadsDistinctKeys)->Threads(1)->Threads(2)->UseRealTime();
 
