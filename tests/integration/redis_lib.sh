@@ -50,7 +50,7 @@ stop_all() {
 
 # wrk against every node at once for $1 seconds with $2 connections per node, each request an
 # auth subrequest with the headers in the wrk script. Prints the total of 200s, 429s, other
-# statuses, socket errors, and answers marked degraded (made without Redis) over all nodes:
+# statuses, socket errors, and answers marked degraded (X-RateLimit-Degraded) over all nodes:
 # "ok denied other errors degraded".
 load_nodes() {
   local seconds=$1 connections=$2 i
