@@ -36,7 +36,15 @@ ask() {
          END { print status, degraded + 0 }'
 }
 
-[ "$(ask 0 / alice)" = "200 0" ] || fail "not serving normally before the outage"
+# Serving normally first. A few tries (bounded), each as a new user so no per-user limit is hit:
+# one call may miss the 20 ms deadline on a loaded machine, and that precondition is not what
+# this test is about.
+normal=""
+for try in $(seq 1 20); do
+  [ "$(ask 0 / "alice$try")" = "200 0" ] && { normal=yes; break; }
+  sleep 0.05
+done
+[ -n "$normal" ] || fail "not serving normally before the outage"
 
 # Load on both nodes while Redis dies and comes back.
 load_nodes 4 16 > "$work/load.counts" &
