@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +42,12 @@ LimitSpec benchSpec(Algorithm algorithm) {
   return generousSpec(algorithm);
 }
 
+// A daily quota of 1000: a key's state stays short of full (so the key stays in the table) for
+// the whole run, whatever the benchmark does to it.
+LimitSpec dailyQuotaSpec(Algorithm algorithm) {
+  return LimitSpec::make(algorithm, sluice::Rate{1000, sluice::kMicrosPerDay}, 1000).value();
+}
+
 // Writes "client:<number>" into `buffer`, as a server builds a key from a request: the key's
 // text is in cache, as it would be, rather than read from a 30 MB array of strings.
 class KeyText {
@@ -53,6 +60,13 @@ class KeyText {
  private:
   char buffer_[24] = {'c', 'l', 'i', 'e', 'n', 't', ':'};
 };
+
+// Checks keys client:0 .. client:999999 once each, inserting them.
+void fillKeys(sluice::Limiter& limiter, const LimitSpec& spec) {
+  KeyText key;
+  for (std::uint32_t i = 0; i < kManyKeys; ++i)
+    benchmark::DoNotOptimize(limiter.check(key(i), spec));
+}
 
 // A random permutation of the key numbers, so consecutive decisions touch unrelated memory.
 std::vector<std::uint32_t> shuffledNumbers(std::size_t count, std::uint32_t seed) {
@@ -139,11 +153,8 @@ void BM_MillionKeys(benchmark::State& state) {
   // Room for every key: at a bound of exactly a million, the fuller shards evict.
   sluice::Limiter limiter(
       sluice::LimiterOptions{.max_keys = 2 * kManyKeys, .clock = clock.clock()});
-  const LimitSpec spec =
-      daily ? LimitSpec::make(algorithm, sluice::Rate{1000, sluice::kMicrosPerDay}, 1000).value()
-            : benchSpec(algorithm);
-  for (std::uint32_t i = 0; i < kManyKeys; ++i)
-    benchmark::DoNotOptimize(limiter.check(key(i), spec));
+  const LimitSpec spec = daily ? dailyQuotaSpec(algorithm) : benchSpec(algorithm);
+  fillKeys(limiter, spec);
   std::size_t next = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(limiter.check(key(order[next]), spec));
@@ -185,19 +196,19 @@ BENCHMARK(BM_DependentMemoryLoad);
 // Resident memory per key after filling a million keys. Measured in a child process: freed
 // memory is not returned to the system, so a second measurement in one process would read zero.
 double measureBytesPerKey(const LimitSpec& spec) {
+  // The child inherits the heap that earlier benchmarks freed, still resident; the fill would
+  // reuse it and read low. Hand it back to the system first.
+  malloc_trim(0);
   const std::size_t before = residentBytes();
   sluice::Limiter limiter;
-  KeyText key;
-  for (std::uint32_t i = 0; i < kManyKeys; ++i)
-    benchmark::DoNotOptimize(limiter.check(key(i), spec));
+  fillKeys(limiter, spec);
   return static_cast<double>(residentBytes() - before) / static_cast<double>(limiter.keyCount());
 }
 
 void BM_MemoryPerKey(benchmark::State& state) {
   const auto algorithm = static_cast<Algorithm>(state.range(0));
   // A daily quota: no key is back to full (and swept) while the million are written.
-  const LimitSpec spec =
-      LimitSpec::make(algorithm, sluice::Rate{1000, sluice::kMicrosPerDay}, 1000).value();
+  const LimitSpec spec = dailyQuotaSpec(algorithm);
   double bytes_per_key = 0;
   for (auto _ : state) {
     int pipe_fds[2];
@@ -231,14 +242,11 @@ BENCHMARK(BM_MemoryPerKey)
 // `keys` reports the table's size at the end.
 void BM_ThreadsDistinctKeys(benchmark::State& state) {
   static const std::vector<std::uint32_t> order = shuffledNumbers(kManyKeys, 7);
-  static const LimitSpec spec =
-      LimitSpec::make(Algorithm::kGcra, sluice::Rate{1000, sluice::kMicrosPerDay}, 1000).value();
+  static const LimitSpec spec = dailyQuotaSpec(Algorithm::kGcra);
   static sluice::Limiter* const limiter = [] {  // shared, lives for the run
     // Room for all of them: at the default bound of a million, the fuller shards evict.
     auto* filled = new sluice::Limiter(sluice::LimiterOptions{.max_keys = 2 * kManyKeys});
-    KeyText text;
-    for (std::uint32_t i = 0; i < kManyKeys; ++i)
-      benchmark::DoNotOptimize(filled->check(text(i), spec));
+    fillKeys(*filled, spec);
     return filled;
   }();
   KeyText key;
