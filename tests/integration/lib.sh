@@ -18,6 +18,14 @@ free_port() {
   fail "no free port"
 }
 
+# eventually TRIES COMMAND...: runs COMMAND until it succeeds, at most TRIES times 50 ms apart.
+eventually() {
+  local tries=$1 _
+  shift
+  for _ in $(seq 1 "$tries"); do "$@" && return 0; sleep 0.05; done
+  return 1
+}
+
 wait_for_port() {
   for _ in $(seq 1 100); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi

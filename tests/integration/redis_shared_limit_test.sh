@@ -53,38 +53,40 @@ run_case() {  # store_type algorithm extra -> prints "ok denied other errors deg
   echo "${total[*]}"
 }
 
-passed=0
-for algorithm in fixed_window gcra; do
-  read -r ok denied other errors degraded <<< "$(run_case redis "$algorithm" "")"
-  [ -n "$degraded" ] || fail "the redis $algorithm run failed (see above)"
-  echo "redis, $algorithm: $ok admitted, $denied denied, $other other, $errors socket errors, $degraded degraded"
+# measure LABEL STORE ALGORITHM EXTRA: runs the case and sets ok, denied, other, errors, degraded.
+measure() {
+  read -r ok denied other errors degraded <<< "$(run_case "$2" "$3" "$4")"
+  [ -n "$degraded" ] || fail "the $1 run failed (see above)"
+  echo "$1: $ok admitted, $denied denied, $other other, $errors socket errors, $degraded degraded"
+}
+
+# Exactly 1000 admitted, every decision made by Redis, the limit pressed hard, no odd answers.
+expect_exact() {
   [ "$degraded" -eq 0 ] || fail "$degraded decisions were degraded (Redis calls failed or timed out)"
-  [ "$ok" -eq 1000 ] || fail "redis $algorithm admitted $ok, not exactly 1000"
+  [ "$ok" -eq 1000 ] || fail "$1 admitted $ok, not exactly 1000"
   [ "$denied" -gt 1000 ] || fail "the load was too light to test anything ($denied denied)"
   [ "$other" -eq 0 ] && [ "$errors" -eq 0 ] || fail "unexpected answers: $other other, $errors errors"
   passed=$((passed + 1))
+}
+
+passed=0
+for algorithm in fixed_window gcra; do
+  measure "redis, $algorithm" redis "$algorithm" ""
+  expect_exact "redis $algorithm"
 done
 
 # The same against a 3-master cluster, seeded with one node: the limits of the two keys below live
 # on whatever slots their tags hash to, and the request's two limits may span two slots
 # (consume-then-refund), yet exactly 1000 are admitted.
 start_cluster
-read -r ok denied other errors degraded <<< "$(run_case redis_cluster gcra "")"
-[ -n "$degraded" ] || fail "the redis_cluster run failed (see above)"
-echo "redis_cluster, gcra: $ok admitted, $denied denied, $other other, $errors socket errors, $degraded degraded"
-[ "$degraded" -eq 0 ] || fail "$degraded decisions were degraded (Redis calls failed or timed out)"
-[ "$ok" -eq 1000 ] || fail "redis_cluster admitted $ok, not exactly 1000"
-[ "$denied" -gt 1000 ] || fail "the load was too light to test anything ($denied denied)"
-[ "$other" -eq 0 ] && [ "$errors" -eq 0 ] || fail "unexpected answers: $other other, $errors errors"
-passed=$((passed + 1))
+measure "redis_cluster, gcra" redis_cluster gcra ""
+expect_exact redis_cluster
 
 # Synced: overshoot at most (nodes - 1) / nodes x limit = 500 over a burst (rate x interval is
 # negligible for 1000/day); and the shares converge to the whole limit. (Degraded here means a
 # node went 10 intervals without a completed sync, which a loaded machine can cause; it still
 # decides against the last totals it pulled, so the bounds below are what is checked.)
-read -r ok denied other errors degraded <<< "$(run_case synced fixed_window ", sync_interval: 20ms")"
-[ -n "$degraded" ] || fail "the synced run failed (see above)"
-echo "synced, fixed_window: $ok admitted, $denied denied, $other other, $errors socket errors, $degraded degraded"
+measure "synced, fixed_window" synced fixed_window ", sync_interval: 20ms"
 [ "$ok" -le 1500 ] || fail "synced admitted $ok, above the bound 1500"
 [ "$ok" -ge 950 ] || fail "synced admitted only $ok of 1000"
 [ "$other" -eq 0 ] && [ "$errors" -eq 0 ] || fail "unexpected answers: $other other, $errors errors"
