@@ -62,7 +62,7 @@ void ProxySession::sendRequestHead() {
 
 void ProxySession::connectUpstream() {
   Exchange& exchange = *exchange_;
-  exchange.upstream = std::make_unique<net::ip::tcp::socket>(loop_);
+  exchange.upstream = std::make_unique<server::DrainAwareSocket>(loop_);
   arm(Watch::kUpstream, state_->settings.connect_timeout_us);
   exchange.upstream->async_connect(state_->settings.upstreams[exchange.route->upstream].endpoint,
                                    [self = shared_from_this()](beast::error_code ec) {

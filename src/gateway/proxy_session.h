@@ -27,6 +27,7 @@
 #include "gateway/forwarding.h"
 #include "gateway/gateway_state.h"
 #include "policy/decide.h"
+#include "server/drain_aware_socket.h"
 
 namespace sluice::gateway {
 
@@ -96,7 +97,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   // An error of an upstream operation, as beast::error::timeout when its deadline passed.
   [[nodiscard]] boost::beast::error_code upstreamError(boost::beast::error_code ec) const;
 
-  boost::asio::ip::tcp::socket client_;
+  server::DrainAwareSocket client_;
   boost::asio::io_context& loop_;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point deadline_;

@@ -13,10 +13,11 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include "gateway/gateway_config.h"
+#include "server/drain_aware_socket.h"
 
 namespace sluice::gateway {
 
-using UpstreamConnection = std::unique_ptr<boost::asio::ip::tcp::socket>;
+using UpstreamConnection = std::unique_ptr<server::DrainAwareSocket>;
 
 // The idle connections of one loop. Not thread-safe: used only from its loop.
 class UpstreamPool {
