@@ -10,11 +10,12 @@
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+
+#include "server/drain_aware_socket.h"
 
 namespace sluice::server {
 
@@ -75,28 +76,28 @@ std::string_view httpDate() {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, net::io_context& loop, std::shared_ptr<HttpServer::State> state)
-      : stream_(std::move(socket)), loop_(loop), state_(std::move(state)) {
+      : socket_(std::move(socket)), timer_(loop), loop_(loop), state_(std::move(state)) {
     beast::error_code ignored;
-    peer_ = stream_.socket().remote_endpoint(ignored);
+    peer_ = socket_.remote_endpoint(ignored);
   }
   ~Session() { state_->connections.fetch_sub(1, std::memory_order_relaxed); }
 
   void start() {
-    net::dispatch(stream_.get_executor(),
+    net::dispatch(socket_.get_executor(),
                   beast::bind_front_handler(&Session::doRead, shared_from_this()));
   }
 
   // Refuses the connection with 503: over the connection cap.
   void refuse() {
     auto self = shared_from_this();
-    net::dispatch(stream_.get_executor(), [self] {
+    net::dispatch(socket_.get_executor(), [self] {
       self->write(plainResponse(http::status::service_unavailable, "too many connections", 11));
     });
   }
 
   // On shutdown: closes the connection now if it is waiting for a request.
   void closeIfIdle() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
       if (!self->busy_) self->close();
     });
   }
@@ -107,10 +108,10 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
     parser_->body_limit(state_->limits.max_body_bytes);
-    stream_.expires_after(std::chrono::microseconds(state_->limits.request_timeout_us));
+    armDeadline();
     busy_ = false;
     head_request_ = false;
-    http::async_read_header(stream_, buffer_, *parser_,
+    http::async_read_header(socket_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::onHeader, shared_from_this()));
   }
 
@@ -122,22 +123,22 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool wants_continue =
         header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");
     if (!wants_continue || parser_->is_done()) {
-      return http::async_read(stream_, buffer_, *parser_,
+      return http::async_read(socket_, buffer_, *parser_,
                               beast::bind_front_handler(&Session::onRead, shared_from_this()));
     }
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+    net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                      [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
                        if (write_ec) return self->close();
-                       http::async_read(self->stream_, self->buffer_, *self->parser_,
+                       http::async_read(self->socket_, self->buffer_, *self->parser_,
                                         beast::bind_front_handler(&Session::onRead, self));
                      });
   }
 
   void onRead(beast::error_code ec, std::size_t /*bytes*/) {
     busy_ = true;
+    // A closed connection, or one the deadline closed (slow or idle).
     if (ec == http::error::end_of_stream || ec == net::error::operation_aborted) return close();
-    if (ec == beast::error::timeout) return close();  // slow or idle: the socket is already shut
     if (ec == http::error::header_limit) {
       return write(plainResponse(http::status::request_header_fields_too_large,
                                  "the request header block is over the limit", 11));
@@ -152,7 +153,7 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return close();
     }
-    stream_.expires_never();  // the handler may wait (throttle); its answer is bounded instead
+    deadline_armed_ = false;  // the handler may wait (throttle); its answer is bounded instead
     HttpRequest request = parser_->release();
     const bool keep_alive = request.keep_alive();
     head_request_ = request.method() == http::verb::head;
@@ -161,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session> {
       // Runs inline when the handler answers on this connection's loop; a throttled
       // answer from a timer elsewhere is carried over to it.
       net::dispatch(
-          self->stream_.get_executor(), [self, keep_alive, answer = std::move(response)]() mutable {
+          self->socket_.get_executor(), [self, keep_alive, answer = std::move(response)]() mutable {
             answer.keep_alive(keep_alive && answer.keep_alive() && !self->state_->draining.load());
             self->write(std::move(answer));
           });
@@ -190,8 +191,8 @@ class Session : public std::enable_shared_from_this<Session> {
     out_ += httpDate();
     out_ += "\r\n\r\n";
     if (!head_request_) out_ += response.body();  // HEAD: the headers, Content-Length included
-    stream_.expires_after(std::chrono::microseconds(state_->limits.request_timeout_us));
-    net::async_write(stream_, net::buffer(out_),
+    armDeadline();
+    net::async_write(socket_, net::buffer(out_),
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        if (ec || !self->keep_alive_) return self->close();
                        self->doRead();
@@ -199,12 +200,48 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void close() {
+    deadline_armed_ = false;
+    timer_.cancel();
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.socket().close(ignored);
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    socket_.close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  // Reading a request and writing its answer each get request_timeout_us; past it the socket is
+  // closed, which ends the outstanding operation with an error. One timer per connection, and
+  // arming only moves the deadline: the timer is set again only when it fires early, so a
+  // request costs no timer operation in steady state (one per request would make the reactor
+  // update its timer queue, under a lock, twice per request).
+  void armDeadline() {
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::microseconds(state_->limits.request_timeout_us);
+    deadline_armed_ = true;
+    if (!timer_running_) startTimer();
+  }
+
+  void startTimer() {
+    timer_running_ = true;
+    timer_.expires_at(deadline_);
+    // A weak reference: a closed connection need not live until its timer fires.
+    timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      const auto self = weak.lock();
+      if (self == nullptr || ec == net::error::operation_aborted) return;
+      self->onTimer();
+    });
+  }
+
+  void onTimer() {
+    timer_running_ = false;
+    if (!deadline_armed_) return;  // nothing outstanding: the next armDeadline() starts it
+    if (std::chrono::steady_clock::now() < deadline_) return startTimer();  // moved on meanwhile
+    close();
+  }
+
+  DrainAwareSocket socket_;
+  net::steady_timer timer_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool deadline_armed_ = false;
+  bool timer_running_ = false;
   net::io_context& loop_;  // the loop this connection lives on
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
