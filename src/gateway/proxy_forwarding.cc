@@ -160,6 +160,9 @@ void ProxySession::onResponseHeader(beast::error_code ec) {
   } else if (exchange.response->content_length()) {
     upstream_framing = Framing::kLength;
   }
+  // Such a body ends at the upstream's end of stream, often sent right behind its last bytes:
+  // the reads must look for it rather than wait for an event (see DrainAwareSocket).
+  if (upstream_framing == Framing::kUntilClose) exchange.upstream->expectEndOfStream(true);
   exchange.client_framing = clientFraming(upstream_framing, exchange.version);
   exchange.client_keep_alive = request_->get().keep_alive() && request_->is_done() &&
                                exchange.client_framing != Framing::kUntilClose &&

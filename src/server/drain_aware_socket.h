@@ -10,13 +10,20 @@
 // system call costs more than a microsecond. nginx avoids the same recv by treating a read that
 // left room in its buffer as having drained the socket, and so does this one.
 //
-// Why it is safe: the read that left room held the descriptor's lock in the reactor while it
-// ran; any byte (or end of stream, or error) that arrives after it raises a new epoll event,
-// which turns speculative reads back on before any queued read is tried. One case waits longer
-// than before: an end of stream that arrived together with the last bytes read, in the same
-// event, is seen only at the next event on the descriptor or when the connection's own
-// deadline closes it (nginx has the same gap where the kernel lacks EPOLLRDHUP). Everything a
-// reader waits for in HTTP (the next request, the upstream's answer) raises its own event.
+// What it costs: no byte is ever missed. The read that left room held the descriptor's lock in
+// the reactor while it ran, and any byte (or end of stream, or error) that arrives after it
+// raises a new epoll event, which turns speculative reads back on before a waiting read is
+// tried. But an end of stream that was already queued behind the bytes that read returned (the
+// kernel stops a read at it) raises no new event: the next read sees it only at the
+// descriptor's next event or when the connection's deadline closes it. (nginx avoids that gap
+// by registering for EPOLLRDHUP; Asio registers without it.) So:
+//  - a read that needs that end of stream promptly, a body that ends when the peer closes,
+//    sets expectEndOfStream(): its reads try a recv first, as tcp::socket's do;
+//  - what HTTP otherwise waits for (the next request, the upstream's answer) raises its own
+//    event. A client that sends its request and closes at once is noticed when the answer is
+//    written (a reset comes back) or at its deadline, not before; an upstream that closes a
+//    kept-alive connection right after answering, without saying so, is noticed when the next
+//    request sent on it is reset.
 //
 // This reaches into Asio's reactor (boost::asio::detail), as Asio's own socket services do;
 // the static_asserts below tie it to the Asio this project builds with (Boost 1.81, Debian 12)
@@ -65,13 +72,13 @@ class ReadOp : public asio_detail::reactor_op {
 
   ReadOp(asio_detail::socket_type socket, const Buffers& buffers, Handler& handler,
          const IoExecutor& io_executor)
-      : reactor_op(boost::system::error_code(), &ReadOp::perform, &ReadOp::complete),
+      : reactor_op(boost::system::error_code(), &ReadOp::performRead, &ReadOp::completeRead),
         socket_(socket),
         buffers_(buffers),
         handler_(std::move(handler)),
         work_(handler_, io_executor) {}
 
-  static status perform(reactor_op* base) {
+  static status performRead(reactor_op* base) {
     auto* op = static_cast<ReadOp*>(base);
     using Adapter = asio_detail::buffer_sequence_adapter<boost::asio::mutable_buffer, Buffers>;
     namespace socket_ops = asio_detail::socket_ops;
@@ -98,8 +105,8 @@ class ReadOp : public asio_detail::reactor_op {
   // Asio's completion protocol, as in its own receive operation: free the operation before
   // the upcall (the handler may own the memory), and make the upcall only when `owner` says
   // the loop is running rather than being destroyed.
-  static void complete(void* owner, asio_detail::operation* base,
-                       const boost::system::error_code& /*unused*/, std::size_t /*unused*/) {
+  static void completeRead(void* owner, asio_detail::operation* base,
+                           const boost::system::error_code& /*unused*/, std::size_t /*unused*/) {
     auto* op = static_cast<ReadOp*>(base);
     ptr p = {asio_detail::addressof(op->handler_), op, op};
     asio_detail::handler_work<Handler, IoExecutor> work(std::move(op->work_));
@@ -128,6 +135,10 @@ class DrainAwareSocket : public boost::asio::ip::tcp::socket {
       : boost::asio::ip::tcp::socket(loop), reactor_(&reactorOf(get_executor())) {}
   explicit DrainAwareSocket(boost::asio::ip::tcp::socket&& accepted)
       : boost::asio::ip::tcp::socket(std::move(accepted)), reactor_(&reactorOf(get_executor())) {}
+
+  // While set, each read first tries a recv (as tcp::socket's do), so an end of stream that came
+  // with the bytes last read is seen at once: for a message that ends when the peer closes.
+  void expectEndOfStream(bool expected) noexcept { end_of_stream_expected_ = expected; }
 
   // As tcp::socket::async_read_some, for one read at a time. A handler with a cancellation slot
   // takes Asio's own path, which supports per-operation cancellation; closing the socket
@@ -166,6 +177,9 @@ class DrainAwareSocket : public boost::asio::ip::tcp::socket {
         !asio_detail::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true,
                                                             p.p->ec_)) {
       reactor_->post_immediate_completion(p.p, is_continuation);
+    } else if (end_of_stream_expected_ && p.p->perform() != Op::not_done) {
+      // Done without the reactor (no read of this socket is waiting in it, so none races).
+      reactor_->post_immediate_completion(p.p, is_continuation);
     } else {
       reactor_->start_op(asio_detail::reactor::read_op, impl.socket_, impl.reactor_data_, p.p,
                          is_continuation, /*allow_speculative=*/true);
@@ -174,6 +188,7 @@ class DrainAwareSocket : public boost::asio::ip::tcp::socket {
   }
 
   boost::asio::detail::reactor* reactor_;
+  bool end_of_stream_expected_ = false;
 };
 
 }  // namespace sluice::server

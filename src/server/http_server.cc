@@ -201,7 +201,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void close() {
     deadline_armed_ = false;
-    timer_.cancel();
+    timer_.cancel();  // its handler sees operation_aborted and returns
+    timer_running_ = false;
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     socket_.close(ignored);

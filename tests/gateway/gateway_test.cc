@@ -174,6 +174,19 @@ TEST_F(GatewayTest, StreamsBigBodiesIntact) {
   EXPECT_TRUE(chunked.body == bigBody(5 << 20));
 }
 
+// A body framed by the upstream closing the connection (no length, not chunked) arrives whole,
+// small (it and the close come in one segment) or large, and without waiting for the response
+// timeout: the gateway sees the upstream's end of stream at once.
+TEST_F(GatewayTest, ABodyEndedByTheUpstreamClosingArrivesWhole) {
+  for (const std::size_t bytes : {std::size_t{100}, std::size_t{3} << 20}) {
+    const HttpReply reply = get("/until-close?bytes=" + std::to_string(bytes));
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_EQ(reply.body.size(), bytes);
+    EXPECT_TRUE(reply.body == bigBody(bytes));
+  }
+  EXPECT_EQ(gateway_->stats().upstream_timed_out, 0u);
+}
+
 // A chunked upload is passed on chunked and arrives whole.
 TEST_F(GatewayTest, StreamsChunkedUploads) {
   boost::asio::io_context io;

@@ -7,6 +7,8 @@
 //   /fail                closes the connection without answering
 //   /then-close          200 "ok", kept alive by its headers, then the connection is closed (as
 //                        an upstream's idle timeout would close a parked connection)
+//   /until-close?bytes=N N bytes of the /big pattern with neither Content-Length nor chunking:
+//                        the body ends when the upstream closes, right after writing it
 //   /limits, /limits-garbage, /limits-slow?ms=N   dynamic-limit webhook answers
 //   anything else        200 "ok", with the request headers echoed as for /echo
 #pragma once
@@ -116,6 +118,9 @@ class TestUpstream {
       } else if (path == "/big" || path == "/big-chunked") {
         response.body() = bigBody(number);
         if (path == "/big-chunked") response.chunked(true);
+      } else if (path == "/until-close") {
+        response.body() = bigBody(number);
+        response.keep_alive(false);  // write() shuts the connection down after the body
       } else if (path == "/limits") {
         response.body() = upstream.limits_answer;
       } else if (path == "/limits-garbage") {
@@ -123,7 +128,7 @@ class TestUpstream {
       } else {
         response.body() = "ok";
       }
-      if (!response.chunked()) response.prepare_payload();
+      if (!response.chunked() && path != "/until-close") response.prepare_payload();
       if (request.method() == http::verb::head) {  // the length of what a GET would get, no body
         const std::size_t length = response.body().size();
         response.body().clear();

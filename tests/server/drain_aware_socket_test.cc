@@ -132,6 +132,40 @@ TEST_F(DrainAwareSocketTest, EndOfStreamAfterAShortReadIsSeen) {
   EXPECT_EQ(end->ec, net::error::eof);
 }
 
+// What the drained mark saves, and its one gap: after a short read the next read waits for the
+// reactor instead of trying a recv, so an end of stream queued behind the bytes read (its event
+// already spent) is not seen until the next event.
+TEST_F(DrainAwareSocketTest, AfterAShortReadTheNextReadWaitsForAnEvent) {
+  send("last");
+  peer_.shutdown(tcp::socket::shutdown_send);
+  spendEvents();
+  auto last = readSome(64);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->bytes, "last");
+  startRead(64);
+  loop_.restart();
+  loop_.run_for(30ms);
+  EXPECT_FALSE(result_) << "the read tried a recv after a short read";
+  socket_.close();
+  auto aborted = runUntilRead();
+  ASSERT_TRUE(aborted);
+  EXPECT_EQ(aborted->ec, net::error::operation_aborted);
+}
+
+// With expectEndOfStream(), the same end of stream is seen at once.
+TEST_F(DrainAwareSocketTest, ExpectingEndOfStreamSeesOneQueuedBehindTheBytesRead) {
+  socket_.expectEndOfStream(true);
+  send("last");
+  peer_.shutdown(tcp::socket::shutdown_send);
+  spendEvents();
+  auto last = readSome(64);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->bytes, "last");
+  auto end = readSome(64);
+  ASSERT_TRUE(end) << "the end of stream behind the bytes read was not seen";
+  EXPECT_EQ(end->ec, net::error::eof);
+}
+
 // A read into several buffers fills them in order; one that leaves room in the last is short.
 TEST_F(DrainAwareSocketTest, ReadsIntoSeveralBuffers) {
   send("abcdefgh");
