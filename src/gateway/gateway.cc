@@ -15,7 +15,7 @@ namespace {
 
 // Refuses a connection over a cap with a 503 written without waiting (a full socket buffer just
 // loses it) and closes it: under a flood, a refusal must cost less than a request.
-void refuse(tcp::socket& socket) {
+void refuse(server::LoopSocket& socket) {
   static constexpr std::string_view kRefusal =
       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
       "Content-Length: 71\r\nConnection: close\r\n\r\n"
@@ -31,7 +31,7 @@ void accept(const std::shared_ptr<Gateway::State>& state,
   // Each connection goes to the next loop and stays there, so it needs no strand.
   net::io_context& loop = state->pool.next();
   acceptor->async_accept(
-      loop, [state, acceptor, &loop](boost::system::error_code ec, tcp::socket socket) {
+      loop, [state, acceptor, &loop](boost::system::error_code ec, server::LoopSocket socket) {
         if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
         if (!ec) {
           boost::system::error_code peer_error;

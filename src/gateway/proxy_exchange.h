@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -22,6 +21,7 @@
 #include "gateway/upstream_pool.h"
 #include "policy/decide.h"
 #include "policy/request_context.h"
+#include "server/loop_io.h"
 
 namespace sluice::gateway {
 
@@ -43,7 +43,7 @@ struct ProxySession::Exchange {
   policy::PolicyDecision decision;
   Micros waited_us = 0;
   std::vector<ConcurrencyLimiter::Permit> permits;
-  std::unique_ptr<boost::asio::steady_timer> timer;
+  std::unique_ptr<server::LoopTimer> timer;
   http::HeaderList upstream_headers;  // added to the request: monitor-mode verdict
   bool head_request = false;
   unsigned version = 11;

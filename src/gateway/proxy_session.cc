@@ -66,7 +66,7 @@ bool shouldLog(std::atomic<std::int64_t>& last_logged_s) {
 
 }  // namespace
 
-ProxySession::ProxySession(net::ip::tcp::socket&& socket, net::io_context& loop,
+ProxySession::ProxySession(server::LoopSocket&& socket, net::io_context& loop,
                            std::shared_ptr<Gateway::State> state,
                            DdosGuard::ConnectionTicket ticket)
     : client_(std::move(socket)),
@@ -305,7 +305,7 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   exchange.waited_us += wait_us;
   const bool final_hold = exchange.decision.throttle_wait_us == 0;  // a shaper's slot
   if (request_->is_done()) watchClient();  // else the client is still sending its body
-  exchange.timer = std::make_unique<net::steady_timer>(loop_);
+  exchange.timer = std::make_unique<server::LoopTimer>(loop_);
   exchange.timer->expires_after(std::chrono::microseconds(wait_us));
   exchange.timer->async_wait(
       [self = shared_from_this(), final_hold](const boost::system::error_code&) {

@@ -15,7 +15,6 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -33,7 +32,7 @@ namespace sluice::gateway {
 
 class ProxySession : public std::enable_shared_from_this<ProxySession> {
  public:
-  ProxySession(boost::asio::ip::tcp::socket&& socket, boost::asio::io_context& loop,
+  ProxySession(server::LoopSocket&& socket, boost::asio::io_context& loop,
                std::shared_ptr<Gateway::State> state, DdosGuard::ConnectionTicket ticket);
   ~ProxySession();
 
@@ -99,7 +98,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
 
   server::DrainAwareSocket client_;
   boost::asio::io_context& loop_;
-  boost::asio::steady_timer timer_;
+  server::LoopTimer timer_;
   std::chrono::steady_clock::time_point deadline_;
   std::uint64_t timer_generation_ = 0;
   Watch watch_ = Watch::kNone;

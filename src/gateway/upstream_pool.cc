@@ -13,7 +13,7 @@ namespace {
 // A parked connection is dead when the upstream has closed it (recv sees end of stream) or has
 // sent something unasked (there is no request to answer); only "nothing to read yet" is alive.
 // One non-blocking peek, so a stale connection is noticed before a request is written to it.
-bool looksAlive(boost::asio::ip::tcp::socket& socket) {
+bool looksAlive(server::LoopSocket& socket) {
   if (!socket.is_open()) return false;
   char byte = 0;
   const ssize_t got = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);

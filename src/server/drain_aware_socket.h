@@ -44,11 +44,11 @@
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
 #include <boost/asio/detail/socket_ops.hpp>
-#include <boost/asio/execution/context.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/query.hpp>
 #include <boost/asio/version.hpp>
+
+#include "server/loop_io.h"
 
 static_assert(BOOST_ASIO_VERSION == 102600,
               "DrainAwareSocket follows Asio 1.26's reactor (Boost 1.81): check "
@@ -129,12 +129,12 @@ class ReadOp : public asio_detail::reactor_op {
 
 }  // namespace drain_aware_detail
 
-class DrainAwareSocket : public boost::asio::ip::tcp::socket {
+class DrainAwareSocket : public LoopSocket {
  public:
   explicit DrainAwareSocket(boost::asio::io_context& loop)
-      : boost::asio::ip::tcp::socket(loop), reactor_(&reactorOf(get_executor())) {}
-  explicit DrainAwareSocket(boost::asio::ip::tcp::socket&& accepted)
-      : boost::asio::ip::tcp::socket(std::move(accepted)), reactor_(&reactorOf(get_executor())) {}
+      : LoopSocket(loop), reactor_(&reactorOf(get_executor())) {}
+  explicit DrainAwareSocket(LoopSocket&& accepted)
+      : LoopSocket(std::move(accepted)), reactor_(&reactorOf(get_executor())) {}
 
   // While set, each read first tries a recv (as tcp::socket's do), so an end of stream that came
   // with the bytes last read is seen at once: for a message that ends when the peer closes.
@@ -152,8 +152,7 @@ class DrainAwareSocket : public boost::asio::ip::tcp::socket {
 
  private:
   static boost::asio::detail::reactor& reactorOf(const executor_type& executor) {
-    return boost::asio::use_service<boost::asio::detail::reactor>(
-        boost::asio::query(executor, boost::asio::execution::context));
+    return boost::asio::use_service<boost::asio::detail::reactor>(executor.context());
   }
 
   template <typename MutableBuffers, typename Handler>
@@ -164,7 +163,7 @@ class DrainAwareSocket : public boost::asio::ip::tcp::socket {
     if (boost::asio::get_associated_cancellation_slot(handler).is_connected() ||
         Adapter::all_empty(buffers)) {
       // Asio's own read: per-operation cancellation, and a zero-byte read completing at once.
-      boost::asio::ip::tcp::socket::async_read_some(buffers, std::move(handler));
+      LoopSocket::async_read_some(buffers, std::move(handler));
       return;
     }
     using Op = drain_aware_detail::ReadOp<MutableBuffers, Handler, executor_type>;

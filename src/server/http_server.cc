@@ -5,7 +5,6 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/error.hpp>
@@ -75,7 +74,7 @@ std::string_view httpDate() {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, net::io_context& loop, std::shared_ptr<HttpServer::State> state)
+  Session(LoopSocket&& socket, net::io_context& loop, std::shared_ptr<HttpServer::State> state)
       : socket_(std::move(socket)), timer_(loop), loop_(loop), state_(std::move(state)) {
     beast::error_code ignored;
     peer_ = socket_.remote_endpoint(ignored);
@@ -239,7 +238,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   DrainAwareSocket socket_;
-  net::steady_timer timer_;
+  LoopTimer timer_;
   std::chrono::steady_clock::time_point deadline_;
   bool deadline_armed_ = false;
   bool timer_running_ = false;
@@ -258,7 +257,7 @@ void accept(const std::shared_ptr<HttpServer::State>& state,
             const std::shared_ptr<tcp::acceptor>& acceptor) {
   // Each connection goes to the next loop of the pool and stays there, so it needs no strand.
   net::io_context& loop = state->pool.next();
-  acceptor->async_accept(loop, [state, acceptor, &loop](beast::error_code ec, tcp::socket socket) {
+  acceptor->async_accept(loop, [state, acceptor, &loop](beast::error_code ec, LoopSocket socket) {
     if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
     if (!ec) {
       const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;

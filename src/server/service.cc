@@ -3,7 +3,6 @@
 #include <chrono>
 
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <boost/json/array.hpp>
@@ -13,6 +12,7 @@
 #include "http/auth_subrequest.h"
 #include "http/check_api.h"
 #include "policy/policy_loader.h"
+#include "server/loop_io.h"
 
 namespace sluice::server {
 
@@ -64,7 +64,7 @@ struct Service::Pending {
   unsigned version = 11;
   Respond respond;
   net::io_context* loop = nullptr;  // the connection's loop, where throttle waits happen
-  std::unique_ptr<net::steady_timer> timer;
+  std::unique_ptr<LoopTimer> timer;
 };
 
 Service::Active::Active(policy::PolicyPtr loaded)
@@ -192,7 +192,7 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
       metrics_.countDecision(decision.binding()->label, Metrics::Result::kThrottled);
     }
     pending->waited_us[index] += decision.throttle_wait_us;
-    pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
+    pending->timer = std::make_unique<LoopTimer>(*pending->loop);
     pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
     pending->timer->async_wait(
         [this, pending](const boost::system::error_code&) { decideAndRespond(pending); });
@@ -214,7 +214,7 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
   if (hold_us > 0) {
     // A shaper admitted the request into a later slot: let it through then.
     pending->waited_us[index] += hold_us;
-    pending->timer = std::make_unique<net::steady_timer>(*pending->loop);
+    pending->timer = std::make_unique<LoopTimer>(*pending->loop);
     pending->timer->expires_after(std::chrono::microseconds(hold_us));
     pending->timer->async_wait(
         [this, pending](const boost::system::error_code&) { respondCheck(pending); });

@@ -35,7 +35,7 @@ class DrainAwareSocketTest : public ::testing::Test {
   DrainAwareSocketTest() : socket_(loop_) {
     tcp::acceptor acceptor(loop_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     peer_.connect(acceptor.local_endpoint());
-    tcp::socket accepted(loop_);
+    LoopSocket accepted(loop_);
     acceptor.accept(accepted);
     socket_ = DrainAwareSocket(std::move(accepted));
   }
