@@ -73,6 +73,17 @@ class DrainAwareSocketTest : public ::testing::Test {
     loop_.run();
   }
 
+  // The peer sends a few bytes and shuts its side; once their event is spent, one short read
+  // takes the bytes, leaving the end of stream queued behind them with no event of its own.
+  void readBytesQueuedBeforeTheEndOfStream() {
+    send("last");
+    peer_.shutdown(tcp::socket::shutdown_send);
+    spendEvents();
+    const auto last = readSome(64);
+    ASSERT_TRUE(last);
+    EXPECT_EQ(last->bytes, "last");
+  }
+
   net::io_context loop_;
   tcp::socket peer_{loop_};
   DrainAwareSocket socket_;
@@ -136,12 +147,7 @@ TEST_F(DrainAwareSocketTest, EndOfStreamAfterAShortReadIsSeen) {
 // reactor instead of trying a recv, so an end of stream queued behind the bytes read (its event
 // already spent) is not seen until the next event.
 TEST_F(DrainAwareSocketTest, AfterAShortReadTheNextReadWaitsForAnEvent) {
-  send("last");
-  peer_.shutdown(tcp::socket::shutdown_send);
-  spendEvents();
-  auto last = readSome(64);
-  ASSERT_TRUE(last);
-  EXPECT_EQ(last->bytes, "last");
+  readBytesQueuedBeforeTheEndOfStream();
   startRead(64);
   loop_.restart();
   loop_.run_for(30ms);
@@ -155,12 +161,7 @@ TEST_F(DrainAwareSocketTest, AfterAShortReadTheNextReadWaitsForAnEvent) {
 // With expectEndOfStream(), the same end of stream is seen at once.
 TEST_F(DrainAwareSocketTest, ExpectingEndOfStreamSeesOneQueuedBehindTheBytesRead) {
   socket_.expectEndOfStream(true);
-  send("last");
-  peer_.shutdown(tcp::socket::shutdown_send);
-  spendEvents();
-  auto last = readSome(64);
-  ASSERT_TRUE(last);
-  EXPECT_EQ(last->bytes, "last");
+  readBytesQueuedBeforeTheEndOfStream();
   auto end = readSome(64);
   ASSERT_TRUE(end) << "the end of stream behind the bytes read was not seen";
   EXPECT_EQ(end->ec, net::error::eof);
