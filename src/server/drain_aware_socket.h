@@ -10,10 +10,11 @@
 // system call costs more than a microsecond. nginx avoids the same recv by treating a read that
 // left room in its buffer as having drained the socket, and so does this one.
 //
-// What it costs: no byte is ever missed. The read that left room held the descriptor's lock in
-// the reactor while it ran, and any byte (or end of stream, or error) that arrives after it
-// raises a new epoll event, which turns speculative reads back on before a waiting read is
-// tried. But an end of stream that was already queued behind the bytes that read returned (the
+// Why no byte is missed: the read that left room held the descriptor's lock in the reactor
+// while it ran, and any byte (or end of stream, or error) that arrives after it raises a new
+// epoll event, which turns speculative reads back on before a waiting read is tried.
+//
+// What it costs: an end of stream that was already queued behind the bytes that read returned (the
 // kernel stops a read at it) raises no new event: the next read sees it only at the
 // descriptor's next event or when the connection's deadline closes it. (nginx avoids that gap
 // by registering for EPOLLRDHUP; Asio registers without it.) So:
@@ -26,8 +27,8 @@
 //    request sent on it is reset.
 //
 // This reaches into Asio's reactor (boost::asio::detail), as Asio's own socket services do;
-// the static_asserts below tie it to the Asio this project builds with (Boost 1.81, Debian 12)
-// and to the epoll reactor.
+// the static_assert and #error below tie it to the Asio this project builds with (Boost 1.81,
+// Debian 12) and to the epoll reactor.
 #pragma once
 
 #include <cstddef>
