@@ -14,8 +14,8 @@
 // while it ran, and any byte (or end of stream, or error) that arrives after it raises a new
 // epoll event, which turns speculative reads back on before a waiting read is tried.
 //
-// What it costs: an end of stream that was already queued behind the bytes that read returned (the
-// kernel stops a read at it) raises no new event: the next read sees it only at the
+// What it costs: an end of stream that was already queued behind the bytes that read returned
+// (the kernel stops a read at it) raises no new event: the next read sees it only at the
 // descriptor's next event or when the connection's deadline closes it. (nginx avoids that gap
 // by registering for EPOLLRDHUP; Asio registers without it.) So:
 //  - a read that needs that end of stream promptly, a body that ends when the peer closes,
