@@ -64,6 +64,20 @@ class DrainAwareSocketTest : public ::testing::Test {
 
   void send(std::string_view bytes) { net::write(peer_, net::buffer(bytes)); }
 
+  // One read of up to 64 bytes returns `bytes`.
+  void expectRead(std::string_view bytes, std::string_view failure = {}) {
+    const auto result = readSome(64);
+    ASSERT_TRUE(result) << failure;
+    EXPECT_EQ(result->bytes, bytes);
+  }
+
+  // A read (its `result`) completed, with `error`.
+  static void expectEnded(const std::optional<ReadResult>& result, boost::system::error_code error,
+                          std::string_view failure = {}) {
+    ASSERT_TRUE(result) << failure;
+    EXPECT_EQ(result->ec, error);
+  }
+
   // Runs the reactor once with no read waiting, so the events raised so far are spent: what a
   // read does next cannot lean on them.
   void spendEvents() {
@@ -79,9 +93,7 @@ class DrainAwareSocketTest : public ::testing::Test {
     send("last");
     peer_.shutdown(tcp::socket::shutdown_send);
     spendEvents();
-    const auto last = readSome(64);
-    ASSERT_TRUE(last);
-    EXPECT_EQ(last->bytes, "last");
+    expectRead("last");
   }
 
   net::io_context loop_;
@@ -109,9 +121,7 @@ TEST_F(DrainAwareSocketTest, AReadThatFillsItsBufferLeavesTheRestReadable) {
 // next read.
 TEST_F(DrainAwareSocketTest, BytesArrivingAfterAShortReadAreRead) {
   send("first");
-  auto first = readSome(64);
-  ASSERT_TRUE(first);
-  EXPECT_EQ(first->bytes, "first");
+  expectRead("first");
   startRead(64);
   loop_.restart();
   loop_.run_for(20ms);  // the read waits: nothing has arrived
@@ -128,9 +138,7 @@ TEST_F(DrainAwareSocketTest, BytesSentBeforeTheNextReadStartsAreRead) {
   send("first");
   ASSERT_TRUE(readSome(64));
   send("second");
-  auto second = readSome(64);
-  ASSERT_TRUE(second);
-  EXPECT_EQ(second->bytes, "second");
+  expectRead("second");
 }
 
 // The peer closing after a short read ends the next read with end of stream.
@@ -138,9 +146,7 @@ TEST_F(DrainAwareSocketTest, EndOfStreamAfterAShortReadIsSeen) {
   send("last");
   ASSERT_TRUE(readSome(64));
   peer_.close();
-  auto end = readSome(64);
-  ASSERT_TRUE(end) << "the peer's close was never seen";
-  EXPECT_EQ(end->ec, net::error::eof);
+  expectEnded(readSome(64), net::error::eof, "the peer's close was never seen");
 }
 
 // What the drained mark saves, and its one gap: after a short read the next read waits for the
@@ -153,18 +159,15 @@ TEST_F(DrainAwareSocketTest, AfterAShortReadTheNextReadWaitsForAnEvent) {
   loop_.run_for(30ms);
   EXPECT_FALSE(result_) << "the read tried a recv after a short read";
   socket_.close();
-  auto aborted = runUntilRead();
-  ASSERT_TRUE(aborted);
-  EXPECT_EQ(aborted->ec, net::error::operation_aborted);
+  expectEnded(runUntilRead(), net::error::operation_aborted);
 }
 
 // With expectEndOfStream(), the same end of stream is seen at once.
 TEST_F(DrainAwareSocketTest, ExpectingEndOfStreamSeesOneQueuedBehindTheBytesRead) {
   socket_.expectEndOfStream(true);
   readBytesQueuedBeforeTheEndOfStream();
-  auto end = readSome(64);
-  ASSERT_TRUE(end) << "the end of stream behind the bytes read was not seen";
-  EXPECT_EQ(end->ec, net::error::eof);
+  expectEnded(readSome(64), net::error::eof,
+              "the end of stream behind the bytes read was not seen");
 }
 
 // A read into several buffers fills them in order; one that leaves room in the last is short.
@@ -181,9 +184,7 @@ TEST_F(DrainAwareSocketTest, ReadsIntoSeveralBuffers) {
   ASSERT_TRUE(result);
   EXPECT_EQ(result->bytes, "abcdefgh");
   send("more");
-  auto more = readSome(64);
-  ASSERT_TRUE(more);
-  EXPECT_EQ(more->bytes, "more");
+  expectRead("more");
 }
 
 // Closing the socket ends a waiting read with operation_aborted.
@@ -195,9 +196,7 @@ TEST_F(DrainAwareSocketTest, ClosingTheSocketAbortsAWaitingRead) {
   loop_.run_for(10ms);
   ASSERT_FALSE(result_);
   socket_.close();
-  auto aborted = runUntilRead();
-  ASSERT_TRUE(aborted);
-  EXPECT_EQ(aborted->ec, net::error::operation_aborted);
+  expectEnded(runUntilRead(), net::error::operation_aborted);
 }
 
 // A handler bound to a cancellation slot can be cancelled on its own, the socket left open.
@@ -212,9 +211,7 @@ TEST_F(DrainAwareSocketTest, PerOperationCancellationWorks) {
   loop_.run_for(10ms);
   ASSERT_FALSE(result_);
   cancel.emit(net::cancellation_type::all);
-  auto cancelled = runUntilRead();
-  ASSERT_TRUE(cancelled);
-  EXPECT_EQ(cancelled->ec, net::error::operation_aborted);
+  expectEnded(runUntilRead(), net::error::operation_aborted);
   EXPECT_TRUE(socket_.is_open());
 }
 
