@@ -75,5 +75,55 @@ TEST(ServerPoolTest, AReplyReceivedBeforeTheDeadlineRunsIsOnTime) {
   EXPECT_EQ(answer, "PONG");
 }
 
+// Commands queued faster than the socket takes them: with Redis frozen, the writes fill the
+// kernel's buffers, the rest waits for the socket to drain (not a loop that retries at once),
+// and every command arrives whole once Redis runs again. 48 ECHOs of 512 KB, 24 MB in all,
+// more than loopback's socket buffers hold.
+TEST(ServerPoolTest, CommandsBeyondTheSocketBuffersWaitForRoomThenArriveWhole) {
+  testing::RedisServer server;
+  boost::asio::io_context io;
+  redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
+  pool.start();
+  ASSERT_TRUE(runUntil(io, [&] { return pool.connected(); }));
+  std::optional<std::string> warm_up;  // behind the script load, so both are answered
+  ping(pool, 2s, warm_up);
+  ASSERT_TRUE(runUntil(io, [&] { return warm_up.has_value(); }));
+
+  constexpr int kCommands = 48;
+  const std::string payload(512 * 1024, 'x');
+  std::vector<std::optional<std::string>> echoes(kCommands);
+  {
+    testing::Frozen frozen(testing::redisPid(server));
+    for (int i = 0; i < kCommands; ++i) {
+      std::string argument = payload;
+      argument.replace(0, std::to_string(i).size(), std::to_string(i));  // each one its own
+      pool.command({"ECHO", argument}, 20s,
+                   [&echo = echoes[i]](const redisReply* reply, std::string_view error) {
+                     echo = reply != nullptr ? std::string(reply->str, reply->len)
+                                             : "failed: " + std::string(error);
+                   });
+    }
+    // Writes until the socket is full, then waits for it: the loop runs out of ready handlers.
+    bool idle = false;
+    for (int handler = 0; handler < 10'000 && !idle; ++handler) idle = io.poll_one() == 0;
+    EXPECT_TRUE(idle) << "the loop kept running handlers while the socket was full";
+  }
+  // About 1,500 reads of 16 KB each way: run whole turns, not one handler at a time.
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  const auto all_answered = [&] {
+    for (const auto& echo : echoes) {
+      if (!echo.has_value()) return false;
+    }
+    return true;
+  };
+  while (!all_answered() && std::chrono::steady_clock::now() < give_up) io.run_for(10ms);
+  for (int i = 0; i < kCommands; ++i) {
+    ASSERT_TRUE(echoes[i].has_value()) << "no answer to ECHO " << i;
+    EXPECT_EQ(echoes[i]->size(), payload.size())
+        << "ECHO " << i << ": " << echoes[i]->substr(0, 80);
+    EXPECT_EQ(echoes[i]->substr(0, 3), std::to_string(i).append("xx").substr(0, 3)) << "ECHO " << i;
+  }
+}
+
 }  // namespace
 }  // namespace sluice

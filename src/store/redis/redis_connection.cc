@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include <boost/asio/post.hpp>
+
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
@@ -96,15 +98,42 @@ void RedisConnection::armRead() {
 void RedisConnection::armWrite() {
   if (write_armed_ || context_ == nullptr) return;
   write_armed_ = true;
+  // A connected socket almost always has room, and waiting for writability costs an epoll_ctl
+  // per wait (Asio re-registers the descriptor for every async_wait): write on the loop's next
+  // turn instead, so the commands queued meanwhile go out in one write. Only what did not fit
+  // waits for the socket. A connect does wait: writability is what says it completed.
+  if (connected_) {
+    net::post(io_, [self = shared_from_this(), generation = generation_] {
+      if (self->generation_ == generation) self->write();
+    });
+    return;
+  }
+  waitWritable();
+}
+
+void RedisConnection::waitWritable() {
   socket_.async_wait(net::posix::stream_descriptor::wait_write,
                      [self = shared_from_this(),
                       generation = generation_](const boost::system::error_code& error) {
                        if (self->generation_ != generation) return;
-                       self->write_armed_ = false;
-                       if (error || !self->want_write_) return;
-                       redisAsyncHandleWrite(self->context_);
-                       if (self->generation_ == generation && self->want_write_) self->armWrite();
+                       if (error) {
+                         self->write_armed_ = false;
+                         return;
+                       }
+                       self->write();
                      });
+}
+
+// Runs with write_armed_ set, so that hiredis asking to write more (from inside
+// redisAsyncHandleWrite) does not post again: what is left waits for the socket instead.
+void RedisConnection::write() {
+  if (want_write_) {
+    const std::uint64_t generation = generation_;
+    redisAsyncHandleWrite(context_);
+    if (generation_ != generation) return;  // the write failed and freed the context
+    if (want_write_) return waitWritable();
+  }
+  write_armed_ = false;
 }
 
 bool RedisConnection::send(std::span<const std::string_view> argv, ReplyHandler handler) {

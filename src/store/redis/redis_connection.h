@@ -67,6 +67,8 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   void scheduleReconnect();
   void armRead();
   void armWrite();
+  void waitWritable();
+  void write();
   void onConnected(int status);
   void onCleanup();
 
