@@ -30,8 +30,10 @@ struct RedisStoreOptions {
   std::uint16_t port = 6379;
   std::size_t connections = 2;  // per loop: the store's own, and each of request_loops
   // Decide calls outstanding at once per loop; requests arriving meanwhile are batched into the
-  // next call (decide_batcher.h).
-  std::size_t calls_in_flight = 2;
+  // next call (decide_batcher.h). One per loop: with a lane on each request loop, the store as
+  // a whole already has several calls out, and fewer, larger batches spend less of Redis's and
+  // this process's CPU on round trips (README, Benchmarks).
+  std::size_t calls_in_flight = 1;
   Micros timeout_us = 20'000;  // per call; past it the call is unavailable
   std::string key_prefix = "sluice:";
   // Tests: decide at the caller's clock instead of Redis TIME, to replay exact instants.
