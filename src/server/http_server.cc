@@ -14,6 +14,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 
 namespace sluice::server {
@@ -75,7 +76,10 @@ std::string_view httpDate() {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(LoopSocket&& socket, net::io_context& loop, std::shared_ptr<HttpServer::State> state)
-      : socket_(std::move(socket)), timer_(loop), loop_(loop), state_(std::move(state)) {
+      : socket_(std::move(socket)),
+        deadline_(loop, *this, &Session::close),
+        loop_(loop),
+        state_(std::move(state)) {
     beast::error_code ignored;
     peer_ = socket_.remote_endpoint(ignored);
   }
@@ -152,7 +156,7 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return close();
     }
-    deadline_armed_ = false;  // the handler may wait (throttle); its answer is bounded instead
+    deadline_.disarm();  // the handler may wait (throttle); its answer is bounded instead
     HttpRequest request = parser_->release();
     const bool keep_alive = request.keep_alive();
     head_request_ = request.method() == http::verb::head;
@@ -199,50 +203,19 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void close() {
-    deadline_armed_ = false;
-    timer_.cancel();  // its handler sees operation_aborted and returns
-    timer_running_ = false;
+    deadline_.stop();
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     socket_.close(ignored);
   }
 
-  // Reading a request and writing its answer each get request_timeout_us; past it the socket is
-  // closed, which ends the outstanding operation with an error. One timer per connection, and
-  // arming only moves the deadline: the timer is set again only when it fires early, so a
-  // request costs no timer operation in steady state (one per request would make the reactor
-  // update its timer queue, under a lock, twice per request).
-  void armDeadline() {
-    deadline_ = std::chrono::steady_clock::now() +
-                std::chrono::microseconds(state_->limits.request_timeout_us);
-    deadline_armed_ = true;
-    if (!timer_running_) startTimer();
-  }
-
-  void startTimer() {
-    timer_running_ = true;
-    timer_.expires_at(deadline_);
-    // A weak reference: a closed connection need not live until its timer fires.
-    timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-      const auto self = weak.lock();
-      if (self == nullptr || ec == net::error::operation_aborted) return;
-      self->onTimer();
-    });
-  }
-
-  void onTimer() {
-    timer_running_ = false;
-    if (!deadline_armed_) return;  // nothing outstanding: the next armDeadline() starts it
-    if (std::chrono::steady_clock::now() < deadline_) return startTimer();  // moved on meanwhile
-    close();
-  }
+  // Reading a request and writing its answer each get request_timeout_us; past it the deadline
+  // closes the socket, which ends the outstanding operation with an error.
+  void armDeadline() { deadline_.armAfter(state_->limits.request_timeout_us); }
 
   DrainAwareSocket socket_;
-  LoopTimer timer_;
-  std::chrono::steady_clock::time_point deadline_;
-  bool deadline_armed_ = false;
-  bool timer_running_ = false;
-  net::io_context& loop_;  // the loop this connection lives on
+  ConnectionDeadline<Session> deadline_;  // closes the connection when it passes
+  net::io_context& loop_;                 // the loop this connection lives on
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::State> state_;
