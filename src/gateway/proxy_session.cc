@@ -71,7 +71,7 @@ ProxySession::ProxySession(server::LoopSocket&& socket, net::io_context& loop,
                            DdosGuard::ConnectionTicket ticket)
     : client_(std::move(socket)),
       loop_(loop),
-      timer_(loop),
+      deadline_(loop, *this, &ProxySession::onDeadlinePassed),
       state_(std::move(state)),
       ticket_(std::move(ticket)),
       pool_(state_->upstreams.forLoop(loop)) {
@@ -99,9 +99,7 @@ void ProxySession::close() {
   watching_client_ = false;
   header_after_watch_ = false;
   ++watch_generation_;
-  watch_ = Watch::kNone;
-  ++timer_generation_;
-  timer_.cancel();
+  deadline_.stop();
   beast::error_code ignored;
   client_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   client_.close(ignored);
@@ -138,7 +136,7 @@ void ProxySession::clientGone() {
   count(state_->counters.client_gone);
   if (exchange_ != nullptr && exchange_->upstream != nullptr) {
     // An upstream operation may be outstanding: closing its socket ends it, and its handler,
-    // seeing client_gone_, closes the session (as onTimer does for a deadline).
+    // seeing client_gone_, closes the session (as onDeadlinePassed does for a deadline).
     client_gone_ = true;
     beast::error_code ignored;
     exchange_->upstream->close(ignored);
@@ -150,32 +148,15 @@ void ProxySession::clientGone() {
 void ProxySession::arm(Watch watch, Micros timeout_us) {
   watch_ = watch;
   timed_out_ = false;
-  deadline_ = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us);
-  if (!timer_running_ || deadline_ < timer_.expiry()) startTimer();
+  deadline_.armAfter(timeout_us);
 }
 
-void ProxySession::startTimer() {
-  timer_running_ = true;
-  timer_.expires_at(deadline_);  // cancels a wait for a later expiry: its generation is stale
-  timer_.async_wait([weak = weak_from_this(),
-                     generation = ++timer_generation_](const boost::system::error_code&) {
-    const auto self = weak.lock();
-    if (self == nullptr || generation != self->timer_generation_) return;
-    self->onTimer();
-  });
-}
-
-void ProxySession::onTimer() {
-  timer_running_ = false;
-  if (watch_ == Watch::kNone) return;  // nothing outstanding: the next arm() starts it again
-  if (std::chrono::steady_clock::now() < deadline_) return startTimer();  // moved on meanwhile
+void ProxySession::onDeadlinePassed() {
   // The outstanding operation is past its deadline: closing its socket ends it with an error,
   // which its handler reads as a timeout.
-  const Watch expired = watch_;
-  watch_ = Watch::kNone;
   timed_out_ = true;
   beast::error_code ignored;
-  if (expired == Watch::kClient) {
+  if (watch_ == Watch::kClient) {
     client_.close(ignored);
   } else if (exchange_ != nullptr && exchange_->upstream != nullptr) {
     exchange_->upstream->close(ignored);

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -26,6 +25,7 @@
 #include "gateway/forwarding.h"
 #include "gateway/gateway_state.h"
 #include "policy/decide.h"
+#include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 
 namespace sluice::gateway {
@@ -85,24 +85,19 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void upstreamFailed(boost::beast::error_code ec);
   bool retryOnFreshConnection(boost::beast::error_code ec);
 
-  // Deadlines: one timer per connection for whichever operation is outstanding (there is one at
-  // a time). Arming only moves a deadline; the timer is re-armed when it fires early or when a
-  // deadline comes before its expiry, so a request costs no timer operations in steady state.
-  enum class Watch : std::uint8_t { kNone, kClient, kUpstream };
+  // Deadlines: one per connection for whichever operation is outstanding (there is one at a
+  // time), on the client socket or the upstream one.
+  enum class Watch : std::uint8_t { kClient, kUpstream };
   void arm(Watch watch, Micros timeout_us);
-  void disarm() noexcept { watch_ = Watch::kNone; }
-  void startTimer();
-  void onTimer();
+  void disarm() noexcept { deadline_.disarm(); }
+  void onDeadlinePassed();
   // An error of an upstream operation, as beast::error::timeout when its deadline passed.
   [[nodiscard]] boost::beast::error_code upstreamError(boost::beast::error_code ec) const;
 
   server::DrainAwareSocket client_;
   boost::asio::io_context& loop_;
-  server::LoopTimer timer_;
-  std::chrono::steady_clock::time_point deadline_;
-  std::uint64_t timer_generation_ = 0;
-  Watch watch_ = Watch::kNone;
-  bool timer_running_ = false;
+  server::ConnectionDeadline<ProxySession> deadline_;
+  Watch watch_ = Watch::kClient;  // what the armed deadline is for
   bool timed_out_ = false;
   std::shared_ptr<Gateway::State> state_;
   DdosGuard::ConnectionTicket ticket_;
