@@ -88,8 +88,11 @@ struct StoreSettings {
   std::size_t max_keys = 1'000'000;  // in-memory keys: the memory store, and local fallbacks
   // redis and synced: one server; redis_cluster: seed nodes (the rest are discovered).
   std::vector<std::string> addresses = {"127.0.0.1:6379"};
-  std::size_t connections = 2;  // per Redis server, each pipelining many decisions
-  Micros timeout_us = 20'000;   // per Redis call; past it the limit's on_error decides
+  std::size_t connections = 2;  // per Redis server; a redis store opens them per I/O thread
+  // redis: decide calls out at once per I/O thread; requests arriving meanwhile are batched into
+  // the next call. More helps only when Redis is far away (a round trip of a millisecond or more).
+  std::size_t calls_in_flight = 1;
+  Micros timeout_us = 20'000;  // per Redis call; past it the limit's on_error decides
   OnStoreError on_error = OnStoreError::kAllow;  // the default for limits that don't say
   std::size_t sluice_nodes = 1;  // Sluice nodes sharing the limits; on_error: local divides by it
   Micros sync_interval_us = 100'000;  // synced: how often deltas are pushed and totals pulled

@@ -67,8 +67,9 @@ std::optional<OnStoreError> onStoreErrorValue(const YAML::Node& node, const std:
 void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (!isMap(node, "store", errors)) return;
   checkKeys(node, "store",
-            {"type", "max_keys", "address", "addresses", "connections", "timeout", "on_error",
-             "sluice_nodes", "sync_interval", "key_prefix", "breaker_failures", "breaker_cooldown"},
+            {"type", "max_keys", "address", "addresses", "connections", "calls_in_flight",
+             "timeout", "on_error", "sluice_nodes", "sync_interval", "key_prefix",
+             "breaker_failures", "breaker_cooldown"},
             errors);
   if (node["type"]) store.type = storeType(node["type"], errors).value_or(store.type);
   if (node["max_keys"]) loadPositive(node["max_keys"], "store.max_keys", store.max_keys, errors);
@@ -82,6 +83,12 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (node["connections"]) {
     loadPositive(node["connections"], "store.connections", store.connections, errors);
     if (store.connections > 64) errors.add(node["connections"], "store.connections is at most 64");
+  }
+  if (node["calls_in_flight"]) {
+    loadPositive(node["calls_in_flight"], "store.calls_in_flight", store.calls_in_flight, errors);
+    if (store.calls_in_flight > 64) {
+      errors.add(node["calls_in_flight"], "store.calls_in_flight is at most 64");
+    }
   }
   // Past a second a rate limiter adds more latency than it saves.
   if (node["timeout"])

@@ -54,12 +54,14 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
   if (!first.ok()) return Error{first.error()};
   const HostPort& server = first.value();
   if (settings.type == Type::kRedis) {
-    auto redis = std::make_unique<RedisStore>(RedisStoreOptions{.host = server.host,
-                                                                .port = server.port,
-                                                                .connections = settings.connections,
-                                                                .timeout_us = settings.timeout_us,
-                                                                .key_prefix = settings.key_prefix,
-                                                                .request_loops = request_loops});
+    auto redis =
+        std::make_unique<RedisStore>(RedisStoreOptions{.host = server.host,
+                                                       .port = server.port,
+                                                       .connections = settings.connections,
+                                                       .calls_in_flight = settings.calls_in_flight,
+                                                       .timeout_us = settings.timeout_us,
+                                                       .key_prefix = settings.key_prefix,
+                                                       .request_loops = request_loops});
     instance.store = std::make_unique<FailoverStore>(std::move(redis), failoverOptions(settings));
     instance.key_count = [] { return std::size_t{0}; };  // the keys live in Redis
     instance.description = "redis " + settings.addresses.front();

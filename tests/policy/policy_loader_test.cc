@@ -122,6 +122,7 @@ TEST(PolicyLoader, ReadsSharedStoreSettings) {
   on_error: local
   sluice_nodes: 3
   connections: 4
+  calls_in_flight: 3
 limits:
   - name: a
     rate: 5/s
@@ -134,6 +135,7 @@ limits:
   EXPECT_EQ(policy->store.timeout_us, 15'000);
   EXPECT_EQ(policy->store.sluice_nodes, 3u);
   EXPECT_EQ(policy->store.connections, 4u);
+  EXPECT_EQ(policy->store.calls_in_flight, 3u);
   EXPECT_EQ(policy->limits[0].on_error, OnStoreError::kLocal);
   EXPECT_EQ(policy->limits[1].on_error, OnStoreError::kDeny);
 
@@ -143,6 +145,7 @@ limits:
   timeout: 5s
   on_error: maybe
   address: nowhere
+  calls_in_flight: 65
 limits:
   - name: a
     rate: 5/s
@@ -152,7 +155,11 @@ limits:
   EXPECT_TRUE(hasError(errors, 5, "store.on_error must be allow, deny or local"))
       << describe(errors);
   EXPECT_TRUE(hasError(errors, 6, "must be host:port")) << describe(errors);
-  EXPECT_TRUE(hasError(errors, 10, "on_error must be allow, deny or local")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 7, "store.calls_in_flight is at most 64")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 11, "on_error must be allow, deny or local")) << describe(errors);
+  EXPECT_TRUE(hasError(errorsOf("store:\n  type: redis\n  calls_in_flight: 0\n"), 3,
+                       "store.calls_in_flight"))
+      << describe(errorsOf("store:\n  type: redis\n  calls_in_flight: 0\n"));
 }
 
 // YAML syntax errors carry their line too; an empty or wrong-shaped file is refused.

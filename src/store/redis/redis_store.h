@@ -1,7 +1,7 @@
 // Limits shared by every Sluice node through one Redis server. Each request's checks go to Redis
 // in one script call (one round trip, all-or-nothing), or, under load, with other requests in
-// one batch call (each request still all-or-nothing), over a few pipelined connections. The
-// script reads Redis's clock, so nodes' clocks don't matter.
+// one batch call (each request still all-or-nothing), over a few connections. The script reads
+// Redis's clock, so nodes' clocks don't matter.
 //
 // Where the connections live: each event loop named in `request_loops` (the server's I/O
 // threads) gets connections and a batcher of its own, so a decision asked for on one of those
