@@ -41,6 +41,15 @@ void ping(redis::ServerPool& pool, std::chrono::microseconds timeout,
   });
 }
 
+// Starts `pool` and waits for a PING sent behind its script load, so that both are answered.
+bool startAndWarmUp(boost::asio::io_context& io, redis::ServerPool& pool) {
+  pool.start();
+  if (!runUntil(io, [&] { return pool.connected(); })) return false;
+  std::optional<std::string> warm_up;
+  ping(pool, 2s, warm_up);
+  return runUntil(io, [&] { return warm_up.has_value(); }) && warm_up == "PONG";
+}
+
 // The loop ran late: the deadline's handler is queued to run, and Redis's reply reaches the
 // socket before it runs. The reply came no later than the loop could look, so it counts. (Under
 // CPU pressure this is common: treating it as a timeout denied good decisions and tripped the
@@ -51,12 +60,7 @@ TEST(ServerPoolTest, AReplyReceivedBeforeTheDeadlineRunsIsOnTime) {
   testing::RedisConnection barrier = server.connect();
   boost::asio::io_context io;
   redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
-  pool.start();
-  ASSERT_TRUE(runUntil(io, [&] { return pool.connected(); }));
-  std::optional<std::string> warm_up;  // behind the script load, so both are answered
-  ping(pool, 2s, warm_up);
-  ASSERT_TRUE(runUntil(io, [&] { return warm_up.has_value(); }));
-  ASSERT_EQ(*warm_up, "PONG");
+  ASSERT_TRUE(startAndWarmUp(io, pool));
 
   testing::Frozen frozen(testing::redisPid(server));
   std::optional<std::string> answer;
@@ -99,11 +103,7 @@ TEST(ServerPoolTest, CommandsBeyondTheSocketBuffersWaitForRoomThenArriveWhole) {
   testing::RedisServer server;
   boost::asio::io_context io;
   redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
-  pool.start();
-  ASSERT_TRUE(runUntil(io, [&] { return pool.connected(); }));
-  std::optional<std::string> warm_up;  // behind the script load, so both are answered
-  ping(pool, 2s, warm_up);
-  ASSERT_TRUE(runUntil(io, [&] { return warm_up.has_value(); }));
+  ASSERT_TRUE(startAndWarmUp(io, pool));
 
   const std::string payload(512 * 1024, 'x');
   const int kCommands =
