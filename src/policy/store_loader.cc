@@ -1,6 +1,8 @@
 #include "policy/store_loader.h"
 
 #include <charconv>
+#include <limits>
+#include <string>
 
 #include "store/redis/lua_bounds.h"
 
@@ -40,10 +42,12 @@ void loadAddresses(const YAML::Node& node, StoreSettings& store, Errors& errors)
   store.addresses = std::move(addresses);
 }
 
+// A count from 1 to `most`.
 void loadPositive(const YAML::Node& node, const std::string& what, std::size_t& value,
-                  Errors& errors) {
+                  Errors& errors, std::size_t most = std::numeric_limits<std::size_t>::max()) {
   value = unsignedValue(node, what, errors).value_or(1);
   if (value == 0) errors.add(node, what + " must be at least 1");
+  if (value > most) errors.add(node, what + " is at most " + std::to_string(most));
 }
 
 void loadDuration(const YAML::Node& node, const std::string& what, Micros low, Micros high,
@@ -80,15 +84,11 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (store.type != StoreSettings::Type::kRedisCluster && store.addresses.size() > 1) {
     errors.add(node, "store: only redis_cluster takes several addresses");
   }
-  if (node["connections"]) {
-    loadPositive(node["connections"], "store.connections", store.connections, errors);
-    if (store.connections > 64) errors.add(node["connections"], "store.connections is at most 64");
-  }
+  if (node["connections"])
+    loadPositive(node["connections"], "store.connections", store.connections, errors, 64);
   if (node["calls_in_flight"]) {
-    loadPositive(node["calls_in_flight"], "store.calls_in_flight", store.calls_in_flight, errors);
-    if (store.calls_in_flight > 64) {
-      errors.add(node["calls_in_flight"], "store.calls_in_flight is at most 64");
-    }
+    loadPositive(node["calls_in_flight"], "store.calls_in_flight", store.calls_in_flight, errors,
+                 64);
   }
   // Past a second a rate limiter adds more latency than it saves.
   if (node["timeout"])
