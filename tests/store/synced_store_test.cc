@@ -79,6 +79,14 @@ class SyncedStoreTest : public ::testing::Test {
     return admitted;
   }
 
+  // What Redis holds for key "k": the units a new node sees used once it has pulled the key.
+  std::uint64_t usedInRedis() {
+    auto reader = makeNode(kManualSyncIntervalUs);
+    (void)applyOne(*reader, 0);  // the key is in use, so the next sync pulls it
+    EXPECT_TRUE(syncUntilOk(*reader));
+    return kLimit - applyOne(*reader, 0).remaining;  // a peek reports the global view
+  }
+
   // A fixed window that rolled over mid-test (the hour changed) makes the counts meaningless.
   bool sameHour() const { return clock_.now() / kMicrosPerHour == hour_at_start_; }
 
@@ -273,6 +281,30 @@ TEST_F(SyncedStoreTest, MultiCheckIsAllOrNothing) {
   EXPECT_EQ(applyOne(*node, 0).remaining, kLimit - 100);
   EXPECT_TRUE(decide({{"k", &per_hour_, 200}, {"k", &per_hour_, 200}}));
   EXPECT_EQ(applyOne(*node, 0).remaining, kLimit - 500);
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// The syncs every interval push a key's units at once when they are a quarter of this node's
+// share or more, and hold fewer back (for up to five intervals, sync_policy.h); syncNow() with
+// no argument pushes everything.
+TEST_F(SyncedStoreTest, ScheduledSyncsHoldBackUnitsFarFromTheLimit) {
+  auto node = makeNode(kManualSyncIntervalUs);
+  ASSERT_TRUE(syncUntilOk(*node));
+  EXPECT_TRUE(applyOne(*node, 10).allowed);
+  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));  // a new key: its first sync learns it
+  EXPECT_EQ(usedInRedis(), 10u);
+  // The share is now (1000 - 10) / 2 = 495, and a quarter of it (rounded down) 123.
+  EXPECT_TRUE(applyOne(*node, 100).allowed);
+  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+  EXPECT_EQ(usedInRedis(), 10u);
+  EXPECT_TRUE(applyOne(*node, 23).allowed);
+  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+  EXPECT_EQ(usedInRedis(), 133u);
+  EXPECT_TRUE(applyOne(*node, 1).allowed);
+  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+  EXPECT_EQ(usedInRedis(), 133u);
+  ASSERT_TRUE(node->syncNow());
+  EXPECT_EQ(usedInRedis(), 134u);
   if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
 }
 

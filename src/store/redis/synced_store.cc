@@ -12,6 +12,7 @@
 
 #include "store/redis/redis_keys.h"
 #include "store/redis/script_call.h"
+#include "store/redis/sync_policy.h"
 
 namespace sluice {
 
@@ -33,8 +34,6 @@ template <typename T>
 using SmallVector = boost::container::small_vector<T, 4>;
 
 constexpr std::size_t kKeysPerSyncCall = 256;
-// A key in use but with nothing to push is pulled every this many intervals.
-constexpr Micros kPullEvery = 5;
 
 }  // namespace
 
@@ -110,11 +109,8 @@ Outcome decideShared(const algorithm::CompactState& global, const LimitSpec& spe
                      std::uint64_t used, std::uint64_t cost, std::size_t nodes,
                      Micros sync_interval_us) {
   algorithm::CompactState view = global;
-  const std::uint64_t remaining = algorithm::consumeCompact(view, now_us, spec, 0).remaining;
   const std::uint64_t share =
-      nodes <= 1
-          ? remaining
-          : std::max<std::uint64_t>(remaining / nodes, std::min<std::uint64_t>(remaining, 1));
+      redis::nodeShare(algorithm::consumeCompact(view, now_us, spec, 0).remaining, nodes);
   view = global;
   Outcome outcome = algorithm::consumeCompact(view, now_us, spec, used + cost);
   if (cost == 0) {
@@ -217,17 +213,15 @@ void SyncedStore::scheduleSync() {
   sync_timer_->expires_after(std::chrono::microseconds(options_.sync_interval_us));
   sync_timer_->async_wait([this](const boost::system::error_code& error) {
     if (error || sync_timer_ == nullptr) return;
-    sync([this](bool) {
+    sync(Push::kDue, [this](bool) {
       if (sync_timer_ != nullptr) scheduleSync();
     });
   });
 }
 
-void SyncedStore::sync(std::function<void(bool)> finished) {
-  if (sync_running_ || pool_ == nullptr) return finished(false);
-  sync_running_ = true;
-  const Micros steady_us = steadyNowUs();
-  const Micros active_since = steady_us - kPullEvery * options_.sync_interval_us;
+std::vector<std::shared_ptr<SyncedStore::Batch>> SyncedStore::collect(Push push, Micros steady_us) {
+  const Micros slow_sync_us = redis::kSlowSyncEvery * options_.sync_interval_us;
+  const Micros now_us = wallNowUs() + clock_offset_us_.load(std::memory_order_relaxed);
   std::vector<std::shared_ptr<Batch>> batches;
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->mutex);
@@ -238,13 +232,16 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
     });
     keys_.fetch_sub(forgotten);
     for (auto& [counter, entry] : shard->entries) {
-      // Push what was admitted (the reply brings the global state back). Keys in use with
-      // nothing to push are pulled less often, to learn the other nodes' usage: pulling every
-      // key every interval would cost Redis more than deciding there.
+      // Push what was admitted when it is due (sync_policy.h; the reply brings the global
+      // state back). Keys in use with nothing to push are pulled less often, to learn the
+      // other nodes' usage: pulling every key every interval would cost Redis more than
+      // deciding there.
+      const Micros since_sync_us = steady_us - entry.last_synced_us;
       const bool refresh =
-          entry.last_used_us >= active_since &&
-          steady_us - entry.last_synced_us >= kPullEvery * options_.sync_interval_us;
-      if (entry.pending > 0 || refresh) {
+          steady_us - entry.last_used_us <= slow_sync_us && since_sync_us >= slow_sync_us;
+      if ((entry.pending > 0 &&
+           (push == Push::kEverything || pushIsDue(entry, now_us, since_sync_us))) ||
+          refresh) {
         entry.last_synced_us = steady_us;
         if (batches.empty() || batches.back()->keys.size() == kKeysPerSyncCall)
           batches.push_back(std::make_shared<Batch>());
@@ -258,7 +255,24 @@ void SyncedStore::sync(std::function<void(bool)> finished) {
       }
     }
   }
-  if (batches.empty()) {  // nothing admitted and nothing in use: the shared view is current
+  return batches;
+}
+
+bool SyncedStore::pushIsDue(const Entry& entry, Micros now_us,
+                            Micros since_sync_us) const noexcept {
+  algorithm::CompactState view = entry.global;
+  const std::uint64_t remaining = algorithm::consumeCompact(view, now_us, entry.spec, 0).remaining;
+  return redis::pushIsDue(entry.pending + entry.in_flight,
+                          redis::nodeShare(remaining, options_.sluice_nodes), since_sync_us,
+                          options_.sync_interval_us);
+}
+
+void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
+  if (sync_running_ || pool_ == nullptr) return finished(false);
+  sync_running_ = true;
+  const Micros steady_us = steadyNowUs();
+  const std::vector<std::shared_ptr<Batch>> batches = collect(push, steady_us);
+  if (batches.empty()) {  // nothing due and nothing in use: the shared view is current
     sync_running_ = false;
     last_sync_ok_us_.store(steady_us);
     last_sync_failed_.store(false, std::memory_order_relaxed);
@@ -346,7 +360,7 @@ void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
               [](const redisReply*, std::string_view) {});
 }
 
-bool SyncedStore::syncNow() {
+bool SyncedStore::syncNow(Push push) {
   std::promise<bool> result;
   std::function<void()> attempt;
   attempt = [&] {
@@ -357,7 +371,7 @@ bool SyncedStore::syncNow() {
       timer->async_wait([&, timer](const boost::system::error_code&) { attempt(); });
       return;
     }
-    sync([&](bool ok) { result.set_value(ok); });
+    sync(push, [&](bool ok) { result.set_value(ok); });
   };
   loop_.post([&] { attempt(); });
   return result.get_future().get();

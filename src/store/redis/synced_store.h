@@ -1,7 +1,8 @@
 // The lowest-latency shared store, eventually consistent. Every node decides in its own memory,
 // against the last global state it pulled from Redis plus what it admitted since; every
 // `sync_interval` it pushes what it admitted (its deltas) to Redis and pulls the totals, in
-// batched script calls. A decision never waits on the network, and a Redis outage only makes
+// batched script calls; a key far from its limit waits up to five intervals (sync_policy.h).
+// A decision never waits on the network, and a Redis outage only makes
 // the shared view go stale (decisions say degraded) until syncs succeed again.
 //
 // To keep nodes from each spending the whole remainder at once, a node admits at most its share
@@ -18,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "algorithm/compact_state.h"
 #include "store/key_hash.h"
@@ -51,8 +53,12 @@ class SyncedStore final : public Store {
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
 
-  // Thread-safe. Pushes and pulls now and waits for the reply (tests, shutdown).
-  bool syncNow();
+  // What a sync pushes: every key's deltas, or those due (sync_policy.h), as the syncs every
+  // sync_interval do.
+  enum class Push { kEverything, kDue };
+
+  // Thread-safe. Syncs now and waits for the reply (tests).
+  bool syncNow(Push push = Push::kEverything);
   [[nodiscard]] std::size_t keyCount() const noexcept;
 
  private:
@@ -67,7 +73,14 @@ class SyncedStore final : public Store {
   Shard& shardFor(std::uint64_t counter) noexcept;
   void scheduleSync();
   // On the loop: collects what to push and pull, sends it; `finished` runs when all replies are in.
-  void sync(std::function<void(bool)> finished);
+  void sync(Push push, std::function<void(bool)> finished);
+  // Takes what a sync pushes and pulls out of the entries, into calls of kKeysPerSyncCall keys;
+  // forgets idle keys on the way.
+  std::vector<std::shared_ptr<Batch>> collect(Push push, Micros steady_us);
+  // Whether a sync that pushes only what is due pushes this entry's pending units, last synced
+  // `since_sync_us` ago. `now_us` is on Redis's clock.
+  [[nodiscard]] bool pushIsDue(const Entry& entry, Micros now_us,
+                               Micros since_sync_us) const noexcept;
   // Takes a sync reply (or its failure) into the entries; true if it was a good reply.
   bool applyReply(const Batch& batch, const redisReply* reply);
   // A sync that timed out (its deltas went back to pending) ran after all: takes its deltas
