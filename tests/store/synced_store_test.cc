@@ -217,8 +217,8 @@ TEST_F(SyncedStoreTest, DeltasOfATimedOutSyncCountOnce) {
   // A sync's deadline is at least an interval; a short one lets the frozen syncs time out soon
   // (its own syncs, in the background, may push the same deltas again: each counts once too).
   auto node = makeNode(200 * kMicrosPerMilli, 100 * kMicrosPerMilli);
-  // The observer pulls a key it has nothing to push every kPullEvery intervals (100 ms here), so
-  // it sees the refund even when its own push went out before the refund landed.
+  // The observer pulls a key it has nothing to push every kSlowSyncEvery intervals (100 ms here),
+  // so it sees the refund even when its own push went out before the refund landed.
   auto other = makeNode(20 * kMicrosPerMilli);
   ASSERT_TRUE(applyOne(*node, 0).allowed);
   ASSERT_TRUE(syncUntilOk(*node));  // connected
@@ -245,7 +245,7 @@ TEST_F(SyncedStoreTest, DeltasOfATimedOutSyncCountOnce) {
 
 // A sync whose pull failed (Redis down) pulls the key again next time: syncNow() says true
 // only once the node holds the global state, and decisions are no longer degraded.
-// (A failed pull used to wait kPullEvery intervals, and an empty sync left the node degraded.)
+// (A failed pull used to wait kSlowSyncEvery intervals, and an empty sync left the node degraded.)
 TEST_F(SyncedStoreTest, FailedPullIsRetriedByTheNextSync) {
   auto pusher = makeNode(kManualSyncIntervalUs);
   auto puller = makeNode(kManualSyncIntervalUs);
@@ -305,6 +305,21 @@ TEST_F(SyncedStoreTest, ScheduledSyncsHoldBackUnitsFarFromTheLimit) {
   EXPECT_EQ(usedInRedis(), 133u);
   ASSERT_TRUE(node->syncNow());
   EXPECT_EQ(usedInRedis(), 134u);
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// A node going away (its store closed, as `sluice serve` does when it stops) pushes what it
+// held back.
+TEST_F(SyncedStoreTest, ANodeGoingAwayPushesWhatItHeldBack) {
+  auto node = makeNode(kManualSyncIntervalUs);
+  ASSERT_TRUE(syncUntilOk(*node));
+  EXPECT_TRUE(applyOne(*node, 10).allowed);
+  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+  EXPECT_TRUE(applyOne(*node, 5).allowed);
+  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));  // held back: under a quarter share
+  EXPECT_EQ(usedInRedis(), 10u);
+  node.reset();
+  EXPECT_EQ(usedInRedis(), 15u);
   if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
 }
 

@@ -75,6 +75,10 @@ SyncedStore::SyncedStore(SyncedStoreOptions options) : options_(std::move(option
 }
 
 SyncedStore::~SyncedStore() {
+  // Units admitted here and not pushed yet would go with this node (`sluice serve` closes its
+  // store when it stops): push them, unless Redis is known unreachable, when the wait would only
+  // run to the sync's deadline.
+  if (!last_sync_failed_.load()) (void)syncNow();
   loop_.runAndWait([this] {
     sync_timer_.reset();
     pool_.reset();
