@@ -4,11 +4,14 @@
 #     Redis itself does per second with one script call per decision;
 #  2. Sluice in redis mode: HTTP POST /v1/check decisions per second (wrk -t2 -c64, 10,000 keys);
 #  3. Sluice in memory mode and in synced mode, the same wrk load.
-# Redis, Sluice and the load generators share the 2 cores.
-# Usage: bench/redis_bench.sh [seconds]   (after scripts/build.sh release)
+# Redis, Sluice and the load generators share the 2 cores. This VM's speed drifts by tens of
+# percent within minutes, so the four runs are repeated in rounds, each round's ratios taken
+# from runs seconds apart, and the median ratio is what to compare with the targets.
+# Usage: bench/redis_bench.sh [seconds] [rounds]   (after scripts/build.sh release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
+rounds="${2:-3}"
 sluice_bin="${SLUICE_BIN:-build/src/sluice}"
 work="$(mktemp -d)"
 pids=()
@@ -32,10 +35,11 @@ redis.call('SET', KEYS[1], tat + emission, 'PX', math.ceil((tat + emission - now
 return 1
 LUA
 sha=$(redis-cli -p "$redis_port" script load "$(cat "$work/gcra.lua")")
-requests=$((seconds * 60000))
-redis-benchmark -p "$redis_port" -c 64 -n "$requests" -r 10000 -q \
-  EVALSHA "$sha" 1 "gcra:__rand_int__" 10000 1000000 > "$work/peer.txt" 2>&1
-peer_rps=$(tr '\r' '\n' < "$work/peer.txt" | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+peer_rps() {
+  redis-benchmark -p "$redis_port" -c 64 -n $((seconds * 60000)) -r 10000 -q \
+    EVALSHA "$sha" 1 "gcra:__rand_int__" 10000 1000000 > "$work/peer.txt" 2>&1
+  tr '\r' '\n' < "$work/peer.txt" | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1
+}
 
 cat > "$work/check.lua" <<'LUA'
 counter = 0
@@ -65,15 +69,24 @@ CONF
   kill "$pid"; wait "$pid" 2>/dev/null || true
   echo "$(awk '/^Requests\/sec:/ {print $2}' "$work/wrk.txt") $(awk '$1 == "99%" {print $2}' "$work/wrk.txt") $degraded"
 }
-read -r memory_rps memory_p99 _ <<< "$(sluice_rps "{ type: memory }")"
-read -r redis_rps redis_p99 redis_degraded <<< "$(sluice_rps "{ type: redis, address: 127.0.0.1:$redis_port }")"
-read -r synced_rps synced_p99 synced_degraded <<< "$(sluice_rps "{ type: synced, address: 127.0.0.1:$redis_port }")"
-percent() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }'; }
-echo "| what | decisions/s | p99 |"
-echo "|---|---|---|"
-echo "| redis-benchmark, EVALSHA minimal GCRA (-c 64, 10,000 keys) | $peer_rps | |"
-echo "| sluice redis mode, POST /v1/check (wrk -t2 -c64) | $redis_rps | $redis_p99 |"
-echo "| sluice memory mode, same load | $memory_rps | $memory_p99 |"
-echo "| sluice synced mode, same load | $synced_rps | $synced_p99 |"
-echo "degraded decisions (decided by on_error, not Redis): redis mode $redis_degraded, synced $synced_degraded"
-echo "redis mode / redis-benchmark: $(percent "$redis_rps" "$peer_rps"); synced / memory: $(percent "$synced_rps" "$memory_rps")"
+percent() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", 100 * a / b }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "| round | redis-benchmark | redis mode | memory | synced | redis / benchmark | synced / memory | p99 redis / memory / synced | degraded redis / synced |"
+echo "|---|---|---|---|---|---|---|---|---|"
+: > "$work/ratios.txt"
+for round in $(seq "$rounds"); do
+  peer=$(peer_rps)
+  read -r memory_rps memory_p99 _ <<< "$(sluice_rps "{ type: memory }")"
+  read -r redis_rps redis_p99 redis_degraded <<< "$(sluice_rps "{ type: redis, address: 127.0.0.1:$redis_port }")"
+  read -r synced_rps synced_p99 synced_degraded <<< "$(sluice_rps "{ type: synced, address: 127.0.0.1:$redis_port }")"
+  redis_ratio=$(percent "$redis_rps" "$peer")
+  synced_ratio=$(percent "$synced_rps" "$memory_rps")
+  echo "$redis_ratio $synced_ratio" >> "$work/ratios.txt"
+  printf '| %s | %.0f | %.0f | %.0f | %.0f | %s%% | %s%% | %s / %s / %s | %s / %s |\n' "$round" \
+    "$peer" "$redis_rps" "$memory_rps" "$synced_rps" "$redis_ratio" "$synced_ratio" \
+    "$redis_p99" "$memory_p99" "$synced_p99" "$redis_degraded" "$synced_degraded"
+done
+echo
+echo "redis-benchmark: EVALSHA of a minimal GCRA script, -c 64, 10,000 keys; Sluice: POST /v1/check, wrk -t2 -c64, 10,000 keys"
+echo "degraded: decisions made by on_error, not Redis (they would flatter the figure)"
+echo "median over $rounds rounds: redis mode / redis-benchmark $(cut -d' ' -f1 "$work/ratios.txt" | median)% (target 80%); synced / memory $(cut -d' ' -f2 "$work/ratios.txt" | median)% (target 90%)"
