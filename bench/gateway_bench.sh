@@ -7,13 +7,17 @@
 #            a per-client token bucket, 2 threads
 # The limits are generous enough that every request is allowed: this measures the cost of
 # deciding and forwarding, not of refusing. wrk, the proxies and the backend share the cores.
-# Usage: bench/gateway_bench.sh [seconds] [connections]   (after building build/ in Release)
+# This VM's speed drifts by tens of percent within minutes, so the runs are repeated in rounds,
+# each round comparing runs seconds apart, and the medians are what to compare with targets.
+# Usage: bench/gateway_bench.sh [seconds] [connections] [rounds]   (after building build/ in
+# Release; defaults 10 s, 64 connections, 3 rounds)
 #   GATEWAY_BIN=path   the gateway program (default build/tests/gateway/sluice_gateway_server)
 #   BASELINE_BIN=path  a second gateway build, measured in the same run (before/after a change)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
 connections="${2:-64}"
+rounds="${3:-3}"
 gateway_bin="${GATEWAY_BIN:-build/tests/gateway/sluice_gateway_server}"
 baseline_bin="${BASELINE_BIN:-}"
 work="$(mktemp -d)"
@@ -96,29 +100,44 @@ run() {  # name port threads connections → "requests/s p50 p99"
 # wrk prints latencies as 812.00us / 1.23ms / 2.00s; in microseconds:
 micros() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else print n * 1000000 }'; }
 
-read -r nginx_rps nginx_p50 nginx_p99 <<< "$(run nginx "$nginx_port" 2 "$connections")"
-read -r sluice_rps sluice_p50 sluice_p99 <<< "$(run sluice "$sluice_port" 2 "$connections")"
-echo "| proxy (wrk -t2 -c$connections -d${seconds}s, keep-alive) | requests/s | p50 | p99 |"
-echo "|---|---|---|---|"
-echo "| nginx, proxy_pass + limit_req | $nginx_rps | $nginx_p50 | $nginx_p99 |"
-echo "| sluice gateway, token bucket per client | $sluice_rps | $sluice_p50 | $sluice_p99 |"
-if [ -n "$baseline_bin" ]; then
-  read -r base_rps base_p50 base_p99 <<< "$(run baseline "$baseline_port" 2 "$connections")"
-  echo "| sluice gateway, baseline build | $base_rps | $base_p50 | $base_p99 |"
-  awk -v a="$base_rps" -v b="$nginx_rps" 'BEGIN { printf "baseline / nginx: %.0f%%\n", 100 * a / b }'
-fi
-awk -v a="$sluice_rps" -v b="$nginx_rps" 'BEGIN { printf "sluice / nginx: %.0f%%\n\n", 100 * a / b }'
+added() { awk -v a="$(micros "$1")" -v b="$(micros "$2")" 'BEGIN { printf "%.0f", a - b }'; }
+percent() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", 100 * a / b }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+: > "$work/throughput.txt"; : > "$work/latency.txt"
+for round in $(seq "$rounds"); do
+  read -r nginx_rps nginx_p50 nginx_p99 <<< "$(run nginx "$nginx_port" 2 "$connections")"
+  read -r sluice_rps sluice_p50 sluice_p99 <<< "$(run sluice "$sluice_port" 2 "$connections")"
+  row="| $round | $nginx_rps ($nginx_p50 / $nginx_p99) | $sluice_rps ($sluice_p50 / $sluice_p99) | $(percent "$sluice_rps" "$nginx_rps")% |"
+  if [ -n "$baseline_bin" ]; then
+    read -r base_rps base_p50 base_p99 <<< "$(run baseline "$baseline_port" 2 "$connections")"
+    row="$row $base_rps ($base_p50 / $base_p99) | $(percent "$base_rps" "$nginx_rps")% |"
+  fi
+  echo "$row" >> "$work/throughput.txt"
+  echo "$(percent "$sluice_rps" "$nginx_rps")" >> "$work/ratios.txt"
 
-read -r _ direct_p50 direct_p99 <<< "$(run direct1 "$backend_port" 1 1)"
-read -r _ via_nginx_p50 via_nginx_p99 <<< "$(run nginx1 "$nginx_port" 1 1)"
-read -r _ via_sluice_p50 via_sluice_p99 <<< "$(run sluice1 "$sluice_port" 1 1)"
-added() { awk -v a="$(micros "$1")" -v b="$(micros "$2")" 'BEGIN { printf "%.0f µs", a - b }'; }
-echo "| one connection (wrk -t1 -c1) | p50 | p99 | added at p99 |"
-echo "|---|---|---|---|"
-echo "| backend direct | $direct_p50 | $direct_p99 | — |"
-echo "| through nginx limit_req | $via_nginx_p50 | $via_nginx_p99 | $(added "$via_nginx_p99" "$direct_p99") |"
-echo "| through the sluice gateway | $via_sluice_p50 | $via_sluice_p99 | $(added "$via_sluice_p99" "$direct_p99") |"
-if [ -n "$baseline_bin" ]; then
-  read -r _ via_base_p50 via_base_p99 <<< "$(run baseline1 "$baseline_port" 1 1)"
-  echo "| through the baseline gateway | $via_base_p50 | $via_base_p99 | $(added "$via_base_p99" "$direct_p99") |"
-fi
+  read -r _ direct_p50 direct_p99 <<< "$(run direct1 "$backend_port" 1 1)"
+  read -r _ via_nginx_p50 via_nginx_p99 <<< "$(run nginx1 "$nginx_port" 1 1)"
+  read -r _ via_sluice_p50 via_sluice_p99 <<< "$(run sluice1 "$sluice_port" 1 1)"
+  row="| $round | $direct_p50 / $direct_p99 | $via_nginx_p50 / $via_nginx_p99 ($(added "$via_nginx_p99" "$direct_p99") µs) | $via_sluice_p50 / $via_sluice_p99 ($(added "$via_sluice_p99" "$direct_p99") µs) |"
+  if [ -n "$baseline_bin" ]; then
+    read -r _ via_base_p50 via_base_p99 <<< "$(run baseline1 "$baseline_port" 1 1)"
+    row="$row $via_base_p50 / $via_base_p99 ($(added "$via_base_p99" "$direct_p99") µs) |"
+  fi
+  echo "$row" >> "$work/latency.txt"
+  echo "$(added "$via_nginx_p99" "$direct_p99") $(added "$via_sluice_p99" "$direct_p99")" >> "$work/added.txt"
+done
+
+baseline_head=""; baseline_rule=""
+[ -n "$baseline_bin" ] && baseline_head=" baseline build | baseline / nginx |" && baseline_rule="---|---|"
+echo "| round | nginx proxy_pass + limit_req, requests/s (p50 / p99) | sluice gateway | sluice / nginx |$baseline_head"
+echo "|---|---|---|---|$baseline_rule"
+cat "$work/throughput.txt"
+echo
+echo "wrk -t2 -c$connections -d${seconds}s, keep-alive; median sluice / nginx over $rounds rounds: $(median < "$work/ratios.txt")% (target ≥ 100%)"
+echo
+[ -n "$baseline_bin" ] && baseline_head=" through the baseline |" && baseline_rule="---|"
+echo "| round | backend direct, p50 / p99 | through nginx limit_req (added at p99) | through the sluice gateway (added at p99) |$baseline_head"
+echo "|---|---|---|---|$baseline_rule"
+cat "$work/latency.txt"
+echo
+echo "one connection (wrk -t1 -c1 -d${seconds}s); median added at p99 over $rounds rounds: nginx $(cut -d' ' -f1 "$work/added.txt" | median) µs, sluice $(cut -d' ' -f2 "$work/added.txt" | median) µs (target ≤ 100 µs)"
