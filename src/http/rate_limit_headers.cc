@@ -109,6 +109,9 @@ void appendServiceLimitList(std::string& list, const Decision& decision,
   }
 }
 
+// The most headers renderRateLimitHeaders writes: three X-RateLimit-*, two IETF, Retry-After.
+constexpr std::size_t kMostHeaders = 6;
+
 // The headers appendRateLimitHeaders documents, in its order, through `sink`:
 // sink.value(name) gives the string to append that header's value to, sink.done() ends it.
 template <class Sink>
@@ -166,6 +169,7 @@ std::int64_t headerSeconds(Micros us) noexcept {
 
 void appendRateLimitHeaders(const Decision& decision, std::span<const LimitLabel> labels,
                             const HeaderOptions& options, HeaderList& out) {
+  out.reserve(out.size() + kMostHeaders);  // grown once, not at every header
   ListSink sink{out};
   renderRateLimitHeaders(decision, labels, options, sink);
 }
