@@ -22,22 +22,28 @@ TEST(NodeShare, IsAtLeastOneUnitWhileAnythingIsLeft) {
 }
 
 TEST(PushIsDue, AtOnceFromAQuarterOfTheShare) {
-  EXPECT_TRUE(pushIsDue(125, 500, 0, kIntervalUs));
-  EXPECT_TRUE(pushIsDue(500, 500, 0, kIntervalUs));
-  EXPECT_FALSE(pushIsDue(124, 500, 0, kIntervalUs));
-  EXPECT_FALSE(pushIsDue(1, 500, 0, kIntervalUs));
+  EXPECT_TRUE(pushIsDue(125, 500, false, 0, kIntervalUs));
+  EXPECT_TRUE(pushIsDue(500, 500, false, 0, kIntervalUs));
+  EXPECT_FALSE(pushIsDue(124, 500, false, 0, kIntervalUs));
+  EXPECT_FALSE(pushIsDue(1, 500, false, 0, kIntervalUs));
 }
 
 TEST(PushIsDue, NearTheLimitEveryUnitIsDue) {
   // A share under four units (or none left): a quarter of it rounds to nothing.
-  EXPECT_TRUE(pushIsDue(1, 3, 0, kIntervalUs));
-  EXPECT_TRUE(pushIsDue(1, 0, 0, kIntervalUs));
+  EXPECT_TRUE(pushIsDue(1, 3, false, 0, kIntervalUs));
+  EXPECT_TRUE(pushIsDue(1, 0, false, 0, kIntervalUs));
 }
 
 TEST(PushIsDue, UnitsHeldBackGoAfterFiveIntervals) {
-  EXPECT_FALSE(pushIsDue(1, 500, kSlowSyncEvery * kIntervalUs - 1, kIntervalUs));
-  EXPECT_TRUE(pushIsDue(1, 500, kSlowSyncEvery * kIntervalUs, kIntervalUs));
-  EXPECT_TRUE(pushIsDue(1, 500, 3'600 * kIntervalUs, kIntervalUs));  // never synced yet
+  EXPECT_FALSE(pushIsDue(1, 500, false, kSlowSyncEvery * kIntervalUs - 1, kIntervalUs));
+  EXPECT_TRUE(pushIsDue(1, 500, false, kSlowSyncEvery * kIntervalUs, kIntervalUs));
+}
+
+TEST(PushIsDue, AtOnceWhenTheShareRanOut) {
+  // 100 units held back and a request of 450 denied against a share of 500: pushing the 100
+  // makes the next share 450, where the request fits.
+  EXPECT_TRUE(pushIsDue(100, 500, true, 0, kIntervalUs));
+  EXPECT_FALSE(pushIsDue(100, 500, false, 0, kIntervalUs));
 }
 
 }  // namespace

@@ -245,7 +245,8 @@ TEST_F(SyncedStoreTest, DeltasOfATimedOutSyncCountOnce) {
 
 // A sync whose pull failed (Redis down) pulls the key again next time: syncNow() says true
 // only once the node holds the global state, and decisions are no longer degraded.
-// (A failed pull used to wait kSlowSyncEvery intervals, and an empty sync left the node degraded.)
+// (A failed pull used to wait kPullEvery intervals, now kSlowSyncEvery, and an empty sync left
+// the node degraded.)
 TEST_F(SyncedStoreTest, FailedPullIsRetriedByTheNextSync) {
   auto pusher = makeNode(kManualSyncIntervalUs);
   auto puller = makeNode(kManualSyncIntervalUs);
@@ -306,6 +307,37 @@ TEST_F(SyncedStoreTest, ScheduledSyncsHoldBackUnitsFarFromTheLimit) {
   ASSERT_TRUE(node->syncNow());
   EXPECT_EQ(usedInRedis(), 134u);
   if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// A request denied because this node's share ran out gets a fresh share at the next sync, even
+// when the units held back were too few to be due by themselves.
+TEST_F(SyncedStoreTest, AShareThatRanOutIsRenewedAtTheNextSync) {
+  auto node = makeNode(kManualSyncIntervalUs);
+  ASSERT_TRUE(syncUntilOk(*node));
+  EXPECT_TRUE(applyOne(*node, 10).allowed);
+  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+  // The share is (1000 - 10) / 2 = 495: 100 units are held back, and 400 more do not fit.
+  EXPECT_TRUE(applyOne(*node, 100).allowed);
+  EXPECT_FALSE(applyOne(*node, 400).allowed);
+  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+  EXPECT_EQ(usedInRedis(), 110u);
+  EXPECT_TRUE(applyOne(*node, 400).allowed);  // the share is now (1000 - 110) / 2 = 445
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
+// A node going away while Redis is frozen waits for its last push a second at most, not for a
+// sync's deadline (here the ten-second interval). Checked on a watchdog thread, which thaws Redis
+// if the node is still going after 5 s, so that the test ends either way.
+TEST_F(SyncedStoreTest, ANodeGoingAwayDoesNotWaitOnAFrozenRedis) {
+  auto node = makeNode(kManualSyncIntervalUs);
+  ASSERT_TRUE(syncUntilOk(*node));
+  EXPECT_TRUE(applyOne(*node, 10).allowed);
+  Frozen frozen(redisPid(server_));
+  auto gone = std::async(std::launch::async, [&] { node.reset(); });
+  EXPECT_EQ(gone.wait_for(std::chrono::seconds(5)), std::future_status::ready)
+      << "the node waited on the frozen Redis";
+  frozen.thaw();
+  gone.wait();
 }
 
 // A node going away (its store closed, as `sluice serve` does when it stops) pushes what it

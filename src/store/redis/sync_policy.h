@@ -28,18 +28,21 @@ namespace sluice::redis {
 // Intervals after which a key in use is synced even when it has nothing due: a key with nothing
 // to push is pulled (to learn the other nodes' usage), and one with units below a quarter of its
 // share is pushed.
-constexpr Micros kSlowSyncEvery = 5;
+constexpr int kSlowSyncEvery = 5;
 
 // Whether a scheduled sync pushes a key this node admitted `used` units of since its last push
-// (used > 0), given its current `share` and the time since its last sync (push or pull).
+// (used > 0), given its current `share` (of the global state as this node last saw it), whether
+// a decision was denied since because the share ran out, and the time since its last sync (push
+// or pull).
 // At once when `used` is a quarter of the share or more: near the limit the share is small, so
-// there every unit is pushed at the next sync, as before. Below that, the units wait up to
-// kSlowSyncEvery intervals. What the other nodes have not heard of is then under a quarter of
-// this node's share plus one interval's admissions, while the burst bound already allows for a
-// whole share per node going unheard.
-[[nodiscard]] constexpr bool pushIsDue(std::uint64_t used, std::uint64_t share,
+// there every unit is pushed at the next sync. At once, too, when the share ran out, so that a
+// large request denied for it gets a fresh share after one interval, as its Retry-After says.
+// Otherwise the units wait up to kSlowSyncEvery intervals. What the other nodes have not heard
+// of is then under a quarter of this node's share plus one interval's admissions, while the
+// burst bound already allows for a whole share per node going unheard.
+[[nodiscard]] constexpr bool pushIsDue(std::uint64_t used, std::uint64_t share, bool share_ran_out,
                                        Micros since_last_sync_us, Micros interval_us) noexcept {
-  return used >= share / 4 || since_last_sync_us >= kSlowSyncEvery * interval_us;
+  return used >= share / 4 || share_ran_out || since_last_sync_us >= kSlowSyncEvery * interval_us;
 }
 
 }  // namespace sluice::redis

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,16 @@ template <typename T>
 using SmallVector = boost::container::small_vector<T, 4>;
 
 constexpr std::size_t kKeysPerSyncCall = 256;
+// How long a node that stops waits for its last push.
+constexpr Micros kFinalPushDeadlineUs = 1'000'000;
+
+// Entry::last_synced_us of a key not synced yet, or whose last sync failed: due at once.
+constexpr Micros kNeverSynced = std::numeric_limits<Micros>::min();
+
+Micros sinceSync(Micros last_synced_us, Micros steady_us) {
+  return last_synced_us == kNeverSynced ? std::numeric_limits<Micros>::max()
+                                        : steady_us - last_synced_us;
+}
 
 }  // namespace
 
@@ -45,8 +56,9 @@ struct SyncedStore::Entry {
   algorithm::CompactState global;  // as of the last sync; zero is an unused key
   std::uint64_t pending = 0;       // admitted here since the last push
   std::uint64_t in_flight = 0;     // pushed, reply not back yet
+  bool share_ran_out = false;      // a decision was denied for this node's share since the push
   Micros last_used_us = 0;         // steady
-  Micros last_synced_us = 0;       // steady; when it was last pushed or pulled
+  Micros last_synced_us = kNeverSynced;  // steady; when it was last pushed or pulled
 };
 
 // Entries by counter (counterOf): a decision hashes its key once and builds no key string.
@@ -75,10 +87,7 @@ SyncedStore::SyncedStore(SyncedStoreOptions options) : options_(std::move(option
 }
 
 SyncedStore::~SyncedStore() {
-  // Units admitted here and not pushed yet would go with this node (`sluice serve` closes its
-  // store when it stops): push them, unless Redis is known unreachable, when the wait would only
-  // run to the sync's deadline.
-  if (!last_sync_failed_.load()) (void)syncNow();
+  stopSyncing();
   loop_.runAndWait([this] {
     sync_timer_.reset();
     pool_.reset();
@@ -108,10 +117,11 @@ std::size_t SyncedStore::keyCount() const noexcept { return keys_.load(); }
 namespace {
 
 // The decision for one key against the global state plus `used` units admitted here since, and
-// this node's share of what the global state has left.
+// this node's share of what the global state has left; `share_ran_out` says whether the share
+// was what denied it.
 Outcome decideShared(const algorithm::CompactState& global, const LimitSpec& spec, Micros now_us,
                      std::uint64_t used, std::uint64_t cost, std::size_t nodes,
-                     Micros sync_interval_us) {
+                     Micros sync_interval_us, bool& share_ran_out) {
   algorithm::CompactState view = global;
   const std::uint64_t share =
       redis::nodeShare(algorithm::consumeCompact(view, now_us, spec, 0).remaining, nodes);
@@ -134,6 +144,7 @@ Outcome decideShared(const algorithm::CompactState& global, const LimitSpec& spe
   }
   if (outcome.allowed && used + cost > share) {
     // Allowed globally, but this node has spent its share until the next sync.
+    share_ran_out = true;
     outcome.allowed = false;
     outcome.reason = DenyReason::kOverLimit;
     outcome.retry_after_us = sync_interval_us;
@@ -195,9 +206,11 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
       for (std::size_t j = 0; j < i; ++j) {
         if (entries[j] == &entry) earlier += checks[j].cost;
       }
-      outcomes[i] =
-          decideShared(entry.global, entry.spec, now_us, entry.pending + entry.in_flight + earlier,
-                       checks[i].cost, options_.sluice_nodes, options_.sync_interval_us);
+      bool share_ran_out = false;
+      outcomes[i] = decideShared(entry.global, entry.spec, now_us,
+                                 entry.pending + entry.in_flight + earlier, checks[i].cost,
+                                 options_.sluice_nodes, options_.sync_interval_us, share_ran_out);
+      entry.share_ran_out = entry.share_ran_out || share_ran_out;
       all_allowed = all_allowed && outcomes[i].allowed;
     }
     if (all_allowed) {
@@ -223,10 +236,11 @@ void SyncedStore::scheduleSync() {
   });
 }
 
-std::vector<std::shared_ptr<SyncedStore::Batch>> SyncedStore::collect(Push push, Micros steady_us) {
+SyncedStore::Collected SyncedStore::collect(Push push, bool pull, Micros steady_us) {
   const Micros slow_sync_us = redis::kSlowSyncEvery * options_.sync_interval_us;
   const Micros now_us = wallNowUs() + clock_offset_us_.load(std::memory_order_relaxed);
-  std::vector<std::shared_ptr<Batch>> batches;
+  Collected collected;
+  std::vector<std::shared_ptr<Batch>>& batches = collected.batches;
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->mutex);
     const std::size_t forgotten = boost::unordered::erase_if(shard->entries, [&](const auto& item) {
@@ -240,13 +254,15 @@ std::vector<std::shared_ptr<SyncedStore::Batch>> SyncedStore::collect(Push push,
       // state back). Keys in use with nothing to push are pulled less often, to learn the
       // other nodes' usage: pulling every key every interval would cost Redis more than
       // deciding there.
-      const Micros since_sync_us = steady_us - entry.last_synced_us;
+      const Micros since_sync_us = sinceSync(entry.last_synced_us, steady_us);
       const bool refresh =
-          steady_us - entry.last_used_us <= slow_sync_us && since_sync_us >= slow_sync_us;
-      if ((entry.pending > 0 &&
-           (push == Push::kEverything || pushIsDue(entry, now_us, since_sync_us))) ||
-          refresh) {
+          pull && steady_us - entry.last_used_us <= slow_sync_us && since_sync_us >= slow_sync_us;
+      const bool push_now = entry.pending > 0 &&
+                            (push == Push::kEverything || dueForPush(entry, now_us, since_sync_us));
+      if (entry.pending > 0 && !push_now) collected.held_back = true;
+      if (push_now || refresh) {
         entry.last_synced_us = steady_us;
+        entry.share_ran_out = false;
         if (batches.empty() || batches.back()->keys.size() == kKeysPerSyncCall)
           batches.push_back(std::make_shared<Batch>());
         batches.back()->counters.push_back(counter);
@@ -259,52 +275,82 @@ std::vector<std::shared_ptr<SyncedStore::Batch>> SyncedStore::collect(Push push,
       }
     }
   }
-  return batches;
+  return collected;
 }
 
-bool SyncedStore::pushIsDue(const Entry& entry, Micros now_us,
-                            Micros since_sync_us) const noexcept {
+bool SyncedStore::dueForPush(const Entry& entry, Micros now_us,
+                             Micros since_sync_us) const noexcept {
   algorithm::CompactState view = entry.global;
   const std::uint64_t remaining = algorithm::consumeCompact(view, now_us, entry.spec, 0).remaining;
   return redis::pushIsDue(entry.pending + entry.in_flight,
-                          redis::nodeShare(remaining, options_.sluice_nodes), since_sync_us,
-                          options_.sync_interval_us);
+                          redis::nodeShare(remaining, options_.sluice_nodes), entry.share_ran_out,
+                          since_sync_us, options_.sync_interval_us);
 }
 
 void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
   if (sync_running_ || pool_ == nullptr) return finished(false);
-  sync_running_ = true;
   const Micros steady_us = steadyNowUs();
-  const std::vector<std::shared_ptr<Batch>> batches = collect(push, steady_us);
-  if (batches.empty()) {  // nothing due and nothing in use: the shared view is current
-    sync_running_ = false;
-    last_sync_ok_us_.store(steady_us);
-    last_sync_failed_.store(false, std::memory_order_relaxed);
+  Collected collected = collect(push, /*pull=*/true, steady_us);
+  if (collected.batches.empty()) {
+    // Nothing due and nothing to pull: the shared view is as current as it needs to be. Units
+    // held back did not ask Redis, so then the last sync's verdict (ok or failed) stands.
+    if (!collected.held_back) {
+      last_sync_ok_us_.store(steady_us);
+      last_sync_failed_.store(false, std::memory_order_relaxed);
+    }
     return finished(true);
   }
+  sync_running_ = true;
+  // No request waits on a sync, and its calls queue behind each other on one connection:
+  // allow the round a whole interval plus 10 ms per call ahead of each.
+  const Micros first_deadline_us = std::max(options_.timeout_us, options_.sync_interval_us);
+  send(
+      std::move(collected.batches),
+      [first_deadline_us](std::size_t index) {
+        return first_deadline_us + 10'000 * static_cast<Micros>(index);
+      },
+      [this, finished = std::move(finished)](bool all_ok) {
+        sync_running_ = false;
+        if (all_ok) last_sync_ok_us_.store(steadyNowUs());
+        last_sync_failed_.store(!all_ok, std::memory_order_relaxed);
+        finished(all_ok);
+      });
+}
+
+void SyncedStore::send(std::vector<std::shared_ptr<Batch>> batches,
+                       const std::function<Micros(std::size_t)>& deadline_us_of,
+                       std::function<void(bool)> done) {
   auto outstanding = std::make_shared<std::size_t>(batches.size());
   auto all_ok = std::make_shared<bool>(true);
-  for (const auto& batch : batches) {
+  auto shared_done = std::make_shared<std::function<void(bool)>>(std::move(done));
+  for (std::size_t index = 0; index < batches.size(); ++index) {
+    const std::shared_ptr<Batch>& batch = batches[index];
     std::vector<const LimitSpec*> specs;
     for (const LimitSpec& spec : batch->specs) specs.push_back(&spec);
     auto call = std::make_shared<const redis::ScriptCall>(
         redis::ScriptCall::make("sync", batch->keys, specs, batch->deltas, std::nullopt));
-    // No request waits on a sync, and its calls queue behind each other on one connection:
-    // allow the round a whole interval plus 10 ms per call ahead of this one.
-    const Micros deadline_us = std::max(options_.timeout_us, options_.sync_interval_us) +
-                               10'000 * static_cast<Micros>(&batch - batches.data());
     pool_->call(
-        call, std::chrono::microseconds(deadline_us),
-        [this, batch, outstanding, all_ok, finished](const redisReply* reply, std::string_view) {
+        call, std::chrono::microseconds(deadline_us_of(index)),
+        [this, batch, outstanding, all_ok, shared_done](const redisReply* reply, std::string_view) {
           *all_ok = applyReply(*batch, reply) && *all_ok;
-          if (--*outstanding > 0) return;
-          sync_running_ = false;
-          if (*all_ok) last_sync_ok_us_.store(steadyNowUs());
-          last_sync_failed_.store(!*all_ok, std::memory_order_relaxed);
-          finished(*all_ok);
+          if (--*outstanding == 0) (*shared_done)(*all_ok);
         },
         [this, batch](const redisReply* reply) { undoLateSync(*batch, reply); });
   }
+}
+
+void SyncedStore::stopSyncing() {
+  std::promise<void> pushed;
+  loop_.post([&] {
+    sync_timer_.reset();  // a sync still out finishes, and schedules none
+    Collected collected = collect(Push::kEverything, /*pull=*/false, steadyNowUs());
+    if (collected.batches.empty() || pool_ == nullptr) return pushed.set_value();
+    // May run beside a sync still out: each call takes its own units from in_flight.
+    send(
+        std::move(collected.batches), [](std::size_t) { return kFinalPushDeadlineUs; },
+        [&pushed](bool) { pushed.set_value(); });
+  });
+  pushed.get_future().wait();
 }
 
 bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
@@ -325,7 +371,7 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
       // Push it again next time, and pull it then too. (A call that timed out may still run
       // in Redis: undoLateSync then takes these units back.)
       entry.pending += batch.deltas[i];
-      entry.last_synced_us = 0;
+      entry.last_synced_us = kNeverSynced;
     }
   }
   return ok;

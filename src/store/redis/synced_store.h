@@ -16,6 +16,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -72,15 +73,29 @@ class SyncedStore final : public Store {
   [[nodiscard]] static std::size_t shardIndexOf(std::uint64_t counter) noexcept;
   Shard& shardFor(std::uint64_t counter) noexcept;
   void scheduleSync();
+  struct Collected {
+    std::vector<std::shared_ptr<Batch>> batches;
+    bool held_back = false;  // some key has units that were not due
+  };
+
   // On the loop: collects what to push and pull, sends it; `finished` runs when all replies are in.
   void sync(Push push, std::function<void(bool)> finished);
-  // Takes what a sync pushes and pulls out of the entries, into calls of kKeysPerSyncCall keys;
-  // forgets idle keys on the way.
-  std::vector<std::shared_ptr<Batch>> collect(Push push, Micros steady_us);
+  // On the loop: takes what a sync pushes (and, with `pull`, pulls) out of the entries, into
+  // calls of kKeysPerSyncCall keys; forgets idle keys on the way.
+  Collected collect(Push push, bool pull, Micros steady_us);
   // Whether a sync that pushes only what is due pushes this entry's pending units, last synced
   // `since_sync_us` ago. `now_us` is on Redis's clock.
-  [[nodiscard]] bool pushIsDue(const Entry& entry, Micros now_us,
-                               Micros since_sync_us) const noexcept;
+  [[nodiscard]] bool dueForPush(const Entry& entry, Micros now_us,
+                                Micros since_sync_us) const noexcept;
+  // On the loop: sends one sync call per batch, the call at `index` with a deadline of
+  // deadline_us_of(index); `done(all_ok)` runs once every reply (or failure) is in.
+  void send(std::vector<std::shared_ptr<Batch>> batches,
+            const std::function<Micros(std::size_t)>& deadline_us_of,
+            std::function<void(bool)> done);
+  // Ends the syncs every interval and pushes every key's pending units, so that what this node
+  // admitted outlives it (`sluice serve` closes its store when it stops). Waits at most a
+  // second: Redis unreachable fails the calls at once, a frozen one runs into their deadline.
+  void stopSyncing();
   // Takes a sync reply (or its failure) into the entries; true if it was a good reply.
   bool applyReply(const Batch& batch, const redisReply* reply);
   // A sync that timed out (its deltas went back to pending) ran after all: takes its deltas
