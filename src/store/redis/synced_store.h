@@ -2,8 +2,8 @@
 // against the last global state it pulled from Redis plus what it admitted since; every
 // `sync_interval` it pushes what it admitted (its deltas) to Redis and pulls the totals, in
 // batched script calls; a key far from its limit waits up to five intervals (sync_policy.h).
-// A decision never waits on the network, and a Redis outage only makes
-// the shared view go stale (decisions say degraded) until syncs succeed again.
+// A decision never waits on the network, and a Redis outage only makes the shared view go stale
+// (decisions say degraded) until syncs succeed again.
 //
 // To keep nodes from each spending the whole remainder at once, a node admits at most its share
 // of what the global state had left (remaining / sluice_nodes) between two syncs. Overshoot
@@ -73,6 +73,7 @@ class SyncedStore final : public Store {
   [[nodiscard]] static std::size_t shardIndexOf(std::uint64_t counter) noexcept;
   Shard& shardFor(std::uint64_t counter) noexcept;
   void scheduleSync();
+
   struct Collected {
     std::vector<std::shared_ptr<Batch>> batches;
     bool held_back = false;  // some key has units that were not due
