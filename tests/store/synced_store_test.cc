@@ -309,6 +309,24 @@ TEST_F(SyncedStoreTest, ScheduledSyncsHoldBackUnitsFarFromTheLimit) {
   if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
 }
 
+// Units held back reach Redis through the syncs every interval alone, within five intervals
+// (polled for up to 3 s, not timed).
+TEST_F(SyncedStoreTest, UnitsHeldBackArePushedBySyncsInTheBackground) {
+  auto node = makeNode(20 * kMicrosPerMilli);
+  ASSERT_TRUE(syncUntilOk(*node));
+  EXPECT_TRUE(applyOne(*node, 10).allowed);
+  ASSERT_TRUE(node->syncNow());
+  EXPECT_TRUE(applyOne(*node, 1).allowed);  // under a quarter share: held back
+  std::uint64_t used = 0;
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(3);
+  while (used != 11 && SteadyClock::now() < deadline) {
+    used = usedInRedis();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(used, 11u);
+  if (!sameHour()) GTEST_SKIP() << "the hour changed mid-test";
+}
+
 // A request denied because this node's share ran out gets a fresh share at the next sync, even
 // when the units held back were too few to be due by themselves.
 TEST_F(SyncedStoreTest, AShareThatRanOutIsRenewedAtTheNextSync) {
