@@ -87,6 +87,16 @@ class SyncedStoreTest : public ::testing::Test {
     return admitted;
   }
 
+  // A node syncing by hand that admitted `units` on key "k" and pushed them: a key's first sync
+  // is always due, as it learns the global state.
+  std::unique_ptr<SyncedStore> nodeThatPushed(std::uint64_t units) {
+    auto node = makeNode(kManualSyncIntervalUs);
+    EXPECT_TRUE(syncUntilOk(*node));
+    EXPECT_TRUE(applyOne(*node, units).allowed);
+    EXPECT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+    return node;
+  }
+
   // What Redis holds for key "k": the units a new node sees used once it has pulled the key.
   std::uint64_t usedInRedis() {
     auto reader = makeNode(kManualSyncIntervalUs);
@@ -297,10 +307,7 @@ TEST_F(SyncedStoreTest, MultiCheckIsAllOrNothing) {
 // share or more, and hold fewer back (for up to five intervals, sync_policy.h); syncNow() with
 // no argument pushes everything.
 TEST_F(SyncedStoreTest, ScheduledSyncsHoldBackUnitsFarFromTheLimit) {
-  auto node = makeNode(kManualSyncIntervalUs);
-  ASSERT_TRUE(syncUntilOk(*node));
-  EXPECT_TRUE(applyOne(*node, 10).allowed);
-  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));  // a new key: its first sync learns it
+  auto node = nodeThatPushed(10);
   EXPECT_EQ(usedInRedis(), 10u);
   // The share is now (1000 - 10) / 2 = 495, and a quarter of it (rounded down) 123.
   EXPECT_TRUE(applyOne(*node, 100).allowed);
@@ -338,10 +345,7 @@ TEST_F(SyncedStoreTest, UnitsHeldBackArePushedBySyncsInTheBackground) {
 // A request denied because this node's share ran out gets a fresh share at the next sync, even
 // when the units held back were too few to be due by themselves.
 TEST_F(SyncedStoreTest, AShareThatRanOutIsRenewedAtTheNextSync) {
-  auto node = makeNode(kManualSyncIntervalUs);
-  ASSERT_TRUE(syncUntilOk(*node));
-  EXPECT_TRUE(applyOne(*node, 10).allowed);
-  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+  auto node = nodeThatPushed(10);
   // The share is (1000 - 10) / 2 = 495: 100 units are held back, and 400 more do not fit.
   EXPECT_TRUE(applyOne(*node, 100).allowed);
   EXPECT_FALSE(applyOne(*node, 400).allowed);
@@ -369,10 +373,7 @@ TEST_F(SyncedStoreTest, ANodeGoingAwayDoesNotWaitOnAFrozenRedis) {
 // A node going away (its store closed, as `sluice serve` does when it stops) pushes what it
 // held back.
 TEST_F(SyncedStoreTest, ANodeGoingAwayPushesWhatItHeldBack) {
-  auto node = makeNode(kManualSyncIntervalUs);
-  ASSERT_TRUE(syncUntilOk(*node));
-  EXPECT_TRUE(applyOne(*node, 10).allowed);
-  ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));
+  auto node = nodeThatPushed(10);
   EXPECT_TRUE(applyOne(*node, 5).allowed);
   ASSERT_TRUE(node->syncNow(SyncedStore::Push::kDue));  // held back: under a quarter share
   EXPECT_EQ(usedInRedis(), 10u);
