@@ -304,22 +304,17 @@ void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
   // No request waits on a sync, and its calls queue behind each other on one connection:
   // allow the round a whole interval plus 10 ms per call ahead of each.
   const Micros first_deadline_us = std::max(options_.timeout_us, options_.sync_interval_us);
-  send(
-      std::move(collected.batches),
-      [first_deadline_us](std::size_t index) {
-        return first_deadline_us + 10'000 * static_cast<Micros>(index);
-      },
-      [this, finished = std::move(finished)](bool all_ok) {
-        sync_running_ = false;
-        if (all_ok) last_sync_ok_us_.store(steadyNowUs());
-        last_sync_failed_.store(!all_ok, std::memory_order_relaxed);
-        finished(all_ok);
-      });
+  send(std::move(collected.batches), first_deadline_us, 10'000,
+       [this, finished = std::move(finished)](bool all_ok) {
+         sync_running_ = false;
+         if (all_ok) last_sync_ok_us_.store(steadyNowUs());
+         last_sync_failed_.store(!all_ok, std::memory_order_relaxed);
+         finished(all_ok);
+       });
 }
 
-void SyncedStore::send(std::vector<std::shared_ptr<Batch>> batches,
-                       const std::function<Micros(std::size_t)>& deadline_us_of,
-                       std::function<void(bool)> done) {
+void SyncedStore::send(std::vector<std::shared_ptr<Batch>> batches, Micros first_deadline_us,
+                       Micros deadline_step_us, std::function<void(bool)> done) {
   auto outstanding = std::make_shared<std::size_t>(batches.size());
   auto all_ok = std::make_shared<bool>(true);
   auto shared_done = std::make_shared<std::function<void(bool)>>(std::move(done));
@@ -330,7 +325,9 @@ void SyncedStore::send(std::vector<std::shared_ptr<Batch>> batches,
     auto call = std::make_shared<const redis::ScriptCall>(
         redis::ScriptCall::make("sync", batch->keys, specs, batch->deltas, std::nullopt));
     pool_->call(
-        call, std::chrono::microseconds(deadline_us_of(index)),
+        call,
+        std::chrono::microseconds(first_deadline_us +
+                                  deadline_step_us * static_cast<Micros>(index)),
         [this, batch, outstanding, all_ok, shared_done](const redisReply* reply, std::string_view) {
           *all_ok = applyReply(*batch, reply) && *all_ok;
           if (--*outstanding == 0) (*shared_done)(*all_ok);
@@ -346,9 +343,8 @@ void SyncedStore::stopSyncing() {
     Collected collected = collect(Push::kEverything, /*pull=*/false, steadyNowUs());
     if (collected.batches.empty() || pool_ == nullptr) return pushed.set_value();
     // May run beside a sync still out: each call takes its own units from in_flight.
-    send(
-        std::move(collected.batches), [](std::size_t) { return kFinalPushDeadlineUs; },
-        [&pushed](bool) { pushed.set_value(); });
+    send(std::move(collected.batches), kFinalPushDeadlineUs, 0,
+         [&pushed](bool) { pushed.set_value(); });
   });
   pushed.get_future().wait();
 }

@@ -89,10 +89,10 @@ class SyncedStore final : public Store {
   [[nodiscard]] bool dueForPush(const Entry& entry, Micros now_us,
                                 Micros since_sync_us) const noexcept;
   // On the loop: sends one sync call per batch, the call at `index` with a deadline of
-  // deadline_us_of(index); `done(all_ok)` runs once every reply (or failure) is in.
-  void send(std::vector<std::shared_ptr<Batch>> batches,
-            const std::function<Micros(std::size_t)>& deadline_us_of,
-            std::function<void(bool)> done);
+  // first_deadline_us + index × deadline_step_us; `done(all_ok)` runs once every reply (or
+  // failure) is in.
+  void send(std::vector<std::shared_ptr<Batch>> batches, Micros first_deadline_us,
+            Micros deadline_step_us, std::function<void(bool)> done);
   // Ends the syncs every interval and pushes every key's pending units, so that what this node
   // admitted outlives it (`sluice serve` closes its store when it stops). Waits at most a
   // second: Redis unreachable fails the calls at once, a frozen one runs into their deadline.
