@@ -26,6 +26,7 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; w
 trap cleanup EXIT
 
 source tests/integration/lib.sh
+source bench/bench_lib.sh
 
 backend_port=$(free_port); nginx_port=$(free_port); sluice_port=$(free_port)
 api_port=$(free_port); admin_port=$(free_port); baseline_port=$(free_port)
@@ -101,8 +102,6 @@ run() {  # name port threads connections → "requests/s p50 p99"
 micros() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else print n * 1000000 }'; }
 
 added() { awk -v a="$(micros "$1")" -v b="$(micros "$2")" 'BEGIN { printf "%.0f", a - b }'; }
-percent() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", 100 * a / b }'; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 : > "$work/throughput.txt"; : > "$work/latency.txt"
 for round in $(seq "$rounds"); do
   read -r nginx_rps nginx_p50 nginx_p99 <<< "$(run nginx "$nginx_port" 2 "$connections")"

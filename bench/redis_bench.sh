@@ -18,6 +18,7 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 source tests/integration/lib.sh
+source bench/bench_lib.sh
 
 redis_port=$(free_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
@@ -69,8 +70,6 @@ CONF
   kill "$pid"; wait "$pid" 2>/dev/null || true
   echo "$(awk '/^Requests\/sec:/ {print $2}' "$work/wrk.txt") $(awk '$1 == "99%" {print $2}' "$work/wrk.txt") $degraded"
 }
-percent() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", 100 * a / b }'; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "| round | redis-benchmark | redis mode | memory | synced | redis / benchmark | synced / memory | p99 redis / memory / synced | degraded redis / synced |"
 echo "|---|---|---|---|---|---|---|---|---|"
 : > "$work/ratios.txt"
