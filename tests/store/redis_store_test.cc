@@ -236,9 +236,10 @@ TEST_F(RedisStoreTest, RefundOfABatchRequestUndoesExactlyThatRequest) {
   }
   const redis::ScriptCall batch = redis::ScriptCall::batch(decides);
   // Each of the three specs is sent once for the whole batch: EVALSHA sha n, 8 keys, op and
-  // time, the specs, the 4 request sizes, then a spec index and a cost per check.
-  EXPECT_EQ(batch.strings.size(),
-            3 + 8 + 2 + (1 + 3 * redis::kArgsPerSpec) + (1 + 4) + 8 * redis::kArgsPerCheck);
+  // time, the specs, the 4 request sizes as 4 runs (no two neighbours are equal), then a run
+  // per check (no two neighbours share both spec and cost).
+  EXPECT_EQ(batch.strings.size(), 3 + 8 + 2 + (1 + 3 * redis::kArgsPerSpec) + (1 + 4 * 2) +
+                                      8 * redis::kArgsPerCheckRun);
   auto connection = server_.connect();
   const testing::RedisReply reply =
       connection.command(std::vector<std::string>(batch.strings.begin(), batch.strings.end()));
@@ -267,6 +268,40 @@ TEST_F(RedisStoreTest, RefundOfABatchRequestUndoesExactlyThatRequest) {
       const Outcome peek = applyOne(*store_, *check.spec, check.key, 0);
       EXPECT_EQ(peek.remaining, peek.limit) << check.key;
     }
+  }
+}
+
+// Equal neighbours travel as runs: five one-check requests of one spec and cost, then a request
+// of two checks, then one more of one check, go out as three runs of requests and three runs of
+// checks, and Redis decides each request as it would decide it alone.
+TEST_F(RedisStoreTest, ABatchSendsEqualNeighboursAsRuns) {
+  const LimitSpec bucket = spec(Algorithm::kTokenBucket, "5/hour", 2);
+  const std::vector<std::vector<LimitCheck>> requests = {
+      {{"k1", &bucket, 1}}, {{"k2", &bucket, 1}}, {{"k1", &bucket, 1}},
+      {{"k1", &bucket, 1}},  // the third on k1: denied
+      {{"k3", &bucket, 1}}, {{"k2", &bucket, 1}, {"k3", &bucket, 2}},  // k3 would be at 3 of 2
+      {{"k4", &bucket, 1}},
+  };
+  std::vector<redis::ScriptCall> decides;
+  for (const auto& request : requests) {
+    decides.push_back(redis::ScriptCall::make("decide", "sluice:", request, std::nullopt));
+  }
+  const redis::ScriptCall batch = redis::ScriptCall::batch(decides);
+  // Requests: 5 of one check, 1 of two, 1 of one. Checks: 6 at cost 1, 1 at cost 2, 1 at cost 1.
+  EXPECT_EQ(batch.strings.size(),
+            3 + 8 + 2 + (1 + redis::kArgsPerSpec) + (1 + 3 * 2) + 3 * redis::kArgsPerCheckRun);
+  auto connection = server_.connect();
+  const testing::RedisReply reply =
+      connection.command(std::vector<std::string>(batch.strings.begin(), batch.strings.end()));
+  ASSERT_EQ(reply.elements.size(), 1 + 8 * redis::kDecideFieldsPerCheck) << reply.text;
+  std::vector<bool> allowed;
+  for (std::size_t i = 0; i < 8; ++i) {
+    allowed.push_back(reply.elements[1 + i * redis::kDecideFieldsPerCheck].integer == 1);
+  }
+  EXPECT_EQ(allowed, (std::vector<bool>{true, true, true, false, true, true, false, true}));
+  // The denied two-check request consumed nothing: k2 holds one unit, k3 one, k4 one.
+  for (const char* key : {"k2", "k3", "k4"}) {
+    EXPECT_EQ(applyOne(*store_, bucket, key, 0).remaining, 1u) << key;
   }
 }
 

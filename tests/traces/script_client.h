@@ -148,7 +148,8 @@ class ScriptClient {
     }
   }
 
-  // EVALSHA sha n keys... op now_us S specs... [R sizes...] (spec index, cost) per check.
+  // EVALSHA sha n keys... op now_us S specs... [R (1, size) per request] (1, spec index, cost)
+  // per check.
   [[nodiscard]] std::vector<std::string> layout(const std::string& op, std::optional<Micros> now_us,
                                                 std::span<const ScriptCheck> checks,
                                                 std::span<const std::size_t> sizes) const {
@@ -173,11 +174,17 @@ class ScriptClient {
         args.push_back(std::to_string(value));
       }
     }
+    // Runs of equal consecutive entries, as script_protocol.h lays them out; every run here is
+    // one entry long, so the tests also cover calls that gain nothing from runs.
     if (op == "batch") {
       args.push_back(std::to_string(sizes.size()));
-      for (const std::size_t size : sizes) args.push_back(std::to_string(size));
+      for (const std::size_t size : sizes) {
+        args.push_back("1");
+        args.push_back(std::to_string(size));
+      }
     }
     for (std::size_t i = 0; i < checks.size(); ++i) {
+      args.push_back("1");
       args.push_back(std::to_string(spec_of[i]));
       args.push_back(std::to_string(checks[i].cost));
     }

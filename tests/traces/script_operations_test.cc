@@ -216,18 +216,27 @@ TEST_F(ScriptOperations, BatchDecidesEachRequestAsItsOwnDecide) {
   }
 }
 
-// A batch whose request sizes do not add up to its keys is an error.
+// A batch whose runs of requests do not cover its keys exactly is an error.
 TEST_F(ScriptOperations, MalformedBatchIsAnError) {
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);
   const ScriptCheck check[] = {{"k", &bucket, 1}};
-  // EVALSHA sha 1 k decide now 1 <6 spec fields> 1 1: the requests go after the spec (at 13).
+  // EVALSHA sha 1 k decide now 1 <6 spec fields> 1 1 1: the request runs go after the spec (at
+  // 13): how many runs, then per run how many requests and how many checks each.
   std::vector<std::string> args = script_.arguments("decide", kJan2026, check);
   args[4] = "batch";
-  args.insert(args.begin() + 13, {"1", "2"});  // one request of two checks, but one key
+  args.insert(args.begin() + 13, {"1", "1", "2"});  // one request of two checks, but one key
+  EXPECT_TRUE(connection_.command(args).isError());
+  args[15] = "1";
+  EXPECT_FALSE(connection_.command(args).isError());
+  args[14] = "2";  // two requests of one check
+  EXPECT_TRUE(connection_.command(args).isError());
+  args[14] = "0";  // a run of no requests
   EXPECT_TRUE(connection_.command(args).isError());
   args[14] = "1";
-  EXPECT_FALSE(connection_.command(args).isError());
-  args[13] = "0";  // no requests
+  args[13] = "0";  // no runs
+  EXPECT_TRUE(connection_.command(args).isError());
+  args[13] = "2";  // a second run, past the keys
+  args.insert(args.begin() + 16, {"1", "1"});
   EXPECT_TRUE(connection_.command(args).isError());
 }
 
@@ -236,6 +245,8 @@ TEST_F(ScriptOperations, MalformedCallsAreErrors) {
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);
   const ScriptCheck check[] = {{"k", &bucket, 1}};
   EXPECT_TRUE(script_.call("consume", kJan2026, check).isError());
+  // EVALSHA sha 1 k decide now 1 <6 spec fields>, then the run of checks at 13: how many, the
+  // spec, the cost.
   const std::vector<std::string> good = script_.arguments("decide", kJan2026, check);
   EXPECT_FALSE(connection_.command(good).isError());
   std::vector<std::string> args = good;
@@ -245,9 +256,17 @@ TEST_F(ScriptOperations, MalformedCallsAreErrors) {
   EXPECT_TRUE(connection_.command(args).isError());
   for (const char* index : {"0", "2", "-1", "1.5", "x"}) {  // a spec the call does not have
     args = good;
-    args[13] = index;
+    args[14] = index;
     EXPECT_TRUE(connection_.command(args).isError()) << index;
   }
+  for (const char* checks : {"0", "2", "-1", "x"}) {  // runs that do not cover the one key
+    args = good;
+    args[13] = checks;
+    EXPECT_TRUE(connection_.command(args).isError()) << checks;
+  }
+  args = good;
+  args.insert(args.end(), {"1", "1", "1"});  // a second run, past the keys
+  EXPECT_TRUE(connection_.command(args).isError());
   args = good;
   args[6] = "0";  // no specs
   EXPECT_TRUE(connection_.command(args).isError());

@@ -18,6 +18,18 @@ bool readInteger(const redisReply* element, long long& value) {
   return true;
 }
 
+// Calls emit(first, end) for each run [first, end) of the indexes below `count`, in order, where
+// a run is the longest stretch of indexes i for which same(first, i).
+template <typename Same, typename Emit>
+void forEachRun(std::size_t count, Same same, Emit emit) {
+  for (std::size_t first = 0; first < count;) {
+    std::size_t end = first + 1;
+    while (end < count && same(first, end)) ++end;
+    emit(first, end);
+    first = end;
+  }
+}
+
 std::optional<std::string> checkArray(const redisReply* reply, std::size_t expected) {
   if (reply == nullptr) return "no reply";
   if (reply->type == REDIS_REPLY_ERROR) return std::string(errorText(reply));
@@ -107,7 +119,7 @@ ScriptCall ScriptCall::start(std::string_view op, std::optional<Micros> now_us,
   ScriptCall call;
   call.op_ = op;
   call.now_us_ = now_us;
-  call.strings.reserve(8 + kArgsPerSpec + expected_checks * (1 + kArgsPerCheck));
+  call.strings.reserve(8 + kArgsPerSpec + expected_checks + 2 * kArgsPerCheckRun);
   call.strings.emplace_back("EVALSHA");
   call.strings.emplace_back(sluiceLuaScript().sha1);
   call.strings.emplace_back();  // the key count, once known
@@ -139,14 +151,36 @@ void ScriptCall::finish() {
     strings.push_back(std::to_string(spec.unit_weight));
     strings.push_back(std::to_string(spec.drain_per_us));
   }
-  if (!request_sizes_.empty()) {
-    strings.push_back(std::to_string(request_sizes_.size()));
-    for (const std::size_t size : request_sizes_) strings.push_back(std::to_string(size));
-  }
-  for (std::size_t i = 0; i < key_count; ++i) {
-    strings.push_back(std::to_string(spec_of_[i] + 1));  // the script counts from 1
-    strings.push_back(std::to_string(costs_[i]));
-  }
+  if (!request_sizes_.empty()) appendRequestRuns();
+  appendCheckRuns();
+}
+
+void ScriptCall::appendRequestRuns() {
+  const std::size_t runs_at = strings.size();
+  strings.emplace_back();  // how many runs, once known
+  std::size_t runs = 0;
+  forEachRun(
+      request_sizes_.size(),
+      [&](std::size_t first, std::size_t i) { return request_sizes_[i] == request_sizes_[first]; },
+      [&](std::size_t first, std::size_t end) {
+        strings.push_back(std::to_string(end - first));
+        strings.push_back(std::to_string(request_sizes_[first]));
+        ++runs;
+      });
+  strings[runs_at] = std::to_string(runs);
+}
+
+void ScriptCall::appendCheckRuns() {
+  forEachRun(
+      key_count,
+      [&](std::size_t first, std::size_t i) {
+        return spec_of_[i] == spec_of_[first] && costs_[i] == costs_[first];
+      },
+      [&](std::size_t first, std::size_t end) {
+        strings.push_back(std::to_string(end - first));
+        strings.push_back(std::to_string(spec_of_[first] + 1));  // the script counts from 1
+        strings.push_back(std::to_string(costs_[first]));
+      });
 }
 
 std::vector<std::string_view> ScriptCall::argv() const {

@@ -73,6 +73,10 @@ class ScriptCall {
                           std::size_t expected_checks);
   void add(std::string key, const SpecFields& spec, std::uint64_t cost);
   void finish();
+  // The arguments that say which requests a batch has, and each check's spec and cost, both as
+  // runs of equal consecutive entries (script_protocol.h).
+  void appendRequestRuns();
+  void appendCheckRuns();
 
   std::string op_;
   std::optional<Micros> now_us_;

@@ -2,7 +2,7 @@
 // One script serves every algorithm and operation, so all limits of a request that live on one
 // Redis (or one cluster slot) decide in one EVALSHA: one round trip, all-or-nothing.
 //
-// Call:  EVALSHA <sha> <n> key_1 .. key_n  op  now_us  S  spec_1 .. spec_S  [batch]  checks
+// Call:  EVALSHA <sha> <n> key_1 .. key_n  op  now_us  S  spec_1 .. spec_S  [batch]  check runs
 //   op       "decide" | "batch" | "refund" | "sync"
 //   now_us   "" reads Redis TIME (production: every node sees one clock); a decimal number sets
 //            the time (the trace tests replay exact instants)
@@ -14,13 +14,18 @@
 //     burst         spec.burst()
 //     unit_weight   spec.unitWeight()
 //     drain_per_us  spec.drainPerMicro()
-//   batch    batch only: the number of requests R, then R counts of checks, in order
-//   check    per key, kArgsPerCheck decimal integers:
+//   batch    batch only: R, then R runs of consecutive requests, each run two decimal integers:
+//            how many requests, and how many checks each of them has; the runs, in order,
+//            cover key_1 .. key_n
+//   check runs  the checks of key_1 .. key_n, in order, as runs of consecutive checks with the
+//            same spec and cost, kArgsPerCheckRun decimal integers each:
+//     checks        how many consecutive keys the run covers (at least 1)
 //     spec          which of the S specs (1-based)
 //     cost          the request's cost (decide), the amount to give back (refund), or the units
 //                   this node consumed since its last sync (sync)
-//   (Most calls carry many keys under one or two limits: sending each spec once saves the
-//   script parsing five numbers per key, and Redis making five strings per key.)
+//   (Most calls carry many keys under one or two limits, nearly all at cost 1: sending each spec
+//   once and the checks as runs spares the script parsing numbers per key, and Redis making
+//   strings for them. The script's time goes mostly to such per-argument work.)
 //
 // Replies (arrays of integers):
 //   decide  [now_us, then kDecideFieldsPerCheck per check:
@@ -55,7 +60,7 @@
 namespace sluice::redis {
 
 inline constexpr std::size_t kArgsPerSpec = 6;
-inline constexpr std::size_t kArgsPerCheck = 2;
+inline constexpr std::size_t kArgsPerCheckRun = 3;
 inline constexpr std::size_t kDecideFieldsPerCheck = 7;
 inline constexpr long long kNeverOnWire = -1;
 

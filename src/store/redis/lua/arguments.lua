@@ -5,7 +5,7 @@
 if redis.REDIS_VERSION_NUM == nil and redis.replicate_commands then redis.replicate_commands() end
 
 local ARGS_PER_SPEC = 6  -- algorithm, count, period_us, burst, unit_weight, drain_per_us
-local ARGS_PER_CHECK = 2 -- spec (its index among the specs), cost
+local ARGS_PER_CHECK_RUN = 3 -- how many checks, their spec (its index among the specs), cost
 -- static_cast<int>(sluice::Algorithm)
 local FIXED_WINDOW = 0
 local SLIDING_WINDOW_LOG = 1
@@ -25,7 +25,7 @@ end
 -- ARGV[index] as an integer in [least, 2^53), or an error naming it. (x % 1 is the VM's own
 -- operator; math.floor would be a C call, and calls are what a call's time goes to.)
 local function argument(index, what, least)
-  local value = tonumber(ARGV[index])
+  local value = tonumber(ARGV[index] or '')
   if value == nil or value < least or value > MAX_EXACT or value % 1 ~= 0 then
     error('sluice: ' .. what .. ' must be an integer in [' .. least .. ', 2^53): ' ..
           tostring(ARGV[index]))
@@ -62,42 +62,63 @@ for s = 1, spec_count do
 end
 local next_arg = 4 + spec_count * ARGS_PER_SPEC -- the first argument after the specs
 
--- A batch is several requests' decides in one call: after the specs, the number of requests,
--- then how many checks each has. `requests` lists each request's last check index.
+-- A batch is several requests' decides in one call: after the specs, R, then R runs of requests,
+-- each a pair (how many consecutive requests, how many checks each of them has). `requests`
+-- lists each request's last check index. (Runs, because a busy node's batch is mostly requests
+-- of one check: two numbers to parse instead of one per request.)
 local requests = nil
 if operation == 'batch' then
-  local count = argument(next_arg, 'request count', 1)
+  local runs = argument(next_arg, 'request runs', 1)
   requests = {}
-  local last = 0
-  for r = 1, count do
-    last = last + argument(next_arg + r, 'checks of a request', 1)
-    requests[r] = last
+  local last, count = 0, 0
+  for run = 1, runs do
+    local at = next_arg + 2 * run - 1
+    local requests_in_run = argument(at, 'requests in a run', 1)
+    local size = argument(at + 1, 'checks of a request', 1)
+    if last + requests_in_run * size > #KEYS then
+      last = MAX_EXACT -- more checks than keys: reported below
+      break
+    end
+    for _ = 1, requests_in_run do
+      count = count + 1
+      last = last + size
+      requests[count] = last
+    end
   end
   if last ~= #KEYS then
-    error('sluice: the batch\'s requests have ' .. last .. ' checks for ' .. #KEYS .. ' keys')
+    error('sluice: the batch\'s requests do not have one check for each of the ' .. #KEYS ..
+          ' keys')
   end
-  next_arg = next_arg + 1 + count
+  next_arg = next_arg + 1 + 2 * runs
 end
-if (#ARGV - next_arg + 1) ~= #KEYS * ARGS_PER_CHECK then
-  error('sluice: expected ' .. (next_arg - 1) .. ' + ' .. ARGS_PER_CHECK ..
-        ' arguments per key, got ' .. #ARGV .. ' for ' .. #KEYS .. ' keys')
+if (#ARGV - next_arg + 1) % ARGS_PER_CHECK_RUN ~= 0 then
+  error('sluice: the checks take ' .. ARGS_PER_CHECK_RUN .. ' arguments per run, got ' ..
+        (#ARGV - next_arg + 1))
 end
 
--- One table per check: its key, its spec, its cost, and room for what main.lua notes.
-local checks = {}
-for i = 1, #KEYS do
-  local base = next_arg + (i - 1) * ARGS_PER_CHECK
-  local index = tonumber(ARGV[base])
-  local spec = specs[index]
-  if spec == nil then error('sluice: no spec ' .. tostring(ARGV[base]) .. ' for key ' .. i) end
-  checks[i] = {
-    key = KEYS[i],
-    spec = spec,
-    algorithm = spec.algorithm,
-    cost = argument(base + 1, 'cost', 0),
-    total_cost = 0, -- decide: this check's cost plus earlier ones' of the same key
-    pending = 0,    -- decide, sliding log: units earlier checks of the key admitted
-  }
+-- Per check, in two arrays rather than a table each (a table costs an allocation or two, per
+-- check and call): its spec and its cost. Its key is KEYS[i]. The checks come as runs of
+-- consecutive checks with the same spec and cost: a call carries many keys under one or two
+-- limits, nearly all at cost 1, so a run saves parsing two numbers per check.
+local check_spec, check_cost = {}, {}
+local checks = 0
+for at = next_arg, #ARGV, ARGS_PER_CHECK_RUN do
+  local checks_in_run = argument(at, 'checks in a run', 1)
+  local spec = specs[tonumber(ARGV[at + 1])]
+  if spec == nil then error('sluice: no spec ' .. tostring(ARGV[at + 1]) .. ' for a run') end
+  local cost = argument(at + 2, 'cost', 0)
+  if checks + checks_in_run > #KEYS then
+    checks = MAX_EXACT -- more checks than keys: reported below
+    break
+  end
+  for i = checks + 1, checks + checks_in_run do
+    check_spec[i] = spec
+    check_cost[i] = cost
+  end
+  checks = checks + checks_in_run
+end
+if checks ~= #KEYS then
+  error('sluice: the runs of checks do not have one check for each of the ' .. #KEYS .. ' keys')
 end
 
 -- now_us: "" reads Redis TIME, so every node sees one clock; a number replays an instant.

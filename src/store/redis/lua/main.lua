@@ -8,30 +8,34 @@
 -- (key, algorithm, period, and the count for scaled states): checks with equal key names share
 -- state, and two different algorithms must never share a key name.
 
--- A compact key's state { a, b, t }, with the values as read (stored_a, stored_b, stored_t) to
--- tell whether the call changed it; an absent key is the zero state (exists = false).
-local function readState(key)
+-- A compact key's stored values: whether it exists, and its fields a, b, t (CompactState's two
+-- fields and GCRA's refund instant); an absent key is the zero state.
+local function readValues(key)
   local value = redis.pcall('GET', key)
-  local a, b, t = 0, 0, 0
   if type(value) == 'table' then
     -- WRONGTYPE: a hash of decimal fields a, b, t, as earlier script versions wrote; the next
     -- write replaces it.
     local fields = redis.call('HMGET', key, 'a', 'b', 't')
-    a, b, t = tonumber(fields[1]) or 0, tonumber(fields[2]) or 0, tonumber(fields[3]) or 0
+    return true, tonumber(fields[1]) or 0, tonumber(fields[2]) or 0, tonumber(fields[3]) or 0
   elseif value then
-    if #value == 24 then
-      a, b, t = unpack('<ddd', value)
-    else
-      a, b = unpack('<dd', value)
-    end
+    if #value == 24 then return true, unpack('<ddd', value) end
+    local a, b = unpack('<dd', value)
+    return true, a, b, 0
   end
-  return { exists = value ~= false, a = a, b = b, t = t, stored_a = a, stored_b = b,
-           stored_t = t, latest = false }
+  return false, 0, 0, 0
 end
 
--- Writes a compact state back if the call changed it, to expire when it is back to full.
+-- A compact key's state { a, b, t } as the algorithms read and change it, with the values as
+-- read (stored_a, stored_b, stored_t) to tell whether the call changed it. latest: the index
+-- of the latest check of the key so far in the request (false before the first).
+local function readState(key)
+  local exists, a, b, t = readValues(key)
+  return { exists = exists, a = a, b = b, t = t, stored_a = a, stored_b = b, stored_t = t,
+           latest = false }
+end
+
+-- Writes a compact state, to expire when it is back to full.
 local function writeState(key, state, spec, now_us)
-  if state.a == state.stored_a and state.b == state.stored_b then return end
   local value
   if spec.algorithm == GCRA then
     value = pack('<ddd', state.a, state.b, state.t)
@@ -39,6 +43,32 @@ local function writeState(key, state, spec, now_us)
     value = pack('<dd', state.a, state.b)
   end
   store(key, value, algorithms[spec.algorithm].fullAt(state, spec), now_us)
+end
+
+-- The same, only if the call changed it.
+local function writeStateIfChanged(key, state, spec, now_us)
+  if state.a ~= state.stored_a or state.b ~= state.stored_b then
+    writeState(key, state, spec, now_us)
+  end
+end
+
+-- The state a request of one check decides on: one table for the whole call, since such a
+-- request reads its key, decides and writes it back before the next request starts.
+local alone = { a = 0, b = 0, t = 0 }
+
+-- Decides check i, a request of its own on a compact algorithm, writing its seven reply fields
+-- at reply[7 * i - 5 ..]. What decideRequest below does for one check, without the bookkeeping
+-- that only several checks need: most requests have a single limit.
+local function decideAlone(i, reply)
+  local key, spec = KEYS[i], check_spec[i]
+  local _, a, b, t = readValues(key)
+  alone.a, alone.b, alone.t = a, b, t
+  local j = 7 * i - 5
+  local allowed
+  allowed, reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5], reply[j + 6] =
+    algorithms[spec.algorithm].consume(alone, now_us, spec, check_cost[i])
+  reply[j] = allowed
+  if allowed == 1 and (alone.a ~= a or alone.b ~= b) then writeState(key, alone, spec, now_us) end
 end
 
 -- Decides checks first..last as one request, all-or-nothing, writing each check i's seven reply
@@ -49,72 +79,71 @@ local function decideRequest(first, last, reply)
   -- it reports when the key's combined cost would pass. keys: name -> its state, loaded once
   -- per request (a later request of a batch reads what an earlier one wrote); state.latest is
   -- the latest check of that key so far (or false), whose spec the key is written with (as
-  -- MemoryStore does).
+  -- MemoryStore does). total_cost[i]: check i's cost plus earlier ones' of the same key;
+  -- pending[i], sliding log: the units earlier checks of the key admitted, i's included.
   local keys = {}
+  local total_cost, pending = {}, {}
   local all_allowed = true
   for i = first, last do
-    local check = checks[i]
-    local is_log = check.algorithm == SLIDING_WINDOW_LOG
-    local state = keys[check.key]
+    local key, spec, cost = KEYS[i], check_spec[i], check_cost[i]
+    local is_log = spec.algorithm == SLIDING_WINDOW_LOG
+    local state = keys[key]
     if state == nil then
       if is_log then
-        state = sliding_window_log.load(check.key)
+        state = sliding_window_log.load(key)
       else
-        state = readState(check.key)
+        state = readState(key)
       end
-      keys[check.key] = state
+      keys[key] = state
     end
     local earlier = state.latest
     local j = 7 * i - 5
-    check.total_cost = check.cost + (earlier and earlier.total_cost or 0)
+    total_cost[i] = cost + (earlier and total_cost[earlier] or 0)
     if is_log then
-      check.pending = earlier and earlier.pending or 0
+      pending[i] = earlier and pending[earlier] or 0
       reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-        reply[j + 6] =
-          sliding_window_log.evaluate(state, now_us, check.spec, check.cost, check.pending)
+        reply[j + 6] = sliding_window_log.evaluate(state, now_us, spec, cost, pending[i])
       if reply[j] == 1 then
-        check.pending = check.pending + check.cost
+        pending[i] = pending[i] + cost
       elseif earlier then
         reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-          reply[j + 6] = sliding_window_log.evaluate(state, now_us, check.spec, check.total_cost, 0)
+          reply[j + 6] = sliding_window_log.evaluate(state, now_us, spec, total_cost[i], 0)
       end
     else
-      local algorithm = algorithms[check.algorithm]
+      local algorithm = algorithms[spec.algorithm]
       reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-        reply[j + 6] = algorithm.consume(state, now_us, check.spec, check.cost)
+        reply[j + 6] = algorithm.consume(state, now_us, spec, cost)
       if reply[j] == 0 and earlier then
         local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
         reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-          reply[j + 6] = algorithm.consume(original, now_us, check.spec, check.total_cost)
+          reply[j + 6] = algorithm.consume(original, now_us, spec, total_cost[i])
         reply[j] = 0 -- even if the combined cost fits, this request did not
         if reply[j + 1] == REASON_NONE then reply[j + 1] = REASON_OVER_LIMIT end
       end
     end
-    state.latest = check
+    state.latest = i
     if reply[j] == 0 then all_allowed = false end
   end
 
   if all_allowed then
     for i = first, last do
-      local check = checks[i]
-      if check.algorithm == SLIDING_WINDOW_LOG then
-        sliding_window_log.record(keys[check.key], now_us, check.cost)
+      if check_spec[i].algorithm == SLIDING_WINDOW_LOG then
+        sliding_window_log.record(keys[KEYS[i]], now_us, check_cost[i])
       end
     end
   else
     -- Nothing is consumed; the limits that would have allowed report their state as it is.
     for i = first, last do
-      local check = checks[i]
       local j = 7 * i - 5
       if reply[j] == 1 then
-        local state = keys[check.key]
-        if check.algorithm == SLIDING_WINDOW_LOG then
+        local state, spec = keys[KEYS[i]], check_spec[i]
+        if spec.algorithm == SLIDING_WINDOW_LOG then
           reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-            reply[j + 6] = sliding_window_log.evaluate(state, now_us, check.spec, 0, 0)
+            reply[j + 6] = sliding_window_log.evaluate(state, now_us, spec, 0, 0)
         else
           local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
           reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-            reply[j + 6] = algorithms[check.algorithm].consume(original, now_us, check.spec, 0)
+            reply[j + 6] = algorithms[spec.algorithm].consume(original, now_us, spec, 0)
         end
       end
     end
@@ -122,15 +151,24 @@ local function decideRequest(first, last, reply)
   -- Each key is written once, at its last check: logs always (evaluating trims them), compact
   -- states only when admitted.
   for i = first, last do
-    local check = checks[i]
-    local state = keys[check.key]
-    if state.latest == check then
-      if check.algorithm == SLIDING_WINDOW_LOG then
-        sliding_window_log.persist(state, now_us, check.spec)
+    local key, spec = KEYS[i], check_spec[i]
+    local state = keys[key]
+    if state.latest == i then
+      if spec.algorithm == SLIDING_WINDOW_LOG then
+        sliding_window_log.persist(state, now_us, spec)
       elseif all_allowed then
-        writeState(check.key, state, check.spec, now_us)
+        writeStateIfChanged(key, state, spec, now_us)
       end
     end
+  end
+end
+
+-- Decides checks first..last as one request: alone when it is one check of a compact algorithm.
+local function decide(first, last, reply)
+  if first == last and check_spec[first].algorithm ~= SLIDING_WINDOW_LOG then
+    decideAlone(first, reply)
+  else
+    decideRequest(first, last, reply)
   end
 end
 
@@ -139,8 +177,8 @@ end
 -- outcome.
 if operation == 'decide' then
   local reply = { now_us } -- check i's fields start at 7 * i - 5
-  if #checks == 1 then reply = { now_us, 0, 0, 0, 0, 0, 0, 0 } end -- sized at once, usually
-  decideRequest(1, #checks, reply)
+  if #KEYS == 1 then reply = { now_us, 0, 0, 0, 0, 0, 0, 0 } end -- sized at once, usually
+  decide(1, #KEYS, reply)
   return reply
 end
 
@@ -148,22 +186,22 @@ if operation == 'batch' then
   local reply = { now_us }
   local first = 1
   for r = 1, #requests do
-    decideRequest(first, requests[r], reply)
+    decide(first, requests[r], reply)
     first = requests[r] + 1
   end
   return reply
 end
 
 if operation == 'refund' then
-  for i = 1, #checks do
-    local check = checks[i]
-    if check.algorithm == SLIDING_WINDOW_LOG then
-      sliding_window_log.refund(check.key, now_us, check.spec, check.cost)
+  for i = 1, #KEYS do
+    local key, spec, cost = KEYS[i], check_spec[i], check_cost[i]
+    if spec.algorithm == SLIDING_WINDOW_LOG then
+      sliding_window_log.refund(key, now_us, spec, cost)
     else
-      local state = readState(check.key)
+      local state = readState(key)
       if state.exists then
-        algorithms[check.algorithm].refund(state, now_us, check.spec, check.cost)
-        writeState(check.key, state, check.spec, now_us)
+        algorithms[spec.algorithm].refund(state, now_us, spec, cost)
+        writeStateIfChanged(key, state, spec, now_us)
       end
     end
   end
@@ -171,28 +209,28 @@ if operation == 'refund' then
 end
 
 -- sync
-for i = 1, #checks do
-  if checks[i].algorithm == SLIDING_WINDOW_LOG then
+for i = 1, #KEYS do
+  if check_spec[i].algorithm == SLIDING_WINDOW_LOG then
     error('sluice: sync does not apply to the sliding window log')
   end
 end
 local keys = {}
 local reply = { now_us }
-for i = 1, #checks do
-  local check = checks[i]
-  local state = keys[check.key]
+for i = 1, #KEYS do
+  local key, spec = KEYS[i], check_spec[i]
+  local state = keys[key]
   if state == nil then
-    state = readState(check.key)
-    keys[check.key] = state
+    state = readState(key)
+    keys[key] = state
   end
-  algorithms[check.algorithm].force(state, now_us, check.spec, check.cost)
-  state.latest = check
+  algorithms[spec.algorithm].force(state, now_us, spec, check_cost[i])
+  state.latest = i
   reply[2 * i] = state.a
   reply[2 * i + 1] = state.b
 end
-for i = 1, #checks do
-  local check = checks[i]
-  local state = keys[check.key]
-  if state.latest == check then writeState(check.key, state, check.spec, now_us) end
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local state = keys[key]
+  if state.latest == i then writeStateIfChanged(key, state, check_spec[i], now_us) end
 end
 return reply
