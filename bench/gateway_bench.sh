@@ -20,12 +20,7 @@ connections="${2:-64}"
 rounds="${3:-3}"
 gateway_bin="${GATEWAY_BIN:-build/tests/gateway/sluice_gateway_server}"
 baseline_bin="${BASELINE_BIN:-}"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
 
-source tests/integration/lib.sh
 source bench/bench_lib.sh
 
 backend_port=$(free_port); nginx_port=$(free_port); sluice_port=$(free_port)

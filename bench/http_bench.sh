@@ -6,12 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
 sluice_bin=build/src/sluice
-work="$(mktemp -d)"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
 
-source tests/integration/lib.sh
+source bench/bench_lib.sh
 
 nginx_port=$(free_port); sluice_port=$(free_port); admin_port=$(free_port)
 mkdir -p "$work/tmp"

@@ -13,17 +13,9 @@ cd "$(dirname "$0")/.."
 seconds="${1:-10}"
 rounds="${2:-3}"
 sluice_bin="${SLUICE_BIN:-build/src/sluice}"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-source tests/integration/lib.sh
 source bench/bench_lib.sh
 
-redis_port=$(free_port)
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
-  --logfile "$work/redis.log" & pids+=($!)
-wait_for_port "$redis_port"
+start_redis
 
 # The peer: the least a GCRA decision in Redis can be, one key read and one write per call.
 cat > "$work/gcra.lua" <<'LUA'

@@ -11,16 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 checks="${1:-13}"
 calls="${2:-40000}"
-work="$(mktemp -d)"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-source tests/integration/lib.sh
+source bench/bench_lib.sh
 
-redis_port=$(free_port)
-redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
-  --logfile "$work/redis.log" & pids+=($!)
-wait_for_port "$redis_port"
+start_redis
 
 # The script as the build embeds it: the parts in CMakeLists.txt's order, each after a comment.
 lua_dir=src/store/redis/lua
