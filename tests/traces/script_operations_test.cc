@@ -110,6 +110,29 @@ TEST_F(ScriptOperations, RefundAfterLaterAdmissionsIsConservative) {
   }
 }
 
+// A GCRA refund gives back only what cannot have drained since the key's latest write, also when
+// the consumption came after a later one (the clock stepped back): admitted 6 at T, then 2 at
+// T - 100 ms, the refund of those 2 at T - 100 ms returns 100 ms of their 200 ms, since the
+// latest write was at T. A request of one check decides on a state read fresh for it, refund
+// instant included (a stale or zero one would return all 200 ms: reset 700 ms, 3 remaining).
+TEST_F(ScriptOperations, GcraRefundAfterAClockStepBackKeepsWhatMayHaveDrained) {
+  const LimitSpec gcra = spec(Algorithm::kGcra, "10/s", 10);  // 100 ms per request
+  const Micros later_us = kJan2026 + 1'000'000;
+  const Micros earlier_us = later_us - 100'000;
+  const ScriptCheck six[] = {{"stepped", &gcra, 6}};
+  const ScriptCheck two[] = {{"stepped", &gcra, 2}};
+  const ScriptCheck other[] = {{"other", &gcra, 1}};
+  const ScriptCheck peek[] = {{"stepped", &gcra, 0}};
+  ASSERT_TRUE(script_.decidePersisted(later_us, six).outcomes[0].allowed);
+  // A decide of another key first, so that a state left over from it would show.
+  ASSERT_TRUE(script_.decidePersisted(earlier_us - 500'000, other).outcomes[0].allowed);
+  ASSERT_TRUE(script_.decidePersisted(earlier_us, two).outcomes[0].allowed);
+  ASSERT_EQ(script_.callPersisted("refund", earlier_us, two).type, REDIS_REPLY_ARRAY);
+  const Outcome got = script_.decidePersisted(earlier_us, peek).outcomes[0];
+  EXPECT_EQ(got.reset_after_us, 800'000);  // the TAT is T + 700 ms
+  EXPECT_EQ(got.remaining, 2u);
+}
+
 // Sync is for compact states only: a sliding log in the call is an error, and nothing of the
 // call is written.
 TEST_F(ScriptOperations, SyncRefusesTheSlidingLog) {
@@ -232,6 +255,8 @@ TEST_F(ScriptOperations, MalformedBatchIsAnError) {
   EXPECT_TRUE(connection_.command(args).isError());
   args[14] = "0";  // a run of no requests
   EXPECT_TRUE(connection_.command(args).isError());
+  args[14] = "9007199254740991";  // refused before it is expanded (see MalformedCallsAreErrors)
+  EXPECT_TRUE(connection_.command(args).isError());
   args[14] = "1";
   args[13] = "0";  // no runs
   EXPECT_TRUE(connection_.command(args).isError());
@@ -259,7 +284,9 @@ TEST_F(ScriptOperations, MalformedCallsAreErrors) {
     args[14] = index;
     EXPECT_TRUE(connection_.command(args).isError()) << index;
   }
-  for (const char* checks : {"0", "2", "-1", "x"}) {  // runs that do not cover the one key
+  // Runs that do not cover the one key; the largest count must be refused before the script
+  // expands it (a loop to 2^53 would hold Redis until this connection's 5 s timeout throws).
+  for (const char* checks : {"0", "2", "-1", "x", "9007199254740991"}) {
     args = good;
     args[13] = checks;
     EXPECT_TRUE(connection_.command(args).isError()) << checks;

@@ -119,7 +119,8 @@ ScriptCall ScriptCall::start(std::string_view op, std::optional<Micros> now_us,
   ScriptCall call;
   call.op_ = op;
   call.now_us_ = now_us;
-  call.strings.reserve(8 + kArgsPerSpec + expected_checks + 2 * kArgsPerCheckRun);
+  // Room for the usual call: its keys, one spec, one run of requests, one run of checks.
+  call.strings.reserve(3 + expected_checks + 3 + kArgsPerSpec + 3 + kArgsPerCheckRun);
   call.strings.emplace_back("EVALSHA");
   call.strings.emplace_back(sluiceLuaScript().sha1);
   call.strings.emplace_back();  // the key count, once known

@@ -14,11 +14,12 @@
 //     burst         spec.burst()
 //     unit_weight   spec.unitWeight()
 //     drain_per_us  spec.drainPerMicro()
-//   batch    batch only: R, then R runs of consecutive requests, each run two decimal integers:
-//            how many requests, and how many checks each of them has; the runs, in order,
-//            cover key_1 .. key_n
-//   check runs  the checks of key_1 .. key_n, in order, as runs of consecutive checks with the
-//            same spec and cost, kArgsPerCheckRun decimal integers each:
+//   batch    batch only: R (at least 1), then R runs of consecutive requests, each run two
+//            decimal integers: how many requests (at least 1), and how many checks each of them
+//            has (at least 1); the runs, in order, cover key_1 .. key_n exactly
+//   check runs  the checks of key_1 .. key_n, in order and covering them exactly, as runs of
+//            consecutive checks with the same spec and cost, kArgsPerCheckRun decimal integers
+//            each (a run need not be the longest possible: equal neighbours may be split):
 //     checks        how many consecutive keys the run covers (at least 1)
 //     spec          which of the S specs (1-based)
 //     cost          the request's cost (decide), the amount to give back (refund), or the units
