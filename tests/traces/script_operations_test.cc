@@ -294,6 +294,12 @@ TEST_F(ScriptOperations, MalformedCallsAreErrors) {
   args = good;
   args.insert(args.end(), {"1", "1", "1"});  // a second run, past the keys
   EXPECT_TRUE(connection_.command(args).isError());
+  // No keys, and a spec cut short after the fields its algorithm reads (a fixed window reads
+  // count and period_us, not burst, unit_weight or drain_per_us).
+  args = {good[0], good[1], "0", "decide", good[5], "1", "0", "10", "1000000"};
+  EXPECT_TRUE(connection_.command(args).isError());
+  args.insert(args.end(), {"1", "1", "1"});  // whole, it is a call of no checks
+  EXPECT_FALSE(connection_.command(args).isError());
   args = good;
   args[6] = "0";  // no specs
   EXPECT_TRUE(connection_.command(args).isError());

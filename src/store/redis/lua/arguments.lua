@@ -91,9 +91,9 @@ if operation == 'batch' then
   end
   next_arg = next_arg + 1 + 2 * runs
 end
-if (#ARGV - next_arg + 1) % ARGS_PER_CHECK_RUN ~= 0 then
-  error('sluice: the checks take ' .. ARGS_PER_CHECK_RUN .. ' arguments per run, got ' ..
-        (#ARGV - next_arg + 1))
+if #ARGV < next_arg - 1 or (#ARGV - next_arg + 1) % ARGS_PER_CHECK_RUN ~= 0 then
+  error('sluice: the checks take ' .. ARGS_PER_CHECK_RUN .. ' arguments per run after the ' ..
+        (next_arg - 1) .. ' before them, got ' .. #ARGV .. ' arguments')
 end
 
 -- Per check, in two arrays rather than a table each (a table costs an allocation or two, per
