@@ -238,8 +238,8 @@ TEST_F(RedisStoreTest, RefundOfABatchRequestUndoesExactlyThatRequest) {
   // Each of the three specs is sent once for the whole batch: EVALSHA sha n, 8 keys, op and
   // time, the specs, the 4 request sizes as 4 runs (no two neighbours are equal), then a run
   // per check (no two neighbours share both spec and cost).
-  EXPECT_EQ(batch.strings.size(), 3 + 8 + 2 + (1 + 3 * redis::kArgsPerSpec) + (1 + 4 * 2) +
-                                      8 * redis::kArgsPerCheckRun);
+  EXPECT_EQ(batch.strings.size(),
+            3 + 8 + 2 + (1 + 3 * redis::kArgsPerSpec) + (1 + 4 * 2) + 8 * redis::kArgsPerCheckRun);
   auto connection = server_.connect();
   const testing::RedisReply reply =
       connection.command(std::vector<std::string>(batch.strings.begin(), batch.strings.end()));
@@ -277,8 +277,8 @@ TEST_F(RedisStoreTest, RefundOfABatchRequestUndoesExactlyThatRequest) {
 TEST_F(RedisStoreTest, ABatchSendsEqualNeighboursAsRuns) {
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "5/hour", 2);
   const std::vector<std::vector<LimitCheck>> requests = {
-      {{"k1", &bucket, 1}}, {{"k2", &bucket, 1}}, {{"k1", &bucket, 1}},
-      {{"k1", &bucket, 1}},  // the third on k1: denied
+      {{"k1", &bucket, 1}}, {{"k2", &bucket, 1}},
+      {{"k1", &bucket, 1}}, {{"k1", &bucket, 1}},                      // the third on k1: denied
       {{"k3", &bucket, 1}}, {{"k2", &bucket, 1}, {"k3", &bucket, 2}},  // k3 would be at 3 of 2
       {{"k4", &bucket, 1}},
   };
