@@ -116,16 +116,21 @@ std::size_t SyncedStore::keyCount() const noexcept { return keys_.load(); }
 
 namespace {
 
+// What `global` says at now_us without consuming: the units it has left, when it is full.
+Outcome peek(const algorithm::CompactState& global, const LimitSpec& spec, Micros now_us) {
+  algorithm::CompactState view = global;
+  return algorithm::consumeCompact(view, now_us, spec, 0);
+}
+
 // The decision for one key against the global state plus `used` units admitted here since, and
-// this node's share of what the global state has left; `share_ran_out` says whether the share
-// was what denied it.
+// this node's share of what the global state has left; sets `share_ran_out` when the share was
+// what denied it (and leaves it as it was otherwise).
 Outcome decideShared(const algorithm::CompactState& global, const LimitSpec& spec, Micros now_us,
                      std::uint64_t used, std::uint64_t cost, std::size_t nodes,
                      Micros sync_interval_us, bool& share_ran_out) {
+  const Outcome untouched = peek(global, spec, now_us);
+  const std::uint64_t share = redis::nodeShare(untouched.remaining, nodes);
   algorithm::CompactState view = global;
-  const std::uint64_t share =
-      redis::nodeShare(algorithm::consumeCompact(view, now_us, spec, 0).remaining, nodes);
-  view = global;
   Outcome outcome = algorithm::consumeCompact(view, now_us, spec, used + cost);
   if (cost == 0) {
     outcome.allowed = true;
@@ -137,10 +142,8 @@ Outcome decideShared(const algorithm::CompactState& global, const LimitSpec& spe
   if (outcome.reason == DenyReason::kCostExceedsLimit) {
     // This cost fits the limit; with the units admitted here since the last sync it does not.
     // They stay counted until the next sync, and the limit frees up as the state refills.
-    view = global;
-    const Micros refill_us = algorithm::consumeCompact(view, now_us, spec, 0).reset_after_us;
     outcome.reason = DenyReason::kOverLimit;
-    outcome.retry_after_us = std::max(refill_us, sync_interval_us);
+    outcome.retry_after_us = std::max(untouched.reset_after_us, sync_interval_us);
   }
   if (outcome.allowed && used + cost > share) {
     // Allowed globally, but this node has spent its share until the next sync.
@@ -206,11 +209,9 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
       for (std::size_t j = 0; j < i; ++j) {
         if (entries[j] == &entry) earlier += checks[j].cost;
       }
-      bool share_ran_out = false;
-      outcomes[i] = decideShared(entry.global, entry.spec, now_us,
-                                 entry.pending + entry.in_flight + earlier, checks[i].cost,
-                                 options_.sluice_nodes, options_.sync_interval_us, share_ran_out);
-      entry.share_ran_out = entry.share_ran_out || share_ran_out;
+      outcomes[i] = decideShared(
+          entry.global, entry.spec, now_us, entry.pending + entry.in_flight + earlier,
+          checks[i].cost, options_.sluice_nodes, options_.sync_interval_us, entry.share_ran_out);
       all_allowed = all_allowed && outcomes[i].allowed;
     }
     if (all_allowed) {
@@ -280,8 +281,7 @@ SyncedStore::Collected SyncedStore::collect(Push push, bool pull, Micros steady_
 
 bool SyncedStore::dueForPush(const Entry& entry, Micros now_us,
                              Micros since_sync_us) const noexcept {
-  algorithm::CompactState view = entry.global;
-  const std::uint64_t remaining = algorithm::consumeCompact(view, now_us, entry.spec, 0).remaining;
+  const std::uint64_t remaining = peek(entry.global, entry.spec, now_us).remaining;
   return redis::pushIsDue(entry.pending + entry.in_flight,
                           redis::nodeShare(remaining, options_.sluice_nodes), entry.share_ran_out,
                           since_sync_us, options_.sync_interval_us);
