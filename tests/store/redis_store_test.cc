@@ -19,6 +19,7 @@
 #include "store/redis/script_call.h"
 #include "store/redis/script_protocol.h"
 #include "store/redis_store_fixture.h"
+#include "support/packed_reply.h"
 
 namespace sluice {
 namespace {
@@ -243,14 +244,15 @@ TEST_F(RedisStoreTest, RefundOfABatchRequestUndoesExactlyThatRequest) {
   auto connection = server_.connect();
   const testing::RedisReply reply =
       connection.command(std::vector<std::string>(batch.strings.begin(), batch.strings.end()));
-  ASSERT_EQ(reply.elements.size(), 1 + 8 * redis::kDecideFieldsPerCheck) << reply.text;
-  const Micros now_us = reply.elements[0].integer;
+  const std::vector<long long> numbers = testing::packedNumbers(reply);
+  ASSERT_EQ(numbers.size(), 1 + 8 * redis::kDecideFieldsPerCheck);
+  const Micros now_us = numbers[0];
   std::size_t first = 0;
   std::vector<bool> admitted;
   for (const auto& request : requests) {
     bool all = true;
     for (std::size_t i = 0; i < request.size(); ++i) {
-      all = all && reply.elements[1 + (first + i) * redis::kDecideFieldsPerCheck].integer == 1;
+      all = all && numbers[1 + (first + i) * redis::kDecideFieldsPerCheck] == 1;
     }
     admitted.push_back(all);
     if (all) {
@@ -293,10 +295,11 @@ TEST_F(RedisStoreTest, ABatchSendsEqualNeighboursAsRuns) {
   auto connection = server_.connect();
   const testing::RedisReply reply =
       connection.command(std::vector<std::string>(batch.strings.begin(), batch.strings.end()));
-  ASSERT_EQ(reply.elements.size(), 1 + 8 * redis::kDecideFieldsPerCheck) << reply.text;
+  const std::vector<long long> numbers = testing::packedNumbers(reply);
+  ASSERT_EQ(numbers.size(), 1 + 8 * redis::kDecideFieldsPerCheck);
   std::vector<bool> allowed;
   for (std::size_t i = 0; i < 8; ++i) {
-    allowed.push_back(reply.elements[1 + i * redis::kDecideFieldsPerCheck].integer == 1);
+    allowed.push_back(numbers[1 + i * redis::kDecideFieldsPerCheck] == 1);
   }
   EXPECT_EQ(allowed, (std::vector<bool>{true, true, true, false, true, true, false, true}));
   // The denied two-check request consumed nothing: k2 holds one unit, k3 one, k4 one.

@@ -16,6 +16,7 @@
 #include "sluice/outcome.h"
 #include "store/redis/script_protocol.h"
 #include "store/redis/scripts.h"
+#include "support/packed_reply.h"
 #include "support/redis_server.h"
 
 namespace sluice::testing {
@@ -117,12 +118,16 @@ class ScriptClient {
   }
 
   static DecideReply parseDecide(const RedisReply& reply, std::size_t checks) {
-    expectIntegers(reply, 1 + redis::kDecideFieldsPerCheck * checks);
+    const std::vector<long long> numbers = packedNumbers(reply);
+    if (numbers.size() != 1 + redis::kDecideFieldsPerCheck * checks) {
+      throw std::runtime_error("a decide reply of " + std::to_string(numbers.size()) +
+                               " numbers for " + std::to_string(checks) + " checks");
+    }
     DecideReply out;
-    out.now_us = reply.elements[0].integer;
+    out.now_us = numbers[0];
     for (std::size_t i = 0; i < checks; ++i) {
       const auto field = [&](std::size_t index) {
-        return reply.elements[1 + redis::kDecideFieldsPerCheck * i + index].integer;
+        return numbers[1 + redis::kDecideFieldsPerCheck * i + index];
       };
       Outcome outcome;
       outcome.allowed = field(0) == 1;

@@ -239,6 +239,24 @@ TEST_F(ScriptOperations, BatchDecidesEachRequestAsItsOwnDecide) {
   }
 }
 
+// A long reply goes out in pieces of 512 numbers, in order. Lua passes at most 8,000 values to
+// one C call, so 1,200 checks (8,401 numbers) in one pack would fail. Each check's remaining
+// tells where it stands.
+TEST_F(ScriptOperations, ALongReplyIsPackedInPiecesInOrder) {
+  const LimitSpec bucket = spec(Algorithm::kTokenBucket, "4/hour", 4);
+  std::vector<ScriptCheck> checks;
+  for (std::size_t i = 0; i < 1200; ++i) {
+    checks.push_back({"long:" + std::to_string(i), &bucket, i % 5});
+  }
+  const DecideReply reply = script_.decide(kJan2026, checks);
+  ASSERT_EQ(reply.outcomes.size(), checks.size());
+  EXPECT_EQ(reply.now_us, kJan2026);
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    EXPECT_TRUE(reply.outcomes[i].allowed) << i;
+    EXPECT_EQ(reply.outcomes[i].remaining, 4 - i % 5) << i;
+  }
+}
+
 // A batch whose runs of requests do not cover its keys exactly is an error.
 TEST_F(ScriptOperations, MalformedBatchIsAnError) {
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 5);

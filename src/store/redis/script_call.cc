@@ -1,6 +1,8 @@
 #include "store/redis/script_call.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
@@ -28,6 +30,20 @@ void forEachRun(std::size_t count, Same same, Emit emit) {
     emit(first, end);
     first = end;
   }
+}
+
+// Number `index` of a packed reply (script_protocol.h): a little-endian IEEE double that must
+// hold an integer below 2^53 in magnitude, as every number the script computes does.
+bool readPacked(const redisReply* reply, std::size_t index, long long& value) {
+  const auto* bytes =
+      reinterpret_cast<const unsigned char*>(reply->str) + kBytesPerPackedNumber * index;
+  std::uint64_t bits = 0;
+  for (std::size_t b = kBytesPerPackedNumber; b-- > 0;) bits = bits << 8 | bytes[b];
+  const double number = std::bit_cast<double>(bits);
+  constexpr double kMaxExact = 9007199254740991.0;                   // 2^53 - 1
+  if (!(number >= -kMaxExact && number <= kMaxExact)) return false;  // NaN fails too
+  value = static_cast<long long>(number);
+  return static_cast<double>(value) == number;
 }
 
 std::optional<std::string> checkArray(const redisReply* reply, std::size_t expected) {
@@ -212,9 +228,14 @@ std::optional<std::string> readDecideReply(const redisReply* reply, std::span<Ou
 
 std::optional<std::string> readDecideShape(const redisReply* reply, std::size_t total_checks,
                                            Micros& now_us) {
-  if (auto error = checkArray(reply, 1 + total_checks * kDecideFieldsPerCheck)) return error;
+  if (reply == nullptr) return "no reply";
+  if (reply->type == REDIS_REPLY_ERROR) return std::string(errorText(reply));
+  if (reply->type != REDIS_REPLY_STRING ||
+      reply->len != kBytesPerPackedNumber * (1 + total_checks * kDecideFieldsPerCheck)) {
+    return "unexpected reply shape from the sluice script";
+  }
   long long now = 0;
-  if (!readInteger(reply->element[0], now)) return "the script's time is not an integer";
+  if (!readPacked(reply, 0, now)) return "the script's time is not an integer";
   now_us = now;
   return std::nullopt;
 }
@@ -224,7 +245,7 @@ std::optional<std::string> readDecideOutcomes(const redisReply* reply, std::size
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     long long fields[kDecideFieldsPerCheck];
     for (std::size_t f = 0; f < kDecideFieldsPerCheck; ++f) {
-      if (!readInteger(reply->element[1 + (first + i) * kDecideFieldsPerCheck + f], fields[f]) ||
+      if (!readPacked(reply, 1 + (first + i) * kDecideFieldsPerCheck + f, fields[f]) ||
           (fields[f] < 0 && !(f == 5 && fields[f] == kNeverOnWire))) {
         return "the script's outcome is not a non-negative integer";
       }

@@ -97,7 +97,8 @@ class ScriptCall {
                                                          std::span<Outcome> outcomes,
                                                          Micros& now_us);
 // A batch reply: the shape for `total_checks` checks and the time, then, for each request, its
-// checks (from `first`) into its outcomes.
+// checks (from `first`) into its outcomes. readDecideOutcomes reads only a reply whose shape
+// readDecideShape accepted, for at least first + outcomes.size() checks.
 [[nodiscard]] std::optional<std::string> readDecideShape(const redisReply* reply,
                                                          std::size_t total_checks, Micros& now_us);
 [[nodiscard]] std::optional<std::string> readDecideOutcomes(const redisReply* reply,

@@ -28,24 +28,30 @@
 //   once and the checks as runs spares the script parsing numbers per key, and Redis making
 //   strings for them. The script's time goes mostly to such per-argument work.)
 //
-// Replies (arrays of integers):
-//   decide  [now_us, then kDecideFieldsPerCheck per check:
+// Replies:
+//   decide  one bulk string of numbers, each kBytesPerPackedNumber bytes: a little-endian IEEE
+//           double holding an integer below 2^53 in magnitude; now_us, then
+//           kDecideFieldsPerCheck per check:
 //            allowed (0|1), reason (DenyReason), limit, remaining, reset_after_us,
-//            retry_after_us (-1 for kNever), delay_us]
+//            retry_after_us (-1 for kNever), delay_us
+//           (Not an array of integers: hiredis makes an object per array element, seven per
+//           check, which cost the caller more than the script's packing costs Redis.)
 //           Exactly MemoryStore's semantics: when every check allows, every one is consumed;
 //           when any denies, none is, and the others report their state as it is.
 //   batch   the same reply as decide over all the checks. Each request (a run of consecutive
 //           checks, as the counts say) is decided as one decide would decide it, all-or-nothing
 //           on its own, in order: a later request sees what an earlier one consumed. Lets a
 //           node send the requests that queued while its calls were in flight in one call.
-//   refund  [now_us]. Gives `cost` back to each key, as if the consumption made at `now_us`
-//           (which must be the now_us the decide reply gave) had not happened; the refund never
-//           leaves a key with more than it would have had. Used by Redis Cluster when a
-//           request's limits live on several slots (consume-then-refund).
-//   sync    [now_us, then per check the state's two fields a, b as algorithm::CompactState
-//           encodes them] after consuming `cost` unconditionally (a sync records what the node
-//           already admitted; it can leave a key over its limit, which then denies until it
-//           drains). Not for the sliding window log, whose state is not compact.
+//   refund  [now_us], an array of integers. Gives `cost` back to each key, as if the
+//           consumption made at `now_us` (which must be the now_us the decide reply gave) had
+//           not happened; the refund never leaves a key with more than it would have had. Used
+//           by Redis Cluster when a request's limits live on several slots
+//           (consume-then-refund).
+//   sync    an array of integers: [now_us, then per check the state's two fields a, b as
+//           algorithm::CompactState encodes them] after consuming `cost` unconditionally (a
+//           sync records what the node already admitted; it can leave a key over its limit,
+//           which then denies until it drains). Not for the sliding window log, whose state is
+//           not compact.
 //
 // Keys carry a TTL: a key is written with SET ... PX until its state is back to full (or its
 // window ends), so idle keys disappear from Redis as they do from MemoryStore. What a key holds
@@ -63,6 +69,7 @@ namespace sluice::redis {
 inline constexpr std::size_t kArgsPerSpec = 6;
 inline constexpr std::size_t kArgsPerCheckRun = 3;
 inline constexpr std::size_t kDecideFieldsPerCheck = 7;
+inline constexpr std::size_t kBytesPerPackedNumber = 8;
 inline constexpr long long kNeverOnWire = -1;
 
 }  // namespace sluice::redis

@@ -30,6 +30,7 @@
 -- forms one (it compares against a quotient first) or uses exactArithmetic() below.
 local floor, max, min = math.floor, math.max, math.min
 local format, match, sub = string.format, string.match, string.sub
+local values = unpack -- Lua's own: a table's elements as values (struct's takes the name)
 local pack, unpack = struct.pack, struct.unpack
 
 local MAX_EXACT = 9007199254740991 -- 2^53 - 1
