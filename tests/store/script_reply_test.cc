@@ -1,7 +1,6 @@
 // Reading the script's decide replies (script_protocol.h): one string of little-endian doubles.
 // The replies here are built by hand, so each malformed shape the reader must refuse is exact.
 #include <bit>
-#include <cmath>
 #include <cstring>
 #include <initializer_list>
 #include <limits>

@@ -24,11 +24,12 @@ inline std::vector<long long> packedNumbers(const RedisReply& reply) {
   for (std::size_t at = 0; at < reply.text.size(); at += sizeof(double)) {
     double number = 0;
     std::memcpy(&number, reply.text.data() + at, sizeof number);
-    const auto integer = static_cast<long long>(number);
-    if (static_cast<double>(integer) != number) {
-      throw std::runtime_error("a packed reply number is not an integer");
+    // Every number the script sends is an integer below 2^53 in magnitude.
+    if (!(number >= -9007199254740991.0 && number <= 9007199254740991.0) ||
+        static_cast<double>(static_cast<long long>(number)) != number) {
+      throw std::runtime_error("a packed reply number is not an integer below 2^53");
     }
-    numbers.push_back(integer);
+    numbers.push_back(static_cast<long long>(number));
   }
   return numbers;
 }
