@@ -1,0 +1,81 @@
+#include "cli/optional_doors.h"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#ifdef SLUICE_WITH_GATEWAY
+#include "gateway/gateway_config.h"
+#include "gateway/gateway_metrics.h"
+#endif
+
+namespace sluice::cli {
+namespace {
+
+// " name=host:port", as the ready line names a door.
+[[maybe_unused]] std::string doorText(const char* name,
+                                      const boost::asio::ip::tcp::endpoint& endpoint) {
+  return std::string(" ") + name + "=" + endpoint.address().to_string() + ":" +
+         std::to_string(endpoint.port());
+}
+
+}  // namespace
+
+std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::string& path,
+                                               [[maybe_unused]] server::IoPool& pool,
+                                               [[maybe_unused]] Engine& engine,
+                                               [[maybe_unused]] const Clock& clock,
+                                               [[maybe_unused]] server::Service& service) {
+#ifdef SLUICE_WITH_RLS
+  // gRPC runs its own threads.
+  auto rls_settings = rls::loadRlsSettings(path);
+  if (!rls_settings.ok()) return rls_settings.error();
+  if (rls_settings.value()) {
+    rls_ = std::make_unique<rls::RlsServer>(engine, clock, *rls_settings.value());
+    const auto endpoint = rls_->start();
+    if (!endpoint.ok()) return endpoint.error();
+    listening_ += doorText("rls", endpoint.value());
+    service.addExtraMetrics([this] { return rls_->metricsText(); });
+  }
+#endif
+#ifdef SLUICE_WITH_GATEWAY
+  auto gateway_settings = gateway::loadGatewaySettings(path);
+  if (!gateway_settings.ok()) return gateway_settings.error();
+  if (gateway_settings.value()) {
+    gateway_.emplace(
+        pool, engine, clock, [&service] { return service.policy(); }, *gateway_settings.value());
+    const auto endpoint = gateway_->listen();
+    if (!endpoint.ok()) return endpoint.error();
+    listening_ += doorText("gateway", endpoint.value());
+    service.addExtraMetrics([this] { return gateway::metricsText(gateway_->stats()); });
+  }
+#endif
+  return std::nullopt;
+}
+
+std::vector<std::string> OptionalDoors::reload() {
+  std::vector<std::string> errors;
+#ifdef SLUICE_WITH_RLS
+  if (rls_ != nullptr) {
+    errors = rls_->reload();
+  }
+#endif
+  return errors;
+}
+
+void OptionalDoors::shutdown() {
+#ifdef SLUICE_WITH_RLS
+  if (rls_ != nullptr) rls_->shutdown(std::chrono::seconds(5));
+#endif
+#ifdef SLUICE_WITH_GATEWAY
+  if (gateway_) gateway_->shutdown();
+#endif
+}
+
+std::size_t OptionalDoors::openConnections() const noexcept {
+  std::size_t open = 0;
+#ifdef SLUICE_WITH_GATEWAY
+  if (gateway_) open += gateway_->openConnections();
+#endif
+  return open;
+}
+
+}  // namespace sluice::cli

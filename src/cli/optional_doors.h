@@ -1,0 +1,54 @@
+// The front doors `sluice serve` opens only when the config asks for them: Envoy's gRPC rate
+// limit service (an envoy_rls: section) and the reverse-proxy gateway (a gateway: section). Each
+// exists only in builds that include it; the decision API and admin listener are always there.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/io_pool.h"
+#include "server/service.h"
+#include "sluice/time.h"
+#ifdef SLUICE_WITH_RLS
+#include "rls/rls_server.h"
+#endif
+#ifdef SLUICE_WITH_GATEWAY
+#include "gateway/gateway.h"
+#endif
+
+namespace sluice::cli {
+
+class OptionalDoors {
+ public:
+  // Opens the doors the config at `path` names, sharing the engine (and so the limits) with the
+  // decision API. Returns what failed (a config error or a port that cannot be bound), or
+  // nothing. Call once, before the pool runs.
+  [[nodiscard]] std::optional<std::string> open(const std::string& path, server::IoPool& pool,
+                                                Engine& engine, const Clock& clock,
+                                                server::Service& service);
+  // " rls=host:port gateway=host:port" for the doors that are open, for the ready line.
+  [[nodiscard]] const std::string& listening() const noexcept { return listening_; }
+  // SIGHUP: reloads the doors' own configs (Envoy's lyft config; the policy is the
+  // service's). Returns the errors of a reload that was refused, which keeps the old config.
+  [[nodiscard]] std::vector<std::string> reload();
+  // Stops accepting and lets the requests in flight finish.
+  void shutdown();
+  // Client connections still open, for draining.
+  [[nodiscard]] std::size_t openConnections() const noexcept;
+
+ private:
+#ifdef SLUICE_WITH_RLS
+  std::unique_ptr<rls::RlsServer> rls_;
+#endif
+#ifdef SLUICE_WITH_GATEWAY
+  std::optional<gateway::Gateway> gateway_;
+#endif
+  std::string listening_;
+};
+
+}  // namespace sluice::cli

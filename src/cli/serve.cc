@@ -1,0 +1,172 @@
+#include "cli/serve.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "cli/optional_doors.h"
+#include "policy/policy_loader.h"
+#include "server/http_server.h"
+#include "server/io_pool.h"
+#include "server/service.h"
+#include "server/store_factory.h"
+
+namespace sluice::cli {
+namespace {
+
+namespace net = boost::asio;
+using server::HttpServer;
+
+// The listeners' bounds. Past the file-descriptor limit accept() fails instead of the cap
+// answering 503, so the cap stays below it, with room for the listeners, logs and store.
+server::HttpServerLimits serverLimits(const policy::Policy& policy) {
+  std::size_t max_connections = policy.server.max_connections;
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+      files.rlim_cur > 64 && max_connections > files.rlim_cur - 64) {
+    spdlog::warn("server.max_connections {} lowered to {} to fit the open-files limit",
+                 max_connections, files.rlim_cur - 64);
+    max_connections = files.rlim_cur - 64;
+  }
+  return server::HttpServerLimits{.max_header_bytes = 16 * 1024,
+                                  .max_body_bytes = policy.server.max_body_bytes,
+                                  .request_timeout_us = policy.server.request_timeout_us,
+                                  .max_connections = max_connections};
+}
+
+// Polls, on a timer rather than blocking a loop, until every connection has closed or the grace
+// period is over, then stops the loops.
+void stopWhenDrained(server::IoPool& pool, std::shared_ptr<net::steady_timer> timer,
+                     std::function<std::size_t()> open_connections,
+                     std::chrono::steady_clock::time_point deadline) {
+  if (open_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
+    pool.stop();
+    return;
+  }
+  timer->expires_after(std::chrono::milliseconds(20));
+  timer->async_wait([&pool, timer, open_connections = std::move(open_connections),
+                     deadline](const boost::system::error_code&) {
+    stopWhenDrained(pool, timer, open_connections, deadline);
+  });
+}
+
+std::string endpointText(const net::ip::tcp::endpoint& endpoint) {
+  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+}
+
+// Everything `serve` runs, so the signal handler can reach it.
+struct Doors {
+  server::Service& service;
+  HttpServer& api;
+  HttpServer& admin;
+  OptionalDoors& optional;
+};
+
+// SIGHUP: the policy and the doors' own configs reloaded; a reload with errors keeps the old.
+void reload(const Doors& doors, const std::string& path) {
+  const std::vector<std::string> errors = doors.service.reload();
+  if (errors.empty()) spdlog::info("reloaded {}", path);
+  for (const std::string& error : errors)
+    spdlog::error("reload refused, keeping the old policy: {}", error);
+  for (const std::string& error : doors.optional.reload())
+    spdlog::error("envoy rls reload refused, keeping the old config: {}", error);
+}
+
+// SIGINT or SIGTERM: not ready, no new connections, the requests in flight finished (for at
+// most 10 s), then the loops stop.
+void drainAndStop(const Doors& doors, server::IoPool& pool) {
+  spdlog::info("stopping: finishing requests in flight");
+  doors.service.setReady(false);
+  doors.api.shutdown();
+  doors.admin.shutdown();
+  doors.optional.shutdown();
+  const auto open_connections = [doors] {
+    return doors.api.openConnections() + doors.admin.openConnections() +
+           doors.optional.openConnections();
+  };
+  stopWhenDrained(pool, std::make_shared<net::steady_timer>(pool.first()), open_connections,
+                  std::chrono::steady_clock::now() + std::chrono::seconds(10));
+}
+
+}  // namespace
+
+int serve(const std::string& path) {
+  const policy::LoadResult loaded = policy::loadPolicy(path);
+  if (loaded.policy == nullptr) {
+    for (const std::string& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
+    return 2;
+  }
+  const policy::Policy& policy = *loaded.policy;
+  const unsigned threads = policy.server.threads != 0
+                               ? policy.server.threads
+                               : std::max(1u, std::thread::hardware_concurrency());
+  server::IoPool pool(threads);
+  SystemClock clock;
+  // Made before the loops run and destroyed after they stop, as a store on them requires.
+  Result<server::StoreInstance> made = server::makeStore(policy.store, pool.loops());
+  if (!made.ok()) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), made.error().c_str());
+    return 2;
+  }
+  server::StoreInstance store = std::move(made).value();
+  spdlog::info("store: {}", store.description);
+  // One store and engine for every front door, so they all count against the same limits.
+  Engine engine(*store.store, clock);
+  server::Service service(loaded.policy, path, clock, engine, store.key_count);
+  OptionalDoors optional;
+  if (const auto error = optional.open(path, pool, engine, clock, service)) {
+    std::fprintf(stderr, "%s\n", error->c_str());
+    return 2;
+  }
+  const server::HttpServerLimits limits = serverLimits(policy);
+  HttpServer api(pool, limits,
+                 [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
+                   service.handleApi(std::move(request), peer, loop, std::move(respond));
+                 });
+  HttpServer admin(pool, limits,
+                   [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
+                     service.handleAdmin(std::move(request), peer, loop, std::move(respond));
+                   });
+  const auto api_endpoint = api.listen(policy.server.listen);
+  const auto admin_endpoint = admin.listen(policy.server.admin);
+  if (!api_endpoint.ok() || !admin_endpoint.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 (!api_endpoint.ok() ? api_endpoint : admin_endpoint).error().c_str());
+    return 2;
+  }
+  const Doors doors{service, api, admin, optional};
+  net::signal_set signals(pool.first(), SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  on_signal = [&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (signal != SIGHUP) return drainAndStop(doors, pool);
+    reload(doors, path);
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
+  service.setReady(true);
+  std::printf("sluice listening api=%s admin=%s%s\n", endpointText(api_endpoint.value()).c_str(),
+              endpointText(admin_endpoint.value()).c_str(), optional.listening().c_str());
+  std::fflush(stdout);
+  pool.run();
+  // Now, while the engine and the service still exist: closing a shared store answers the
+  // calls it still had out, and their callbacks reach both.
+  store.store.reset();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace sluice::cli
