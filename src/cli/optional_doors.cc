@@ -1,6 +1,6 @@
 #include "cli/optional_doors.h"
 
-#include <boost/asio/ip/tcp.hpp>
+#include "server/http_server.h"
 
 #ifdef SLUICE_WITH_GATEWAY
 #include "gateway/gateway_config.h"
@@ -8,16 +8,6 @@
 #endif
 
 namespace sluice::cli {
-namespace {
-
-// " name=host:port", as the ready line names a door.
-[[maybe_unused]] std::string doorText(const char* name,
-                                      const boost::asio::ip::tcp::endpoint& endpoint) {
-  return std::string(" ") + name + "=" + endpoint.address().to_string() + ":" +
-         std::to_string(endpoint.port());
-}
-
-}  // namespace
 
 std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::string& path,
                                                [[maybe_unused]] server::IoPool& pool,
@@ -32,7 +22,7 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     rls_ = std::make_unique<rls::RlsServer>(engine, clock, *rls_settings.value());
     const auto endpoint = rls_->start();
     if (!endpoint.ok()) return endpoint.error();
-    listening_ += doorText("rls", endpoint.value());
+    listening_ += " rls=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return rls_->metricsText(); });
   }
 #endif
@@ -44,7 +34,7 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
         pool, engine, clock, [&service] { return service.policy(); }, *gateway_settings.value());
     const auto endpoint = gateway_->listen();
     if (!endpoint.ok()) return endpoint.error();
-    listening_ += doorText("gateway", endpoint.value());
+    listening_ += " gateway=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return gateway::metricsText(gateway_->stats()); });
   }
 #endif

@@ -63,10 +63,6 @@ void stopWhenDrained(server::IoPool& pool, std::shared_ptr<net::steady_timer> ti
   });
 }
 
-std::string endpointText(const net::ip::tcp::endpoint& endpoint) {
-  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-}
-
 // Everything `serve` runs, so the signal handler can reach it.
 struct Doors {
   server::Service& service;
@@ -158,8 +154,9 @@ int serve(const std::string& path) {
   };
   signals.async_wait(on_signal);
   service.setReady(true);
-  std::printf("sluice listening api=%s admin=%s%s\n", endpointText(api_endpoint.value()).c_str(),
-              endpointText(admin_endpoint.value()).c_str(), optional.listening().c_str());
+  std::printf("sluice listening api=%s admin=%s%s\n",
+              server::endpointText(api_endpoint.value()).c_str(),
+              server::endpointText(admin_endpoint.value()).c_str(), optional.listening().c_str());
   std::fflush(stdout);
   pool.run();
   // Now, while the engine and the service still exist: closing a shared store answers the

@@ -274,6 +274,10 @@ Result<tcp::endpoint> parseEndpoint(const std::string& address) {
   return tcp::endpoint(ip, static_cast<unsigned short>(port));
 }
 
+std::string endpointText(const tcp::endpoint& endpoint) {
+  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+}
+
 HttpServer::HttpServer(IoPool& pool, HttpServerLimits limits, Handler handler)
     : state_(std::make_shared<State>(pool, limits, std::move(handler))) {}
 

@@ -63,5 +63,7 @@ class HttpServer {
 
 // Parses "host:port" ("127.0.0.1:8080", "[::1]:0"). Error says what is wrong.
 Result<boost::asio::ip::tcp::endpoint> parseEndpoint(const std::string& address);
+// "host:port", as the ready line and the logs name a listener.
+std::string endpointText(const boost::asio::ip::tcp::endpoint& endpoint);
 
 }  // namespace sluice::server

@@ -2,7 +2,6 @@
 // The replies here are built by hand, so each malformed shape the reader must refuse is exact.
 #include <bit>
 #include <cstring>
-#include <initializer_list>
 #include <limits>
 #include <string>
 #include <vector>
@@ -19,7 +18,7 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "the replies are built in host order");
 
-std::string packed(std::initializer_list<double> numbers) {
+std::string packed(const std::vector<double>& numbers) {
   std::string bytes;
   for (const double number : numbers) {
     char raw[sizeof number];
@@ -65,9 +64,7 @@ TEST(ScriptReply, ReadsEachCheckFromThePackedNumbers) {
 std::string withNumber(std::size_t index, double value) {
   std::vector<double> numbers = {1000, 1, 0, 10, 9, 100, 0, 0};
   numbers[index] = value;
-  std::string bytes;
-  for (const double number : numbers) bytes += packed({number});
-  return bytes;
+  return packed(numbers);
 }
 
 std::optional<std::string> readOne(std::string bytes) {

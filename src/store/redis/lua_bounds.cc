@@ -2,12 +2,13 @@
 
 #include <cstdint>
 
+#include "store/redis/script_protocol.h"
+
 namespace sluice::redis {
 namespace {
 
 __extension__ using UInt128 = unsigned __int128;
 
-constexpr std::uint64_t kTwoTo53 = std::uint64_t{1} << 53;
 constexpr std::uint64_t kMaxCounterCount = (std::uint64_t{1} << 21) - 1;
 
 std::string prefix(const LimitSpec& spec) {
@@ -30,7 +31,7 @@ std::optional<std::string> luaIncompatibility(const LimitSpec& spec) {
              "with the same ratio";
     case Algorithm::kTokenBucketInterval: {
       const UInt128 refills = (burst + spec.rate().count - 1) / spec.rate().count;
-      if (refills * static_cast<std::uint64_t>(spec.rate().period_us) < kTwoTo53) {
+      if (refills * static_cast<std::uint64_t>(spec.rate().period_us) < kExactIntegersBelow) {
         return std::nullopt;
       }
       return prefix(spec) +
@@ -43,7 +44,7 @@ std::optional<std::string> luaIncompatibility(const LimitSpec& spec) {
     case Algorithm::kGcra: {
       const UInt128 scaled = burst * static_cast<std::uint64_t>(spec.unitWeight()) +
                              static_cast<std::uint64_t>(spec.drainPerMicro());
-      if (scaled < kTwoTo53) return std::nullopt;
+      if (scaled < kExactIntegersBelow) return std::nullopt;
       return prefix(spec) +
              "its scaled capacity, burst × period / gcd(count, period) + count / gcd(count, "
              "period), must be below 2^53; use a shorter period with the same ratio or a "

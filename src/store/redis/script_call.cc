@@ -40,15 +40,21 @@ bool readPacked(const redisReply* reply, std::size_t index, long long& value) {
   std::uint64_t bits = 0;
   for (std::size_t b = kBytesPerPackedNumber; b-- > 0;) bits = bits << 8 | bytes[b];
   const double number = std::bit_cast<double>(bits);
-  constexpr double kMaxExact = 9007199254740991.0;                   // 2^53 - 1
-  if (!(number >= -kMaxExact && number <= kMaxExact)) return false;  // NaN fails too
+  constexpr auto kBound = static_cast<double>(kExactIntegersBelow);
+  if (!(number > -kBound && number < kBound)) return false;  // NaN fails too
   value = static_cast<long long>(number);
   return static_cast<double>(value) == number;
 }
 
-std::optional<std::string> checkArray(const redisReply* reply, std::size_t expected) {
+// Why a reply that did not come, or came as an error, has no result.
+std::optional<std::string> missingOrError(const redisReply* reply) {
   if (reply == nullptr) return "no reply";
   if (reply->type == REDIS_REPLY_ERROR) return std::string(errorText(reply));
+  return std::nullopt;
+}
+
+std::optional<std::string> checkArray(const redisReply* reply, std::size_t expected) {
+  if (auto error = missingOrError(reply)) return error;
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != expected) {
     return "unexpected reply shape from the sluice script";
   }
@@ -228,8 +234,7 @@ std::optional<std::string> readDecideReply(const redisReply* reply, std::span<Ou
 
 std::optional<std::string> readDecideShape(const redisReply* reply, std::size_t total_checks,
                                            Micros& now_us) {
-  if (reply == nullptr) return "no reply";
-  if (reply->type == REDIS_REPLY_ERROR) return std::string(errorText(reply));
+  if (auto error = missingOrError(reply)) return error;
   if (reply->type != REDIS_REPLY_STRING ||
       reply->len != kBytesPerPackedNumber * (1 + total_checks * kDecideFieldsPerCheck)) {
     return "unexpected reply shape from the sluice script";

@@ -63,6 +63,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace sluice::redis {
 
@@ -71,5 +72,7 @@ inline constexpr std::size_t kArgsPerCheckRun = 3;
 inline constexpr std::size_t kDecideFieldsPerCheck = 7;
 inline constexpr std::size_t kBytesPerPackedNumber = 8;
 inline constexpr long long kNeverOnWire = -1;
+// Lua's numbers are doubles: integers are exact below this, in magnitude.
+inline constexpr std::uint64_t kExactIntegersBelow = std::uint64_t{1} << 53;
 
 }  // namespace sluice::redis

@@ -54,7 +54,7 @@ end
 
 -- The state a request of one check decides on: one table for the whole call, since such a
 -- request reads its key, decides and writes it back before the next request starts.
-local alone = { a = 0, b = 0, t = 0 }
+local alone = { a = 0, b = 0, t = 0, stored_a = 0, stored_b = 0 }
 
 -- Decides check i, a request of its own on a compact algorithm, writing its seven reply fields
 -- at reply[7 * i - 5 ..]. What decideRequest below does for one check, without the bookkeeping
@@ -62,13 +62,13 @@ local alone = { a = 0, b = 0, t = 0 }
 local function decideAlone(i, reply)
   local key, spec = KEYS[i], check_spec[i]
   local _, a, b, t = readValues(key)
-  alone.a, alone.b, alone.t = a, b, t
+  alone.a, alone.b, alone.t, alone.stored_a, alone.stored_b = a, b, t, a, b
   local j = 7 * i - 5
   local allowed
   allowed, reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5], reply[j + 6] =
     algorithms[spec.algorithm].consume(alone, now_us, spec, check_cost[i])
   reply[j] = allowed
-  if allowed == 1 and (alone.a ~= a or alone.b ~= b) then writeState(key, alone, spec, now_us) end
+  if allowed == 1 then writeStateIfChanged(key, alone, spec, now_us) end
 end
 
 -- Decides checks first..last as one request, all-or-nothing, writing each check i's seven reply
