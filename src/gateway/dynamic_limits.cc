@@ -94,72 +94,24 @@ Result<DynamicLimitsPtr> parseDynamicLimits(std::string_view json) {
   return DynamicLimitsPtr(std::move(limits));
 }
 
-namespace {
-
-std::vector<LimitCheck> engineChecks(const std::vector<policy::PlannedCheck>& planned) {
-  std::vector<LimitCheck> checks;
-  checks.reserve(planned.size());
-  for (const auto& check : planned) checks.push_back({check.key, check.spec, check.cost});
-  return checks;
-}
-
-// policy::decide's rules: a throttled pass decides nothing final, and shadow limits are counted
-// on the final pass only. True when the shadow limits are to be checked now.
-bool applyActions(policy::PolicyDecision& result, Micros already_waited_us) {
-  result.allowed = result.enforced.allowed;
-  if (!result.allowed) {
-    const policy::Limit& limit = *result.binding()->limit;
-    const Micros wait_us = result.enforced.retry_after_us;
-    if (limit.action == policy::Action::kThrottle && wait_us != kNever &&
-        already_waited_us <= limit.max_delay_us - wait_us) {
-      result.throttle_wait_us = wait_us;
-      return false;
-    }
-    result.status = limit.deny_status;
-  } else {
-    result.hold_us = result.enforced.delay_us;
-  }
-  return !result.shadow_checks.empty();
-}
-
-}  // namespace
-
 void decideWithDynamic(const policy::Policy& policy, const policy::RequestContext& context,
                        const DynamicLimitsPtr& dynamic, Engine& engine, Micros already_waited_us,
                        policy::DecisionHandler done) {
   if (dynamic == nullptr || dynamic->limits.empty()) {
     return policy::decideAsync(policy, context, engine, already_waited_us, std::move(done));
   }
-  struct Pending {
-    DynamicLimitsPtr dynamic;  // the planned checks point into it
-    policy::PolicyDecision result;
-    std::vector<LimitCheck> checks;  // views the result's keys until the engine answers
-    policy::DecisionHandler done;
-  };
-  auto pending = std::make_shared<Pending>();
-  pending->dynamic = dynamic;
-  pending->done = std::move(done);
-  policy::PolicyDecision& result = pending->result;
-  for (policy::PlannedCheck& check : policy::planChecks(policy, context)) {
-    (check.limit->action == policy::Action::kShadow ? result.shadow_checks : result.enforced_checks)
-        .push_back(std::move(check));
-  }
+  // The webhook's limits join the policy's, decided with them all-or-nothing, by the policy's
+  // rules (actions, throttling, on_error, grouping); `dynamic` outlives the decision.
+  std::vector<policy::PlannedCheck> planned = policy::planChecks(policy, context);
   for (std::size_t i = 0; i < dynamic->limits.size(); ++i) {
     const policy::Limit& limit = dynamic->limits[i];
-    result.enforced_checks.push_back({&limit, &*limit.spec, dynamic->keys[i], limit.name, 1});
+    planned.push_back({&limit, &*limit.spec, dynamic->keys[i], limit.name, 1});
   }
-  pending->checks = engineChecks(result.enforced_checks);
-  engine.checkAsync(pending->checks, [pending, &engine, already_waited_us](Decision&& enforced) {
-    pending->result.enforced = std::move(enforced);
-    if (!applyActions(pending->result, already_waited_us)) {
-      return pending->done(std::move(pending->result));
-    }
-    pending->checks = engineChecks(pending->result.shadow_checks);
-    engine.checkAsync(pending->checks, [pending](Decision&& shadow) {
-      pending->result.shadow = std::move(shadow);
-      pending->done(std::move(pending->result));
-    });
-  });
+  policy::decidePlannedAsync(
+      std::move(planned), engine, already_waited_us,
+      [dynamic, done = std::move(done)](policy::PolicyDecision&& decision) {
+        done(std::move(decision));
+      });
 }
 
 }  // namespace sluice::gateway

@@ -170,7 +170,8 @@ PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
   return result;
 }
 
-// The same without blocking: the engine's answers come back through callbacks.
+}  // namespace
+
 void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micros already_waited_us,
                         DecisionHandler done) {
   // A store in this process answers at once: deciding directly saves the shared state and the
@@ -199,6 +200,8 @@ void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micro
     });
   });
 }
+
+namespace {
 
 // The planned checks of one named limit; error when the limit or tier is unknown; nullopt for
 // an unlimited tier.

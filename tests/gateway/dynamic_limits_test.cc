@@ -1,9 +1,16 @@
 // The webhook's answers: what is accepted, what is garbage, and how they are decided.
 #include "gateway/dynamic_limits.h"
 
-#include <gtest/gtest.h>
+#include <chrono>
+#include <future>
 
+#include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "store/failover_store.h"
 #include "store/memory_store.h"
+#include "store/redis/redis_store.h"
 #include "support/policy_text.h"
 
 namespace sluice::gateway {
@@ -77,6 +84,47 @@ TEST(DynamicLimitsTest, DecidedAllOrNothingWithThePolicy) {
   EXPECT_TRUE(decide(nullptr).allowed);
   EXPECT_TRUE(decide(nullptr).allowed);
   EXPECT_FALSE(decide(nullptr).allowed);
+}
+
+// With webhook limits, the policy's limits keep their own settings: here on_error: deny, with a
+// Redis store that cannot be reached (nothing listens on its port), denies the request.
+TEST(DynamicLimitsTest, PolicyLimitsKeepTheirOnError) {
+  std::uint16_t closed_port = 0;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor probe(
+        io, {boost::asio::ip::make_address("127.0.0.1"), 0});  // a free port, then closed
+    closed_port = probe.local_endpoint().port();
+  }
+  RedisStoreOptions redis;
+  redis.port = closed_port;
+  FailoverStore store(std::make_unique<RedisStore>(redis), FailoverOptions{});
+  FakeClock clock(1'000 * kMicrosPerSecond);
+  Engine engine(store, clock);
+  const auto policy = sluice::testing::policyFrom(
+      "limits:\n  - { name: base, key: ip, rate: 3/min, on_error: deny }\n");
+  policy::RequestView view;
+  view.method = "GET";
+  view.path = "/";
+  view.peer = boost::asio::ip::make_address("192.0.2.1");
+  const policy::RequestContext context = policy::resolveIdentity(*policy, view, 1000);
+  const auto parsed = parseDynamicLimits(R"({"limits": [{"key": "k", "burst": 5}]})");
+  ASSERT_TRUE(parsed.ok());
+  for (const DynamicLimitsPtr& extra : {DynamicLimitsPtr(), parsed.value()}) {
+    // The store may answer on its own thread.
+    std::promise<policy::PolicyDecision> decided;
+    decideWithDynamic(*policy, context, extra, engine, 0,
+                      [&](policy::PolicyDecision&& decision) {
+                        decided.set_value(std::move(decision));
+                      });
+    auto answer = decided.get_future();
+    ASSERT_EQ(answer.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    const policy::PolicyDecision decision = answer.get();
+    EXPECT_FALSE(decision.allowed) << (extra ? "with" : "without") << " webhook limits";
+    EXPECT_TRUE(decision.enforced.degraded);
+    ASSERT_NE(decision.binding(), nullptr);
+    EXPECT_EQ(decision.binding()->label, "base");
+  }
 }
 
 }  // namespace
