@@ -107,11 +107,10 @@ void decideWithDynamic(const policy::Policy& policy, const policy::RequestContex
     const policy::Limit& limit = dynamic->limits[i];
     planned.push_back({&limit, &*limit.spec, dynamic->keys[i], limit.name, 1});
   }
-  policy::decidePlannedAsync(
-      std::move(planned), engine, already_waited_us,
-      [dynamic, done = std::move(done)](policy::PolicyDecision&& decision) {
-        done(std::move(decision));
-      });
+  policy::decidePlannedAsync(std::move(planned), engine, already_waited_us,
+                             [dynamic, done = std::move(done)](policy::PolicyDecision&& decision) {
+                               done(std::move(decision));
+                             });
 }
 
 }  // namespace sluice::gateway

@@ -113,10 +113,9 @@ TEST(DynamicLimitsTest, PolicyLimitsKeepTheirOnError) {
   for (const DynamicLimitsPtr& extra : {DynamicLimitsPtr(), parsed.value()}) {
     // The store may answer on its own thread.
     std::promise<policy::PolicyDecision> decided;
-    decideWithDynamic(*policy, context, extra, engine, 0,
-                      [&](policy::PolicyDecision&& decision) {
-                        decided.set_value(std::move(decision));
-                      });
+    decideWithDynamic(*policy, context, extra, engine, 0, [&](policy::PolicyDecision&& decision) {
+      decided.set_value(std::move(decision));
+    });
     auto answer = decided.get_future();
     ASSERT_EQ(answer.wait_for(std::chrono::seconds(10)), std::future_status::ready);
     const policy::PolicyDecision decision = answer.get();
