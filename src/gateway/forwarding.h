@@ -4,17 +4,42 @@
 // sockets.
 #pragma once
 
+#include <array>
+#include <cassert>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include <boost/asio/buffer.hpp>
 #include <boost/beast/http/message.hpp>
 
 #include "gateway/field_arena.h"
 #include "http/rate_limit_headers.h"
 
 namespace sluice::gateway {
+
+// The pieces of one gather write: at most a head, a chunk header, body bytes and the chunk's end
+// (with the last chunk). A fixed array rather than a std::vector, because Asio copies the buffer
+// sequence into its write operation, and copying a vector was an allocation per write.
+class GatherList {
+ public:
+  void clear() noexcept { count_ = 0; }
+  void push_back(boost::asio::const_buffer buffer) noexcept {
+    assert(count_ < parts_.size());
+    parts_[count_++] = buffer;
+  }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] const boost::asio::const_buffer* begin() const noexcept { return parts_.data(); }
+  [[nodiscard]] const boost::asio::const_buffer* end() const noexcept {
+    return parts_.data() + count_;
+  }
+
+ private:
+  std::array<boost::asio::const_buffer, 4> parts_{};
+  std::size_t count_ = 0;
+};
 
 // How a message body is delimited on the wire.
 enum class Framing {

@@ -322,7 +322,7 @@ void ProxySession::afterDecision() {
   if (!decision.allowed) return respondDenied();
   std::string& lines = client_header_lines_;
   if (decision.enforced.degraded) appendHeaderLine("X-RateLimit-Degraded", "true", lines);
-  const std::vector<http::LimitLabel> labels = http::enforcedLabels(decision);
+  const http::LimitLabels labels = http::enforcedLabels(decision);
   http::appendRateLimitHeaderLines(decision.enforced, labels, headerOptions(exchange.policy),
                                    lines);
   if (!shadow.empty()) appendHeaderLine("X-RateLimit-Shadow", joined(shadow), lines);
@@ -366,7 +366,7 @@ bool ProxySession::acquirePermits() {
 void ProxySession::respondDenied() {
   Exchange& exchange = *exchange_;
   count(state_->counters.denied);
-  const std::vector<http::LimitLabel> labels = http::enforcedLabels(exchange.decision);
+  const http::LimitLabels labels = http::enforcedLabels(exchange.decision);
   http::HeaderList headers;
   http::appendRateLimitHeaders(exchange.decision.enforced, labels, headerOptions(exchange.policy),
                                headers);

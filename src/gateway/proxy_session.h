@@ -118,7 +118,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   // What is being written: a head or chunk framing, and the buffers of one gather write.
   std::string out_;
   std::string frame_;
-  std::vector<boost::asio::const_buffer> buffers_;
+  GatherList buffers_;
   // Reused by every exchange (their capacity stays): the request head sent upstream, the header
   // lines the gateway adds to the response (rate-limit headers, rendered; cleared as each
   // exchange starts), and what is read from the upstream (empty between exchanges, or the

@@ -125,8 +125,8 @@ Result<CheckBody> parseCheckBody(std::string_view text, const boost::asio::ip::a
   return body;
 }
 
-std::vector<LimitLabel> enforcedLabels(const policy::PolicyDecision& decision) {
-  std::vector<LimitLabel> labels;
+LimitLabels enforcedLabels(const policy::PolicyDecision& decision) {
+  LimitLabels labels;
   labels.reserve(decision.enforced_checks.size());
   for (const policy::PlannedCheck& check : decision.enforced_checks) {
     labels.push_back({check.label, check.spec->rate().period_us});

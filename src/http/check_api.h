@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "http/rate_limit_headers.h"
 #include "policy/decide.h"
 #include "policy/request_view.h"
@@ -39,8 +41,10 @@ struct CheckBody {
 [[nodiscard]] Result<CheckBody> parseCheckBody(std::string_view json,
                                                const boost::asio::ip::address& peer);
 
-// The labels for rendering headers, parallel to decision.enforced.statuses.
-[[nodiscard]] std::vector<LimitLabel> enforcedLabels(const policy::PolicyDecision& decision);
+// The labels for rendering headers, parallel to decision.enforced.statuses. A request has a
+// handful of limits at most: they fit in place, with no allocation per response.
+using LimitLabels = boost::container::small_vector<LimitLabel, 4>;
+[[nodiscard]] LimitLabels enforcedLabels(const policy::PolicyDecision& decision);
 
 // One decision as a JSON object text, with `headers` (appendRateLimitHeaders' output for it),
 // which a response would carry. `delayed_us` is how long a throttled request was held.

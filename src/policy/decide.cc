@@ -1,5 +1,8 @@
 #include "policy/decide.h"
 
+#include <algorithm>
+
+#include <boost/container/small_vector.hpp>
 #include <boost/json/serialize.hpp>
 
 #include "policy/api_key_hash.h"
@@ -37,8 +40,12 @@ bool looksLikeJwt(std::string_view token) {
   return std::count(token.begin(), token.end(), '.') == 2;
 }
 
-std::vector<LimitCheck> engineChecks(const std::vector<PlannedCheck>& planned) {
-  std::vector<LimitCheck> checks;
+// The engine's view of planned checks. A request has a handful at most: they fit in place, and
+// deciding allocates no list for them.
+using EngineChecks = boost::container::small_vector<LimitCheck, 4>;
+
+EngineChecks engineChecks(const std::vector<PlannedCheck>& planned) {
+  EngineChecks checks;
   checks.reserve(planned.size());
   for (const PlannedCheck& check : planned) {
     checks.push_back({check.key, check.spec, check.cost,
@@ -120,9 +127,12 @@ std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext&
       appendCounterPart(key, context.client_ip);
     }
     const std::uint64_t cost = limit.cost.value_or(context.request.cost);
-    planned.push_back({&limit, spec, key, limit.name, cost, identity});
-    if (daily != nullptr)
-      planned.push_back({&limit, daily, key + 'd', limit.name + ":daily", cost, identity});
+    std::string daily_key = daily != nullptr ? key + 'd' : std::string();
+    planned.push_back({&limit, spec, std::move(key), limit.name, cost, identity});
+    if (daily != nullptr) {
+      planned.push_back(
+          {&limit, daily, std::move(daily_key), limit.name + ":daily", cost, identity});
+    }
   }
   return planned;
 }
@@ -132,9 +142,15 @@ namespace {
 // Splits planned checks by action, reject/throttle ones first, then shadow ones.
 PolicyDecision splitByAction(std::vector<PlannedCheck> planned) {
   PolicyDecision result;
+  const auto is_shadow = [](const PlannedCheck& check) {
+    return check.limit->action == Action::kShadow;
+  };
+  if (std::none_of(planned.begin(), planned.end(), is_shadow)) {
+    result.enforced_checks = std::move(planned);  // the usual case: no list to build
+    return result;
+  }
   for (PlannedCheck& check : planned) {
-    (check.limit->action == Action::kShadow ? result.shadow_checks : result.enforced_checks)
-        .push_back(std::move(check));
+    (is_shadow(check) ? result.shadow_checks : result.enforced_checks).push_back(std::move(check));
   }
   return result;
 }
@@ -181,7 +197,7 @@ void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micro
   }
   struct State {
     PolicyDecision result;
-    std::vector<LimitCheck> checks;  // views the result's keys; alive until the engine answers
+    EngineChecks checks;  // views the result's keys; alive until the engine answers
     DecisionHandler done;
   };
   auto state = std::make_shared<State>();

@@ -20,10 +20,30 @@ int hexValue(char c) {
   return -1;
 }
 
+// True when normalizing would give `path` back unchanged: it starts with '/', has no escapes,
+// and every segment is a plain name (no empty, "." or ".." one, no trailing '/'). Most paths
+// are, and for them normalizePath skips the decode buffer and the segment list.
+bool alreadyNormal(std::string_view path) noexcept {
+  if (path == "/") return true;
+  if (path.empty() || path.front() != '/' || path.back() == '/' ||
+      path.find('%') != std::string_view::npos) {
+    return false;
+  }
+  std::size_t start = 1;
+  while (true) {
+    const std::size_t slash = path.find('/', start);
+    const std::string_view segment = path.substr(start, slash - start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    start = slash + 1;
+  }
+}
+
 }  // namespace
 
 std::string normalizePath(std::string_view raw) {
   raw = raw.substr(0, raw.find('?'));
+  if (alreadyNormal(raw)) return std::string(raw);
   // Decode, keeping an encoded slash encoded: it is data, not a segment boundary.
   std::string decoded;
   decoded.reserve(raw.size());

@@ -230,7 +230,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
     const policy::PolicyDecision& decision = *pending->decisions[0];
     HttpResponse response{http::status::ok, pending->version};
     sluice::http::HeaderList headers;
-    const std::vector<sluice::http::LimitLabel> labels = sluice::http::enforcedLabels(decision);
+    const sluice::http::LimitLabels labels = sluice::http::enforcedLabels(decision);
     sluice::http::appendRateLimitHeaders(decision.enforced, labels, options, headers);
     for (const auto& [name, value] : headers) response.set(name, value);
     if (const auto shadow = decision.shadowDenials(); !shadow.empty()) {
@@ -263,7 +263,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
     }
     const policy::PolicyDecision& decision = *pending->decisions[i];
     headers.clear();
-    const std::vector<sluice::http::LimitLabel> labels = sluice::http::enforcedLabels(decision);
+    const sluice::http::LimitLabels labels = sluice::http::enforcedLabels(decision);
     sluice::http::appendRateLimitHeaders(decision.enforced, labels, options, headers);
     rendered.push_back(sluice::http::renderDecision(decision, headers, pending->waited_us[i]));
   }

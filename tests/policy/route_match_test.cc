@@ -45,6 +45,15 @@ TEST(NormalizePath, AsTheBackendSeesIt) {
   EXPECT_EQ(normalizePath("/bad%zzescape%4"), "/bad%zzescape%4");
   EXPECT_EQ(normalizePath(""), "/");
   EXPECT_EQ(normalizePath("/"), "/");
+  // Paths that are already normal come back as they are; ones that look it but are not do not.
+  EXPECT_EQ(normalizePath("/api/v1/items.json"), "/api/v1/items.json");
+  EXPECT_EQ(normalizePath("/.well-known/x/..."), "/.well-known/x/...");
+  EXPECT_EQ(normalizePath("/a/."), "/a");
+  EXPECT_EQ(normalizePath("/a/b/.."), "/a");
+  EXPECT_EQ(normalizePath("/a//b"), "/a/b");
+  EXPECT_EQ(normalizePath("/a/"), "/a");
+  EXPECT_EQ(normalizePath("relative/path"), "/relative/path");
+  EXPECT_EQ(normalizePath("/a%2fb"), "/a%2Fb");
   const RouteMatch api({}, RouteMatch::PathKind::kPrefix, "/api/");
   EXPECT_TRUE(api.matches("GET", normalizePath("/api/")));
   EXPECT_TRUE(api.matches("GET", normalizePath("/api//x")));
