@@ -35,6 +35,9 @@ void DecideBatcher::pump() {
   while (!closed_ && in_flight_ < max_in_flight_ && !waiting_.empty()) {
     const Clock::time_point now = Clock::now();
     std::vector<Request> batch;
+    // Sized once: growing it by doubling moved every request along and, past a kilobyte, made
+    // malloc consolidate its small free blocks each time.
+    batch.reserve(std::min(waiting_.size(), kMaxBatchChecks));  // a request has a check or more
     std::size_t checks = 0;
     while (!waiting_.empty()) {
       Request& next = waiting_.front();
