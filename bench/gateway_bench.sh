@@ -13,6 +13,10 @@
 # Release; defaults 10 s, 64 connections, 3 rounds)
 #   GATEWAY_BIN=path   the gateway program (default build/tests/gateway/sluice_gateway_server)
 #   BASELINE_BIN=path  a second gateway build, measured in the same run (before/after a change)
+#   PROBE_BIN=path     the interleaved latency probe (default build/bench/sluice_latency_probe)
+# The one-connection latencies are measured twice: by wrk, one path after the other (what the
+# target reads), and by the probe, all paths interleaved in shuffled order (latency_probe.cc),
+# where this VM's stalls hit every path alike: the fair head-to-head of the two proxies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-10}"
@@ -20,6 +24,7 @@ connections="${2:-64}"
 rounds="${3:-3}"
 gateway_bin="${GATEWAY_BIN:-build/tests/gateway/sluice_gateway_server}"
 baseline_bin="${BASELINE_BIN:-}"
+probe_bin="${PROBE_BIN:-build/bench/sluice_latency_probe}"
 
 source bench/bench_lib.sh
 
@@ -97,7 +102,7 @@ run() {  # name port threads connections → "requests/s p50 p99"
 micros() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else print n * 1000000 }'; }
 
 added() { awk -v a="$(micros "$1")" -v b="$(micros "$2")" 'BEGIN { printf "%.0f", a - b }'; }
-: > "$work/throughput.txt"; : > "$work/latency.txt"
+: > "$work/throughput.txt"; : > "$work/latency.txt"; : > "$work/probe.txt"; : > "$work/probe_gap.txt"
 for round in $(seq "$rounds"); do
   read -r nginx_rps nginx_p50 nginx_p99 <<< "$(run nginx "$nginx_port" 2 "$connections")"
   read -r sluice_rps sluice_p50 sluice_p99 <<< "$(run sluice "$sluice_port" 2 "$connections")"
@@ -119,6 +124,16 @@ for round in $(seq "$rounds"); do
   fi
   echo "$row" >> "$work/latency.txt"
   echo "$(added "$via_nginx_p99" "$direct_p99") $(added "$via_sluice_p99" "$direct_p99")" >> "$work/added.txt"
+
+  path="api/items?id=42"
+  "$probe_bin" "$seconds" "direct=127.0.0.1:$backend_port/$path" "nginx=127.0.0.1:$nginx_port/$path" \
+    "sluice=127.0.0.1:$sluice_port/$path" > "$work/probe_round.txt" || fail "the latency probe failed"
+  # name requests p50 p99 p99.9 → "p50 / p99 / p99.9"
+  at() { awk -v n="$1" '$1 == n { printf "%s / %s / %s", $3, $4, $5 }' "$work/probe_round.txt"; }
+  p99_of() { awk -v n="$1" '$1 == n { print $4 }' "$work/probe_round.txt"; }
+  echo "| $round | $(at direct) | $(at nginx) | $(at sluice) | $(awk '{ n = $2 } END { print n }' "$work/probe_round.txt") |" >> "$work/probe.txt"
+  awk -v s="$(p99_of sluice)" -v n="$(p99_of nginx)" -v d="$(p99_of direct)" \
+    'BEGIN { printf "%.0f %.0f %.0f\n", s - n, n - d, s - d }' >> "$work/probe_gap.txt"
 done
 
 baseline_head=""; baseline_rule=""
@@ -135,3 +150,9 @@ echo "|---|---|---|---|$baseline_rule"
 cat "$work/latency.txt"
 echo
 echo "one connection (wrk -t1 -c1 -d${seconds}s); median added at p99 over $rounds rounds: nginx $(cut -d' ' -f1 "$work/added.txt" | median) µs, sluice $(cut -d' ' -f2 "$work/added.txt" | median) µs (target ≤ 100 µs)"
+echo
+echo "| round | interleaved, µs p50 / p99 / p99.9: backend direct | through nginx limit_req | through the sluice gateway | requests each |"
+echo "|---|---|---|---|---|"
+cat "$work/probe.txt"
+echo
+echo "interleaved probe, ${seconds} s a round, shuffled order; median over $rounds rounds of p99 sluice − nginx: $(cut -d' ' -f1 "$work/probe_gap.txt" | median) µs; added over direct at p99: nginx $(cut -d' ' -f2 "$work/probe_gap.txt" | median) µs, sluice $(cut -d' ' -f3 "$work/probe_gap.txt" | median) µs"
