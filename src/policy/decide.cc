@@ -162,7 +162,9 @@ bool applyActions(PolicyDecision& result, Micros already_waited_us) {
   if (!result.allowed) {
     const Limit& limit = *result.binding()->limit;
     const Micros wait_us = result.enforced.retry_after_us;
-    if (limit.action == Action::kThrottle && wait_us != kNever &&
+    // Only a wait makes a throttle: a denial with nothing to wait for (a store that could not
+    // decide at all) is a plain denial, with the limit's status.
+    if (limit.action == Action::kThrottle && wait_us > 0 && wait_us != kNever &&
         already_waited_us <= limit.max_delay_us - wait_us) {
       // Not final: the caller waits and decides again. Shadow limits are counted once, on the
       // final pass, not on every pass of a throttled request.

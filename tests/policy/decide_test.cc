@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -177,6 +178,31 @@ limits:
   EXPECT_FALSE(too_long.allowed);
   EXPECT_EQ(too_long.throttle_wait_us, 0);
   EXPECT_EQ(too_long.status, 429);
+}
+
+// A throttle limit whose store cannot decide at all (a denial with no wait) denies with its
+// status. It used to come back as a throttle wait of 0 with status 200: the gateway then sent
+// "200 OK" with an error body, and an auth subrequest answered 200, which nginx lets through.
+TEST_F(DecideTest, ThrottleLimitWithAStoreThatCannotDecideDenies) {
+  load(R"(
+limits:
+  - { name: slow, key: ip, algorithm: gcra, rate: 2/s, burst: 1, action: throttle, max_delay: 1s }
+)");
+  sluice::testing::DeferredStore deferred;
+  deferred.unavailable = true;
+  Engine deferred_engine(deferred, clock_);
+  const RequestView view = request("/");
+  const RequestContext context = resolveIdentity(*policy_, view, clock_.now() / kMicrosPerSecond);
+  std::optional<PolicyDecision> answer;
+  decideAsync(*policy_, context, deferred_engine, 0,
+              [&](PolicyDecision&& decision) { answer = std::move(decision); });
+  ASSERT_EQ(deferred.pending.size(), 1u);
+  deferred.pending.front()();
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_FALSE(answer->allowed);
+  EXPECT_EQ(answer->throttle_wait_us, 0);
+  EXPECT_EQ(answer->status, 429);
+  EXPECT_TRUE(answer->enforced.degraded);
 }
 
 // A missing key part falls back to the address, or skips the limit.
