@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <future>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -86,6 +87,28 @@ TEST_P(RedisStoreAlgorithmTest, BurstAtRedisTimeAdmitsTheLimit) {
   }
   EXPECT_EQ(admitted, expected);
   EXPECT_GE(admitted, limit.limit());
+}
+
+// Costs the script cannot hold exactly (2^53 and up) are denied as exceeding the limit, as
+// MemoryStore denies them, and do not fail the call: a script error would fail every request
+// batched with them and count against the circuit breaker.
+TEST_P(RedisStoreAlgorithmTest, HugeCostsAreDeniedAsMemoryStoreDeniesThem) {
+  const LimitSpec limit = spec(GetParam().algorithm, "30/day", GetParam().burst);
+  MemoryStore memory;
+  for (const std::uint64_t cost :
+       {(std::uint64_t{1} << 53) - 1, std::uint64_t{1} << 53, std::uint64_t{1} << 63,
+        std::numeric_limits<std::uint64_t>::max()}) {
+    const Outcome expected = applyOne(memory, limit, "huge", cost);
+    const Outcome got = applyOne(*store_, limit, "huge", cost);
+    EXPECT_FALSE(got.allowed) << cost;
+    EXPECT_EQ(got.reason, DenyReason::kCostExceedsLimit) << cost;
+    // (reset_after differs: Redis's clock is not the test's, and windows align to it.)
+    EXPECT_EQ(got.reason, expected.reason) << cost;
+    EXPECT_EQ(got.limit, expected.limit) << cost;
+    EXPECT_EQ(got.remaining, expected.remaining) << cost;
+    EXPECT_EQ(got.retry_after_us, expected.retry_after_us) << cost;
+  }
+  EXPECT_TRUE(applyOne(*store_, limit, "huge", 1).allowed);  // nothing was consumed
 }
 
 // Eight threads hammering one key with blocking calls admit exactly what one thread would.

@@ -156,7 +156,10 @@ void ScriptCall::add(std::string key, const SpecFields& spec, std::uint64_t cost
   const auto found = std::find(specs_.begin(), specs_.end(), spec);
   spec_of_.push_back(static_cast<std::uint32_t>(found - specs_.begin()));
   if (found == specs_.end()) specs_.push_back(spec);
-  costs_.push_back(cost);
+  // The script takes integers below 2^53 only, and refuses the whole call otherwise (a batch:
+  // every request in it). Every spec's limit is far below that (lua_bounds.h), so any larger
+  // cost decides as this one does: it exceeds the limit.
+  costs_.push_back(std::min(cost, kExactIntegersBelow - 1));
   strings.push_back(std::move(key));
   ++key_count;
 }
