@@ -17,9 +17,19 @@ Result<Micros> durationField(const boost::json::object& entry, std::string_view 
   const boost::json::value* value = entry.if_contains(name);
   if (value == nullptr) return fallback;
   if (value->is_string()) return policy::parseDuration(value->as_string());
-  if (value->is_int64() && value->as_int64() >= 0) return value->as_int64() * kMicrosPerMilli;
-  if (value->is_uint64()) return static_cast<Micros>(value->as_uint64()) * kMicrosPerMilli;
-  return Error{std::string(name) + " must be a duration such as \"1s\" or milliseconds"};
+  std::uint64_t millis = 0;
+  if (value->is_int64() && value->as_int64() >= 0) {
+    millis = static_cast<std::uint64_t>(value->as_int64());
+  } else if (value->is_uint64()) {
+    millis = value->as_uint64();
+  } else {
+    return Error{std::string(name) + " must be a duration such as \"1s\" or milliseconds"};
+  }
+  // The bound parseDuration puts on durations written as text; past it the product overflows.
+  if (millis > static_cast<std::uint64_t>(kMicrosPerYear * 100 / kMicrosPerMilli)) {
+    return Error{std::string(name) + " is too long"};
+  }
+  return static_cast<Micros>(millis) * kMicrosPerMilli;
 }
 
 Result<std::uint64_t> countField(const boost::json::object& entry, std::string_view name) {

@@ -306,6 +306,11 @@ void loadGateway(const YAML::Node& node, GatewaySettings& settings, Errors& erro
     settings.max_header_bytes =
         policy::unsignedValue(node["max_header_bytes"], "gateway.max_header_bytes", errors)
             .value_or(16 * 1024);
+    // Below a kilobyte, ordinary requests get 431; the parser counts in 32 bits.
+    if (settings.max_header_bytes < 1024 || settings.max_header_bytes > 1024 * 1024) {
+      errors.add(node["max_header_bytes"], "gateway.max_header_bytes must be from 1024 to 1048576");
+      settings.max_header_bytes = 16 * 1024;
+    }
   }
   loadTimeouts(node, settings, errors);
   loadUpstreams(node["upstreams"], settings, errors);

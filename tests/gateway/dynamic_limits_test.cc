@@ -42,7 +42,11 @@ TEST(DynamicLimitsTest, RejectsGarbage) {
         R"({"limits": [{"key": "k", "burst": -1}]})", R"({"limits": [{"key": "k", "burst": 1.5}]})",
         R"({"limits": [{"key": "k", "interval": "soon"}]})",
         R"({"limits": [{"key": "k", "burst": 1, "max_throttle": "2h"}]})",
-        R"({"limits": [{"key": "k", "burst": 1, "window": 0}]})"}) {
+        R"({"limits": [{"key": "k", "burst": 1, "window": 0}]})",
+        // Milliseconds whose microseconds overflow (they wrapped to 1,384 µs and 384 µs).
+        R"({"limits": [{"key": "k", "burst": 5, "window": 18446744073709553}]})",
+        R"({"limits": [{"key": "k", "burst": 5, "max_throttle": 18446744073709552}]})",
+        R"({"limits": [{"key": "k", "interval": 9223372036854775807}]})"}) {
     const auto parsed = parseDynamicLimits(answer);
     EXPECT_FALSE(parsed.ok()) << answer;
   }

@@ -95,6 +95,21 @@ TEST(GatewayConfigTest, ReportsEveryErrorWithItsPlace) {
   EXPECT_NE(errors.find("test.yaml:8:3: unknown key \"colour\""), std::string::npos) << errors;
 }
 
+// A header limit that would refuse ordinary requests, or that the parser cannot hold, is an
+// error at its line (0 answered every request 431; 2^32 wrapped to 0).
+TEST(GatewayConfigTest, HeaderLimitIsBounded) {
+  const std::string base =
+      "gateway:\n  upstreams: { a: 127.0.0.1:1 }\n  routes: [ { upstream: a } ]\n";
+  for (const char* bytes : {"0", "1023", "1048577", "4294967296"}) {
+    const auto loaded = load(base + "  max_header_bytes: " + bytes + "\n");
+    ASSERT_FALSE(loaded.ok()) << bytes;
+    EXPECT_NE(loaded.error().find("test.yaml:4:21: gateway.max_header_bytes must be from 1024"),
+              std::string::npos)
+        << loaded.error();
+  }
+  EXPECT_EQ(load(base + "  max_header_bytes: 1024\n").value()->max_header_bytes, 1024u);
+}
+
 // Routes and upstreams are required.
 TEST(GatewayConfigTest, NeedsUpstreamsAndRoutes) {
   const auto loaded = load("gateway: { listen: 127.0.0.1:8000 }\n");
