@@ -128,8 +128,12 @@ class WebhookCall : public std::enable_shared_from_this<WebhookCall> {
 WebhookLimits::WebhookLimits(WebhookSettings settings, const Clock& clock)
     : settings_(std::move(settings)), clock_(clock), cache_(settings_.max_entries) {}
 
-std::string WebhookLimits::cacheKey(const policy::RequestView& request) const {
+std::string WebhookLimits::cacheKey(const policy::RequestView& request,
+                                    const std::string& client_ip) const {
   std::string key;
+  // The webhook is told the client's address and may answer by it (a per-address key): an
+  // answer for one client must not be handed to another.
+  policy::appendCounterPart(key, client_ip);
   policy::appendCounterPart(key, request.method);
   policy::appendCounterPart(key, request.path);
   for (const std::string& header : settings_.cache_key_headers) {
@@ -142,7 +146,7 @@ std::string WebhookLimits::cacheKey(const policy::RequestView& request) const {
 
 void WebhookLimits::lookup(const policy::RequestView& request, const std::string& client_ip,
                            net::io_context& loop, Done done) {
-  std::string key = cacheKey(request);
+  std::string key = cacheKey(request, client_ip);
   // A request that finds a fetch under way waits for it on its own loop.
   auto waiter = [&loop, done](DynamicLimitsPtr limits) {
     net::post(loop, [done, limits = std::move(limits)] { done(limits); });

@@ -42,7 +42,8 @@ class WebhookLimits : public std::enable_shared_from_this<WebhookLimits> {
   [[nodiscard]] const WebhookSettings& settings() const noexcept { return settings_; }
 
   // The cache key of a request: method, path, and the cache_key_headers' values.
-  [[nodiscard]] std::string cacheKey(const policy::RequestView& request) const;
+  [[nodiscard]] std::string cacheKey(const policy::RequestView& request,
+                                     const std::string& client_ip) const;
 
  private:
   friend class WebhookCall;

@@ -98,5 +98,17 @@ TEST_F(WebhookLimitsTest, CacheKeyedByConfiguredHeaders) {
   EXPECT_EQ(gateway_->stats().webhook.calls, 2u);
 }
 
+// The webhook is told the client's address and may answer by it, so each client is asked
+// about on its own: one client's answer (say, a key "ip:<its address>") is never another's.
+TEST_F(WebhookLimitsTest, CacheKeyedByClientAddress) {
+  start("identity: { trusted_proxies: [127.0.0.1/32] }\n" + configWith("/limits"));
+  for (const char* client : {"203.0.113.1", "203.0.113.2", "203.0.113.1"}) {
+    const HttpReply reply = httpCall(endpoint_, http::verb::get, "/a", "",
+                                     {{"Authorization", "Bearer k"}, {"X-Forwarded-For", client}});
+    EXPECT_EQ(reply.status, 200) << client;
+  }
+  EXPECT_EQ(gateway_->stats().webhook.calls, 2u);
+}
+
 }  // namespace
 }  // namespace sluice::gateway
