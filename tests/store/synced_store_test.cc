@@ -3,6 +3,7 @@
 // while Redis is down, and pushes what it admitted once Redis is back.
 #include "store/redis/synced_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -249,6 +250,34 @@ TEST_F(SyncedStoreTest, DeltasOfATimedOutSyncCountOnce) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(remaining, kLimit - 11);
+}
+
+// The late reply of a sync that timed out brings the state with the units it pushed, and the
+// node takes it: it never sees more left than what it has not itself admitted. (It used to drop
+// the units from pending without taking the state, and saw its whole share free again until
+// its next pull.)
+TEST_F(SyncedStoreTest, ALateSyncReplyKeepsTheUnitsItCarried) {
+  auto node = makeNode(200 * kMicrosPerMilli, 100 * kMicrosPerMilli);
+  ASSERT_TRUE(applyOne(*node, 0).allowed);
+  ASSERT_TRUE(syncUntilOk(*node));  // connected
+  const std::uint64_t admitted = spend(*node);
+  ASSERT_GT(admitted, 0u);
+  {
+    Frozen frozen(redisPid(server_));
+    EXPECT_FALSE(node->syncNow());  // times out; Redis still holds the call
+  }
+  // Redis runs the push once it resumes; its late reply comes within a round trip, and the
+  // next background pull within an interval. Watched through both, bounded by count and time.
+  std::uint64_t most_remaining = 0;
+  const auto until = SteadyClock::now() + std::chrono::milliseconds(600);
+  const LimitCheck peek{"k", &per_hour_, 0};
+  for (int i = 0; i < 2'000 && SteadyClock::now() < until; ++i) {
+    Outcome outcome;  // degraded until a sync succeeds again, and as exact
+    (void)node->apply(std::span(&peek, 1), clock_, std::span(&outcome, 1));
+    most_remaining = std::max(most_remaining, outcome.remaining);
+    std::this_thread::sleep_for(std::chrono::microseconds(250));  // sampling, not timing
+  }
+  EXPECT_LE(most_remaining, kLimit - admitted);
 }
 
 // A sync whose pull failed (Redis down) pulls the key again next time: syncNow() says true

@@ -54,10 +54,11 @@ struct SyncedStore::Entry {
   LimitSpec spec;
   std::string redis_key;           // built once, when the key is first used
   algorithm::CompactState global;  // as of the last sync; zero is an unused key
-  std::uint64_t pending = 0;       // admitted here since the last push
-  std::uint64_t in_flight = 0;     // pushed, reply not back yet
-  bool share_ran_out = false;      // a decision was denied for this node's share since the push
-  Micros last_used_us = 0;         // steady
+  Micros global_at_us = std::numeric_limits<Micros>::min();  // Redis time it was read at
+  std::uint64_t pending = 0;                                 // admitted here since the last push
+  std::uint64_t in_flight = 0;                               // pushed, reply not back yet
+  bool share_ran_out = false;  // a decision was denied for this node's share since the push
+  Micros last_used_us = 0;     // steady
   Micros last_synced_us = kNeverSynced;  // steady; when it was last pushed or pulled
 };
 
@@ -363,6 +364,7 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
     entry.in_flight -= batch.deltas[i];
     if (ok) {
       entry.global = states[i];
+      entry.global_at_us = redis_now_us;
     } else {
       // Push it again next time, and pull it then too. (A call that timed out may still run
       // in Redis: undoLateSync then takes these units back.)
@@ -388,9 +390,18 @@ void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
       std::lock_guard lock(shard.mutex);
       const auto found = shard.entries.find(batch.counters[i]);
       if (found != shard.entries.end()) {
-        const std::uint64_t unpushed = std::min(found->second.pending, pushed_again);
-        found->second.pending -= unpushed;
+        Entry& entry = found->second;
+        const std::uint64_t unpushed = std::min(entry.pending, pushed_again);
+        entry.pending -= unpushed;
         pushed_again -= unpushed;
+        // The units taken out of pending are in Redis now, and in the state the reply brings:
+        // unless a later sync brought a newer state already, it becomes the node's view.
+        // Without it, the node counted those units nowhere until its next pull, and could
+        // admit them again.
+        if (redis_now_us > entry.global_at_us) {
+          entry.global = states[i];
+          entry.global_at_us = redis_now_us;
+        }
       }
     }
     if (pushed_again == 0) continue;
