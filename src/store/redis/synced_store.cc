@@ -54,11 +54,12 @@ struct SyncedStore::Entry {
   LimitSpec spec;
   std::string redis_key;           // built once, when the key is first used
   algorithm::CompactState global;  // as of the last sync; zero is an unused key
-  Micros global_at_us = std::numeric_limits<Micros>::min();  // Redis time it was read at
-  std::uint64_t pending = 0;                                 // admitted here since the last push
-  std::uint64_t in_flight = 0;                               // pushed, reply not back yet
-  bool share_ran_out = false;  // a decision was denied for this node's share since the push
-  Micros last_used_us = 0;     // steady
+  std::uint64_t pending = 0;       // admitted here since the last push
+  std::uint64_t in_flight = 0;     // pushed, reply not back yet
+  bool share_ran_out = false;      // a decision was denied for this node's share since the push
+  Micros last_used_us = 0;         // steady
+  // The Redis time `global` was read at: a late reply's state replaces only an older one.
+  Micros global_at_us = std::numeric_limits<Micros>::min();
   Micros last_synced_us = kNeverSynced;  // steady; when it was last pushed or pulled
 };
 
