@@ -61,16 +61,29 @@ bool isHopByHop(std::string_view name, std::string_view connection) noexcept {
 }
 
 template <class Fields>
+std::string joinedField(const Fields& fields, boost::beast::http::field name) {
+  std::string joined;
+  const auto [first, last] = fields.equal_range(name);
+  for (auto field = first; field != last; ++field) {
+    if (!joined.empty()) joined += ", ";
+    joined += field->value();
+  }
+  return joined;
+}
+
+template <class Fields>
 void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& request,
-                               std::string_view peer_ip, Framing framing,
-                               std::uint64_t content_length, const http::HeaderList& extra,
-                               std::string& out) {
+                               std::string_view peer_ip, std::string_view default_host,
+                               Framing framing, std::uint64_t content_length,
+                               const http::HeaderList& extra, std::string& out) {
   namespace bhttp = boost::beast::http;
   out += request.method_string();
   out += ' ';
   out += request.target();
   out += " HTTP/1.1\r\n";
-  const std::string_view connection = request[bhttp::field::connection];
+  if (request.find(bhttp::field::host) == request.end())
+    appendHeaderLine("Host", default_host, out);
+  const std::string connection = joinedField(request, bhttp::field::connection);
   std::string forwarded_for;
   std::string forwarded_proto;
   for (const auto& field : request) {
@@ -111,7 +124,7 @@ void appendClientResponseHead(const boost::beast::http::header<false, Fields>& r
   const std::string_view reason = response.reason();
   out += reason.empty() ? std::string_view(bhttp::obsolete_reason(response.result())) : reason;
   out += "\r\n";
-  const std::string_view connection = response[bhttp::field::connection];
+  const std::string connection = joinedField(response, bhttp::field::connection);
   for (const auto& field : response) {
     const std::string_view name = field.name_string();
     if (isHopByHop(name, connection)) continue;
@@ -129,11 +142,13 @@ void appendClientResponseHead(const boost::beast::http::header<false, Fields>& r
   out += "\r\n";
 }
 
+template std::string joinedField(const boost::beast::http::fields&, boost::beast::http::field);
+template std::string joinedField(const ArenaFields&, boost::beast::http::field);
 template void appendUpstreamRequestHead(const boost::beast::http::header<true>&, std::string_view,
-                                        Framing, std::uint64_t, const http::HeaderList&,
-                                        std::string&);
-template void appendUpstreamRequestHead(const boost::beast::http::header<true, ArenaFields>&,
                                         std::string_view, Framing, std::uint64_t,
+                                        const http::HeaderList&, std::string&);
+template void appendUpstreamRequestHead(const boost::beast::http::header<true, ArenaFields>&,
+                                        std::string_view, std::string_view, Framing, std::uint64_t,
                                         const http::HeaderList&, std::string&);
 template void appendClientResponseHead(const boost::beast::http::header<false>&, unsigned, Framing,
                                        std::optional<std::uint64_t>, bool, std::string_view,

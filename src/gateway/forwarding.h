@@ -57,13 +57,20 @@ enum class Framing {
 // Appends the request head sent upstream: the request line as HTTP/1.1, end-to-end headers but
 // Expect (the gateway answers 100-continue itself) and the X-Sluice-* decision headers (only the
 // gateway writes those), X-Forwarded-For and X-Forwarded-Proto with this hop appended, the body
-// framing, then `extra`. Never throws but for allocation.
+// framing, then `extra`. A request without Host (HTTP/1.0 may omit it, HTTP/1.1 may not) gets
+// `default_host`, the upstream's address. Never throws but for allocation.
 // Defined for beast's fields and ArenaFields.
 template <class Fields>
 void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& request,
-                               std::string_view peer_ip, Framing framing,
-                               std::uint64_t content_length, const http::HeaderList& extra,
-                               std::string& out);
+                               std::string_view peer_ip, std::string_view default_host,
+                               Framing framing, std::uint64_t content_length,
+                               const http::HeaderList& extra, std::string& out);
+
+// The values of every `name` field of a message joined with ", ", as one field (RFC 9110 5.3):
+// a Connection header may be split over several lines. Defined for beast's fields and
+// ArenaFields.
+template <class Fields>
+[[nodiscard]] std::string joinedField(const Fields& fields, boost::beast::http::field name);
 
 // Appends the response head sent to the client: the upstream's status line in the client's
 // version, end-to-end headers, `framing` as re-stated for the client, Connection: close when

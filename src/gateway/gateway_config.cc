@@ -7,6 +7,7 @@
 
 #include "policy/request_view.h"
 #include "policy/yaml_fields.h"
+#include "server/http_server.h"
 
 namespace sluice::gateway {
 namespace {
@@ -100,7 +101,10 @@ void loadUpstreams(const YAML::Node& node, GatewaySettings& settings, Errors& er
       }
     }
     if (address) {
-      if (auto endpoint = endpointValue(address, where, errors)) upstream.endpoint = *endpoint;
+      if (auto endpoint = endpointValue(address, where, errors)) {
+        upstream.endpoint = *endpoint;
+        upstream.host = server::endpointText(*endpoint);
+      }
     }
     settings.upstreams.push_back(std::move(upstream));
   }

@@ -20,6 +20,7 @@ namespace sluice::gateway {
 struct Upstream {
   std::string name;
   boost::asio::ip::tcp::endpoint endpoint;
+  std::string host;  // "ip:port": the Host sent for a request that has none (HTTP/1.0 may omit it)
   std::size_t max_idle_per_thread = 64;  // kept-alive connections parked per I/O thread
 };
 

@@ -32,9 +32,10 @@ void ProxySession::forward() {
                              : request_->content_length() ? Framing::kLength
                                                           : Framing::kNone;
   request_head_.clear();
-  appendUpstreamRequestHead(header, peer_ip_, exchange.request_framing,
-                            request_->content_length().value_or(0), exchange.upstream_headers,
-                            request_head_);
+  appendUpstreamRequestHead(header, peer_ip_,
+                            state_->settings.upstreams[exchange.route->upstream].host,
+                            exchange.request_framing, request_->content_length().value_or(0),
+                            exchange.upstream_headers, request_head_);
   // A client that sent `Expect: 100-continue` waits for this before sending the body; the
   // gateway says it once the request is allowed (the upstream never sees the Expect).
   if (!request_->is_done() && header.version() >= 11 &&

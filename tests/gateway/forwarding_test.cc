@@ -30,12 +30,44 @@ TEST(ForwardingTest, UpstreamRequestHead) {
   request.set("X-Forwarded-For", "203.0.113.1");
   request.set("X-Sluice-Decision", "allow");
   std::string out;
-  appendUpstreamRequestHead(request.base(), "127.0.0.1", Framing::kLength, 5,
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kLength, 5,
                             {{"X-Sluice-Decision", "deny"}}, out);
   EXPECT_EQ(out,
             "POST /a?b=1 HTTP/1.1\r\nHost: example.com\r\n"
             "X-Forwarded-For: 203.0.113.1, 127.0.0.1\r\nX-Forwarded-Proto: http\r\n"
             "Content-Length: 5\r\nX-Sluice-Decision: deny\r\n\r\n");
+}
+
+// An HTTP/1.0 request may come without Host; sent on as HTTP/1.1 it must have one (nginx and
+// Go servers answer 400 without), so it gets the upstream's address, as nginx sends.
+TEST(ForwardingTest, RequestWithoutHostGetsTheUpstreams) {
+  bhttp::request<bhttp::empty_body> request{bhttp::verb::get, "/health", 10};
+  std::string out;
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, {},
+                            out);
+  EXPECT_EQ(out,
+            "GET /health HTTP/1.1\r\nHost: 10.0.0.9:8080\r\n"
+            "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n\r\n");
+}
+
+// Connection may be split over several lines: the names on every one are hop-by-hop.
+TEST(ForwardingTest, EveryConnectionLineNamesHopByHopHeaders) {
+  bhttp::request<bhttp::empty_body> request{bhttp::verb::get, "/", 11};
+  request.insert("Host", "example.com");
+  request.insert("Connection", "keep-alive");
+  request.insert("Connection", "X-Hop");
+  request.insert("X-Hop", "1");
+  std::string out;
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, {},
+                            out);
+  EXPECT_EQ(out.find("X-Hop"), std::string::npos) << out;
+  bhttp::response<bhttp::empty_body> response{bhttp::status::ok, 11};
+  response.insert("Connection", "keep-alive");
+  response.insert("Connection", "X-Hop");
+  response.insert("X-Hop", "1");
+  out.clear();
+  appendClientResponseHead(response.base(), 11, Framing::kNone, std::nullopt, true, "", out);
+  EXPECT_EQ(out.find("X-Hop"), std::string::npos) << out;
 }
 
 // The client response: the upstream's status, chunked re-stated, Connection: close when closing.
