@@ -265,6 +265,28 @@ TEST_F(RedisClusterStoreTest, KilledMasterIsUnavailableWithinTheTimeout) {
   EXPECT_EQ(store->apply(both, clock_, outcomes), StoreStatus::kUnavailable);
 }
 
+// A slot that denies settles a request even when another slot's master is dead: the request is
+// denied, not handed to on_error (which may admit it) as unavailable.
+TEST_F(RedisClusterStoreTest, ADenialStandsWhenAnotherSlotFails) {
+  constexpr Micros kTimeoutUs = 300'000;
+  auto store = makeStore({}, kTimeoutUs);
+  const std::string spent_group = groupOnNode("spent", 0);
+  const std::string lost_group = groupOnNode("lost", 1);
+  const LimitCheck spend_all{"spent", &day_, day_.limit(), spent_group};
+  const LimitCheck spent{"spent", &day_, 1, spent_group};
+  const LimitCheck lost{"lost", &day_, 1, lost_group};
+  ASSERT_TRUE(decide(*store, spend_all).allowed);
+  ASSERT_FALSE(decide(*store, spent).allowed);
+  cluster_->kill(1);
+  const LimitCheck both[] = {spent, lost};
+  Outcome outcomes[2];
+  EXPECT_EQ(store->apply(both, clock_, outcomes), StoreStatus::kOk);
+  EXPECT_FALSE(outcomes[0].allowed);
+  EXPECT_EQ(outcomes[0].reason, DenyReason::kOverLimit);
+  EXPECT_FALSE(outcomes[1].allowed);
+  EXPECT_EQ(outcomes[1].reason, DenyReason::kStoreUnavailable);
+}
+
 // Redirections are read from Redis's error text; an omitted host is the asked node's.
 TEST(ClusterRedirect, ReadsMovedAndAsk) {
   const auto moved = redis::readRedirect("MOVED 3999 127.0.0.1:6381", "10.0.0.1");

@@ -209,7 +209,20 @@ void RedisClusterStore::settle(const std::shared_ptr<ClusterRequest>& request) {
     failed = failed || group.state == SlotGroup::State::kFailed;
     request->denied = request->denied || group.state == SlotGroup::State::kDenied;
   }
-  request->status = failed ? StoreStatus::kUnavailable : StoreStatus::kOk;
+  // A slot that denied settles the request, whatever another slot's failure: all-or-nothing
+  // means it is denied. (Reported unavailable, it would have gone to on_error, which may
+  // admit a client that its own reachable slot had just refused.) The failed slot's checks
+  // say they could not be decided.
+  request->status = failed && !request->denied ? StoreStatus::kUnavailable : StoreStatus::kOk;
+  if (failed && request->denied) {
+    for (SlotGroup& group : request->groups) {
+      if (group.state != SlotGroup::State::kFailed) continue;
+      for (Outcome& outcome : group.outcomes) {
+        outcome = Outcome{};
+        outcome.reason = DenyReason::kStoreUnavailable;
+      }
+    }
+  }
   if (!failed && !request->denied) return finish(request);
   // Some slot did not admit: give back what the others consumed. The refund names the time each
   // decide ran at, so it undoes exactly that consumption. A refund that fails leaves the limit
