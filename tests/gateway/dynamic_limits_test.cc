@@ -55,6 +55,15 @@ TEST(DynamicLimitsTest, RejectsGarbage) {
   EXPECT_FALSE(parseDynamicLimits(many + "]}").ok());
 }
 
+// GET / from 192.0.2.1.
+policy::RequestView getRoot() {
+  policy::RequestView view;
+  view.method = "GET";
+  view.path = "/";
+  view.peer = boost::asio::ip::make_address("192.0.2.1");
+  return view;
+}
+
 // The webhook's limits and the policy's are all-or-nothing together: a denial by the dynamic
 // limit consumes nothing from the policy's.
 TEST(DynamicLimitsTest, DecidedAllOrNothingWithThePolicy) {
@@ -63,10 +72,7 @@ TEST(DynamicLimitsTest, DecidedAllOrNothingWithThePolicy) {
   Engine engine(store, clock);
   const auto policy = sluice::testing::policyFrom(
       "limits:\n  - { name: base, key: ip, algorithm: fixed_window, rate: 3/min }\n");
-  policy::RequestView view;
-  view.method = "GET";
-  view.path = "/";
-  view.peer = boost::asio::ip::make_address("192.0.2.1");
+  const policy::RequestView view = getRoot();
   const policy::RequestContext context = policy::resolveIdentity(*policy, view, 1000);
   const auto parsed =
       parseDynamicLimits(R"({"limits": [{"key": "k", "burst": 1, "window": "1h"}]})");
@@ -107,10 +113,7 @@ TEST(DynamicLimitsTest, PolicyLimitsKeepTheirOnError) {
   Engine engine(store, clock);
   const auto policy = sluice::testing::policyFrom(
       "limits:\n  - { name: base, key: ip, rate: 3/min, on_error: deny }\n");
-  policy::RequestView view;
-  view.method = "GET";
-  view.path = "/";
-  view.peer = boost::asio::ip::make_address("192.0.2.1");
+  const policy::RequestView view = getRoot();
   const policy::RequestContext context = policy::resolveIdentity(*policy, view, 1000);
   const auto parsed = parseDynamicLimits(R"({"limits": [{"key": "k", "burst": 5}]})");
   ASSERT_TRUE(parsed.ok());
