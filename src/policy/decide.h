@@ -81,8 +81,8 @@ void decideAsync(const Policy& policy, const RequestContext& context, Engine& en
 // The same for checks the caller planned: planChecks' output, perhaps with checks of its own
 // added (the gateway's webhook limits). The limits and specs they point to must outlive the
 // call of `done`.
-void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine,
-                        Micros already_waited_us, DecisionHandler done);
+void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micros already_waited_us,
+                        DecisionHandler done);
 // Returns the error (and never calls `done`) when the limit or tier is unknown.
 [[nodiscard]] std::optional<std::string> decideNamedAsync(
     const Policy& policy, std::string_view limit_name, std::string_view key, std::string_view tier,
