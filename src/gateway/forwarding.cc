@@ -35,6 +35,19 @@ void appendFraming(Framing framing, std::uint64_t content_length, std::string& o
   }
 }
 
+// The values of every `name` field of a message joined with ", ", as one field (RFC 9110 5.3):
+// a Connection header may be split over several lines.
+template <class Fields>
+std::string joinedField(const Fields& fields, boost::beast::http::field name) {
+  std::string joined;
+  const auto [first, last] = fields.equal_range(name);
+  for (auto field = first; field != last; ++field) {
+    if (!joined.empty()) joined += ", ";
+    joined += field->value();
+  }
+  return joined;
+}
+
 }  // namespace
 
 void appendHeaderLine(std::string_view name, std::string_view value, std::string& out) {
@@ -58,17 +71,6 @@ bool isHopByHop(std::string_view name, std::string_view connection) noexcept {
     if (equalsIgnoreCase(name, hop)) return true;
   }
   return !connection.empty() && listContains(connection, name);
-}
-
-template <class Fields>
-std::string joinedField(const Fields& fields, boost::beast::http::field name) {
-  std::string joined;
-  const auto [first, last] = fields.equal_range(name);
-  for (auto field = first; field != last; ++field) {
-    if (!joined.empty()) joined += ", ";
-    joined += field->value();
-  }
-  return joined;
 }
 
 template <class Fields>
@@ -142,8 +144,6 @@ void appendClientResponseHead(const boost::beast::http::header<false, Fields>& r
   out += "\r\n";
 }
 
-template std::string joinedField(const boost::beast::http::fields&, boost::beast::http::field);
-template std::string joinedField(const ArenaFields&, boost::beast::http::field);
 template void appendUpstreamRequestHead(const boost::beast::http::header<true>&, std::string_view,
                                         std::string_view, Framing, std::uint64_t,
                                         const http::HeaderList&, std::string&);

@@ -66,12 +66,6 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
                                Framing framing, std::uint64_t content_length,
                                const http::HeaderList& extra, std::string& out);
 
-// The values of every `name` field of a message joined with ", ", as one field (RFC 9110 5.3):
-// a Connection header may be split over several lines. Defined for beast's fields and
-// ArenaFields.
-template <class Fields>
-[[nodiscard]] std::string joinedField(const Fields& fields, boost::beast::http::field name);
-
 // Appends the response head sent to the client: the upstream's status line in the client's
 // version, end-to-end headers, `framing` as re-stated for the client, Connection: close when
 // `keep_alive` is false, then `extra_lines` as they are (header lines, each ending in CRLF, as
