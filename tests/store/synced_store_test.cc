@@ -441,6 +441,55 @@ TEST_F(SyncedStoreTest, IdleKeysAreForgotten) {
   EXPECT_EQ(node.keyCount(), 0u);
 }
 
+// A full table makes room for a new key by forgetting keys whose units Redis already holds, as
+// the memory store evicts. A key with units not yet pushed is never forgotten (they would be
+// lost), so a table full of those denies new keys until a sync has pushed them.
+TEST_F(SyncedStoreTest, AFullTableForgetsPushedKeysAndLosesNoUnits) {
+  constexpr std::size_t kMaxKeys = 64;
+  SyncedStoreOptions options;
+  options.port = static_cast<std::uint16_t>(server_.port());
+  options.sync_interval_us = kManualSyncIntervalUs;
+  options.max_keys = kMaxKeys;
+  SyncedStore node(options);
+  ASSERT_TRUE(syncUntilOk(node));
+  const auto use = [&](SyncedStore& on, const std::string& key, std::uint64_t cost) {
+    const LimitCheck check{key, &per_hour_, cost};
+    Outcome outcome;
+    const StoreStatus status = on.apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+    return status == StoreStatus::kOk && outcome.allowed ? outcome.remaining : kLimit + 1;
+  };
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < kMaxKeys; ++i) {
+    keys.push_back("first-" + std::to_string(i));
+    ASSERT_EQ(use(node, keys.back(), 1), kLimit - 1);
+  }
+  ASSERT_EQ(node.keyCount(), kMaxKeys);
+  EXPECT_EQ(use(node, "while-unpushed", 1), kLimit + 1);  // every key has a unit pending
+  EXPECT_EQ(node.evictions(), 0u);
+  ASSERT_TRUE(node.syncNow());  // now Redis holds every unit
+  keys.push_back("fresh");
+  EXPECT_EQ(use(node, keys.back(), 1), kLimit - 1);
+  EXPECT_GE(node.evictions(), 1u);
+  EXPECT_EQ(node.keyCount(), kMaxKeys + 1 - node.evictions());
+
+  // Three more tables' worth of new keys, each admitted once there is room, then pushed.
+  for (std::size_t i = 0; i < 3 * kMaxKeys; ++i) {
+    keys.push_back("churn-" + std::to_string(i));
+    if (use(node, keys.back(), 1) == kLimit - 1) continue;
+    ASSERT_TRUE(node.syncNow());
+    ASSERT_EQ(use(node, keys.back(), 1), kLimit - 1) << keys.back();
+  }
+  ASSERT_TRUE(node.syncNow());
+  EXPECT_LE(node.keyCount(), kMaxKeys);
+  EXPECT_GE(node.evictions(), 3 * kMaxKeys);
+
+  // Every key's unit is in Redis, the forgotten keys' too: a node with room reads 1 used each.
+  auto reader = makeNode(kManualSyncIntervalUs);
+  for (const std::string& key : keys) (void)use(*reader, key, 0);  // in use: the sync pulls them
+  ASSERT_TRUE(syncUntilOk(*reader));
+  for (const std::string& key : keys) EXPECT_EQ(use(*reader, key, 0), kLimit - 1) << key;
+}
+
 // The sliding window log has no compact state to sync: its checks are unavailable, and a
 // request containing one consumes nothing from its other limits.
 TEST_F(SyncedStoreTest, SlidingWindowLogIsUnavailable) {

@@ -13,6 +13,7 @@
 
 #include "store/redis/redis_keys.h"
 #include "store/redis/script_call.h"
+#include "store/redis/shared_decision.h"
 #include "store/redis/sync_policy.h"
 
 namespace sluice {
@@ -67,6 +68,9 @@ struct SyncedStore::Entry {
 struct SyncedStore::Shard {
   std::mutex mutex;
   boost::unordered_flat_map<std::uint64_t, Entry, KeyHashIsTheHash> entries;
+  // Steady micros before which a full table does not scan this shard again: its last scan
+  // found too little to evict. A sync's reply that makes an entry evictable resets it.
+  Micros next_eviction_scan_us = 0;
 };
 
 // One sync call: the keys it pushes and pulls and the deltas it carries.
@@ -116,52 +120,6 @@ SyncedStore::Shard& SyncedStore::shardFor(std::uint64_t counter) noexcept {
 
 std::size_t SyncedStore::keyCount() const noexcept { return keys_.load(); }
 
-namespace {
-
-// What `global` says at now_us without consuming: the units it has left, when it is full.
-Outcome peek(const algorithm::CompactState& global, const LimitSpec& spec, Micros now_us) {
-  algorithm::CompactState view = global;
-  return algorithm::consumeCompact(view, now_us, spec, 0);
-}
-
-// The decision for one key against the global state plus `used` units admitted here since, and
-// this node's share of what the global state has left; sets `share_ran_out` when the share was
-// what denied it (and leaves it as it was otherwise).
-Outcome decideShared(const algorithm::CompactState& global, const LimitSpec& spec, Micros now_us,
-                     std::uint64_t used, std::uint64_t cost, std::size_t nodes,
-                     Micros sync_interval_us, bool& share_ran_out) {
-  const Outcome untouched = peek(global, spec, now_us);
-  const std::uint64_t share = redis::nodeShare(untouched.remaining, nodes);
-  algorithm::CompactState view = global;
-  Outcome outcome = algorithm::consumeCompact(view, now_us, spec, used + cost);
-  if (cost == 0) {
-    outcome.allowed = true;
-    outcome.reason = DenyReason::kNone;
-    outcome.retry_after_us = 0;
-    return outcome;
-  }
-  if (cost > spec.limit()) return algorithm::consumeCompact(view, now_us, spec, cost);
-  if (outcome.reason == DenyReason::kCostExceedsLimit) {
-    // This cost fits the limit; with the units admitted here since the last sync it does not.
-    // They stay counted until the next sync, and the limit frees up as the state refills.
-    outcome.reason = DenyReason::kOverLimit;
-    outcome.retry_after_us = std::max(untouched.reset_after_us, sync_interval_us);
-  }
-  if (outcome.allowed && used + cost > share) {
-    // Allowed globally, but this node has spent its share until the next sync.
-    share_ran_out = true;
-    outcome.allowed = false;
-    outcome.reason = DenyReason::kOverLimit;
-    outcome.retry_after_us = sync_interval_us;
-    outcome.delay_us = 0;
-  }
-  const std::uint64_t left = share > used ? share - used : 0;
-  outcome.remaining = std::min(outcome.remaining, outcome.allowed ? left - cost : left);
-  return outcome;
-}
-
-}  // namespace
-
 StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
                                std::span<Outcome> outcomes) noexcept {
   try {
@@ -188,7 +146,10 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
       auto& map = shards_[shard_of[i]]->entries;
       auto found = map.find(counters[i]);
       if (found == map.end()) {
-        if (keys_.load() >= options_.max_keys) return StoreStatus::kUnavailable;
+        if (keys_.load() >= options_.max_keys &&
+            !makeRoom(shard_of[i], std::span(order.data(), order.size()),
+                      std::span(counters.data(), counters.size()), steady_us))
+          return StoreStatus::kUnavailable;
         found = map.try_emplace(counters[i], *checks[i].spec,
                                 redis::redisKey(options_.key_prefix, checks[i]))
                     .first;
@@ -211,7 +172,7 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
       for (std::size_t j = 0; j < i; ++j) {
         if (entries[j] == &entry) earlier += checks[j].cost;
       }
-      outcomes[i] = decideShared(
+      outcomes[i] = redis::decideShared(
           entry.global, entry.spec, now_us, entry.pending + entry.in_flight + earlier,
           checks[i].cost, options_.sluice_nodes, options_.sync_interval_us, entry.share_ran_out);
       all_allowed = all_allowed && outcomes[i].allowed;
@@ -227,6 +188,70 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
   } catch (...) {  // allocation failure
     return StoreStatus::kUnavailable;
   }
+}
+
+bool SyncedStore::makeRoom(std::size_t wanted, std::span<const std::size_t> held,
+                           std::span<const std::uint64_t> keep, Micros steady_us) {
+  // The wanted shard first, so that shards stay even; then any other, as a small table may
+  // have none of its keys in the wanted one. A shard this request does not hold is only tried:
+  // waiting for it could deadlock with a request holding it that waits for one of ours.
+  for (std::size_t step = 0; step < kShards; ++step) {
+    const std::size_t index = (wanted + step) % kShards;
+    Shard& shard = *shards_[index];
+    if (std::find(held.begin(), held.end(), index) != held.end()) {
+      if (evictLeastRecentlyUsed(shard, keep, steady_us) > 0) return true;
+      continue;
+    }
+    std::unique_lock lock(shard.mutex, std::try_to_lock);
+    if (lock.owns_lock() && evictLeastRecentlyUsed(shard, keep, steady_us) > 0) return true;
+  }
+  return false;
+}
+
+std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, std::span<const std::uint64_t> keep,
+                                                Micros steady_us) {
+  if (steady_us < shard.next_eviction_scan_us) return 0;
+  // An entry whose units are all in Redis holds nothing Redis lacks: forgetting it costs only
+  // this node's view of the key until its next pull, as forgetting an idle key does.
+  const auto evictable = [&](std::uint64_t counter, const Entry& entry) {
+    return entry.pending == 0 && entry.in_flight == 0 &&
+           std::find(keep.begin(), keep.end(), counter) == keep.end();
+  };
+  // The oldest eighth (at least) of the evictable entries by last use, found with a histogram
+  // of their ages so that no scan allocates: a flood of new keys pays one scan per eighth.
+  std::size_t count = 0;
+  Micros oldest = std::numeric_limits<Micros>::max();
+  Micros newest = std::numeric_limits<Micros>::min();
+  for (const auto& [counter, entry] : shard.entries) {
+    if (!evictable(counter, entry)) continue;
+    ++count;
+    oldest = std::min(oldest, entry.last_used_us);
+    newest = std::max(newest, entry.last_used_us);
+  }
+  if (count * kMinEvictableShare < shard.entries.size()) {
+    // Nearly everything here waits on a push: scanning again before a sync has answered would
+    // cost a scan per request and free next to nothing.
+    shard.next_eviction_scan_us = steady_us + options_.sync_interval_us;
+    if (count == 0) return 0;
+  }
+  constexpr std::size_t kBuckets = 64;
+  const Micros bucket_us = (newest - oldest) / static_cast<Micros>(kBuckets) + 1;
+  std::array<std::size_t, kBuckets> by_age{};
+  for (const auto& [counter, entry] : shard.entries) {
+    if (evictable(counter, entry))
+      ++by_age[static_cast<std::size_t>((entry.last_used_us - oldest) / bucket_us)];
+  }
+  std::size_t last_bucket = 0;  // the buckets up to it hold an eighth of `count` or more
+  for (std::size_t taken = by_age[0]; taken * 8 < count; taken += by_age[last_bucket]) {
+    ++last_bucket;
+  }
+  const Micros cutoff_us = oldest + bucket_us * static_cast<Micros>(last_bucket + 1);
+  const std::size_t evicted = boost::unordered::erase_if(shard.entries, [&](const auto& item) {
+    return item.second.last_used_us < cutoff_us && evictable(item.first, item.second);
+  });
+  keys_.fetch_sub(evicted);
+  evictions_.fetch_add(evicted, std::memory_order_relaxed);
+  return evicted;
 }
 
 void SyncedStore::scheduleSync() {
@@ -283,7 +308,7 @@ SyncedStore::Collected SyncedStore::collect(Push push, bool pull, Micros steady_
 
 bool SyncedStore::dueForPush(const Entry& entry, Micros now_us,
                              Micros since_sync_us) const noexcept {
-  const std::uint64_t remaining = peek(entry.global, entry.spec, now_us).remaining;
+  const std::uint64_t remaining = redis::peek(entry.global, entry.spec, now_us).remaining;
   return redis::pushIsDue(entry.pending + entry.in_flight,
                           redis::nodeShare(remaining, options_.sluice_nodes), entry.share_ran_out,
                           since_sync_us, options_.sync_interval_us);
@@ -366,6 +391,7 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
     if (ok) {
       entry.global = states[i];
       entry.global_at_us = redis_now_us;
+      if (entry.pending == 0 && entry.in_flight == 0) shard.next_eviction_scan_us = 0;
     } else {
       // Push it again next time, and pull it then too. (A call that timed out may still run
       // in Redis: undoLateSync then takes these units back.)

@@ -37,6 +37,8 @@ struct SyncedStoreOptions {
   std::string key_prefix = "sluice:";
   Micros sync_interval_us = 100'000;
   std::size_t sluice_nodes = 1;
+  // Past this many keys, a new key makes room by forgetting the least recently used keys whose
+  // units are all in Redis (evictLeastRecentlyUsed).
   std::size_t max_keys = 1'000'000;
   // Keys not used for this long stop being synced and are forgotten.
   Micros idle_after_us = 10'000'000;
@@ -61,6 +63,8 @@ class SyncedStore final : public Store {
   // Thread-safe. Syncs now and waits for the reply (tests).
   bool syncNow(Push push = Push::kEverything);
   [[nodiscard]] std::size_t keyCount() const noexcept;
+  // Entries forgotten because the table was full (not those forgotten for being idle).
+  [[nodiscard]] std::uint64_t evictions() const noexcept { return evictions_.load(); }
 
  private:
   struct Entry;
@@ -73,6 +77,18 @@ class SyncedStore final : public Store {
   [[nodiscard]] static std::size_t shardIndexOf(std::uint64_t counter) noexcept;
   Shard& shardFor(std::uint64_t counter) noexcept;
   void scheduleSync();
+  // The table is full and a request that holds the locks of shards `held` needs a new key in
+  // shard `wanted`: forgets entries from that shard or, failing that, another, never one of
+  // `keep` (the request's own). False when none could go: the request is then unavailable.
+  bool makeRoom(std::size_t wanted, std::span<const std::size_t> held,
+                std::span<const std::uint64_t> keep, Micros steady_us);
+  // Forgets the least recently used entries of `shard` (locked) whose units are all in Redis,
+  // never one of `keep`; how many.
+  std::size_t evictLeastRecentlyUsed(Shard& shard, std::span<const std::uint64_t> keep,
+                                     Micros steady_us);
+  // A scan that finds fewer than 1 / kMinEvictableShare of a shard's entries evictable
+  // makes the next wait for a sync interval.
+  static constexpr std::size_t kMinEvictableShare = 16;
 
   struct Collected {
     std::vector<std::shared_ptr<Batch>> batches;
@@ -107,6 +123,7 @@ class SyncedStore final : public Store {
   KeyHasher hasher_;
   std::array<std::unique_ptr<Shard>, kShards> shards_;
   std::atomic<std::size_t> keys_{0};
+  std::atomic<std::uint64_t> evictions_{0};
   std::atomic<Micros> last_sync_ok_us_{0};  // steady micros; 0 before the first
   std::atomic<bool> last_sync_failed_{false};
   // Redis's clock minus this node's wall clock, learned at each sync, so states written with
