@@ -417,28 +417,40 @@ TEST_F(SyncedStoreTest, GroupsNameSeparateCounters) {
   EXPECT_NE(keys[0].text.find("k|"), std::string::npos) << keys[0].text;
 }
 
-// A key unused for idle_after is forgotten at the next sync once its deltas are pushed; one in
-// use is kept.
-TEST_F(SyncedStoreTest, IdleKeysAreForgotten) {
+// A key unused for idle_after is forgotten at a sync once its deltas are pushed and it is back
+// to full. One in use is kept, and so is one with usage left in its limit: forgetting that would
+// let its client start over from a full limit here when it returns.
+TEST_F(SyncedStoreTest, IdleKeysAreForgottenOnceFull) {
   SyncedStoreOptions options;
   options.port = static_cast<std::uint16_t>(server_.port());
   options.sync_interval_us = kManualSyncIntervalUs;
   options.idle_after_us = 1;  // anything not used since the last sync
   SyncedStore node(options);
   ASSERT_TRUE(syncUntilOk(node));
-  const LimitCheck first{"first", &per_hour_, 1};
-  const LimitCheck second{"second", &per_hour_, 1};
+  const LimitSpec refills_fast =
+      spec(Algorithm::kTokenBucket, "1000/s", 1000);  // a unit a millisecond
+  const LimitCheck first{"first", &refills_fast, 1};
+  const LimitCheck second{"second", &refills_fast, 1};
+  const LimitCheck quota{"quota", &per_hour_, 1};
   Outcome outcome;
-  ASSERT_EQ(node.apply(std::span(&first, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+  for (const LimitCheck* check : {&first, &second, &quota})
+    ASSERT_EQ(node.apply(std::span(check, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+  EXPECT_EQ(node.keyCount(), 3u);
+  ASSERT_TRUE(node.syncNow());  // pushes the deltas: no key may go before that
+  EXPECT_EQ(node.keyCount(), 3u);
   ASSERT_EQ(node.apply(std::span(&second, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+  const auto refill = [] { std::this_thread::sleep_for(std::chrono::milliseconds(10)); };
+  refill();
+  ASSERT_TRUE(node.syncNow());  // "first" is pushed, full again and unused since
   EXPECT_EQ(node.keyCount(), 2u);
-  ASSERT_TRUE(node.syncNow());  // pushes both deltas: neither may go before that
-  EXPECT_EQ(node.keyCount(), 2u);
-  ASSERT_EQ(node.apply(std::span(&second, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
-  ASSERT_TRUE(node.syncNow());  // "first" has nothing to push and was not used since
+  refill();
+  ASSERT_TRUE(node.syncNow());  // now "second" too
   EXPECT_EQ(node.keyCount(), 1u);
-  ASSERT_TRUE(node.syncNow());  // now "second" has been pushed and is idle too
-  EXPECT_EQ(node.keyCount(), 0u);
+  ASSERT_TRUE(node.syncNow());  // "quota" stays: an hour's window with a unit used
+  EXPECT_EQ(node.keyCount(), 1u);
+  const LimitCheck peek{"quota", &per_hour_, 0};
+  ASSERT_EQ(node.apply(std::span(&peek, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+  EXPECT_EQ(outcome.remaining, kLimit - 1);
 }
 
 // A full table makes room for a new key by forgetting keys whose units Redis already holds, as
@@ -488,6 +500,86 @@ TEST_F(SyncedStoreTest, AFullTableForgetsPushedKeysAndLosesNoUnits) {
   for (const std::string& key : keys) (void)use(*reader, key, 0);  // in use: the sync pulls them
   ASSERT_TRUE(syncUntilOk(*reader));
   for (const std::string& key : keys) EXPECT_EQ(use(*reader, key, 0), kLimit - 1) << key;
+}
+
+// A full table first forgets keys that are back to full, which costs nothing, and only then
+// keys with usage left. With a thousand such keys, every shard has some.
+TEST_F(SyncedStoreTest, AFullTableForgetsFullKeysFirst) {
+  constexpr std::size_t kFullKeys = 1000;
+  constexpr std::size_t kQuotaKeys = 24;
+  SyncedStoreOptions options;
+  options.port = static_cast<std::uint16_t>(server_.port());
+  options.sync_interval_us = kManualSyncIntervalUs;
+  options.max_keys = kFullKeys + kQuotaKeys;
+  SyncedStore node(options);
+  ASSERT_TRUE(syncUntilOk(node));
+  const LimitSpec refills_fast = spec(Algorithm::kTokenBucket, "1000/s", 1000);
+  const auto use = [&](const std::string& key, const LimitSpec& limit, std::uint64_t cost) {
+    const LimitCheck check{key, &limit, cost};
+    Outcome outcome;
+    EXPECT_EQ(node.apply(std::span(&check, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+    return outcome.remaining;
+  };
+  for (std::size_t i = 0; i < kQuotaKeys; ++i)
+    (void)use("quota-" + std::to_string(i), per_hour_, 1);
+  for (std::size_t i = 0; i < kFullKeys; ++i)
+    (void)use("fast-" + std::to_string(i), refills_fast, 1);
+  ASSERT_TRUE(node.syncNow());
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the fast keys refill
+  (void)use("new", per_hour_, 1);
+  ASSERT_GE(node.evictions(), 1u);
+  const std::size_t count = node.keyCount();
+  for (std::size_t i = 0; i < kQuotaKeys; ++i)
+    EXPECT_EQ(use("quota-" + std::to_string(i), per_hour_, 0), kLimit - 1) << i;
+  EXPECT_EQ(node.keyCount(), count) << "a quota key was forgotten";
+}
+
+// Four threads on a table far too small for their keys, with syncs running every 10 ms, until
+// the table has turned over several times: what the node admitted is exactly what Redis holds
+// once it has pushed, eviction or not. (Per key it can be more than the limit: a key forgotten
+// with usage left decides against a full limit until its next pull.)
+TEST_F(SyncedStoreTest, EvictionUnderConcurrentLoadLosesNoUnits) {
+  constexpr std::size_t kKeys = 500;
+  constexpr std::size_t kThreads = 4;
+  constexpr std::size_t kMaxRequestsPerThread = 1'000'000;
+  constexpr std::size_t kMaxKeys = 32;
+  SyncedStoreOptions options;
+  options.port = static_cast<std::uint16_t>(server_.port());
+  options.sync_interval_us = 10'000;
+  options.max_keys = kMaxKeys;
+  auto node = std::make_unique<SyncedStore>(options);
+  ASSERT_TRUE(syncUntilOk(*node));
+  const auto give_up = SteadyClock::now() + std::chrono::seconds(5);  // a bound, not a measure
+  std::atomic<std::uint64_t> admitted{0};
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::size_t i = 0; i < kMaxRequestsPerThread; ++i) {
+        if (i % 64 == 0 && (node->evictions() >= 8 * kMaxKeys || SteadyClock::now() > give_up))
+          return;
+        const std::string key = "k" + std::to_string((i * 7 + t * 131) % kKeys);
+        const LimitCheck check{key, &per_hour_, 1};
+        Outcome outcome;
+        if (node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1)) == StoreStatus::kOk &&
+            outcome.allowed)
+          admitted.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_GE(node->evictions(), 8 * kMaxKeys);
+  EXPECT_GT(admitted.load(), 0u);
+  node.reset();  // a node going away pushes what it holds
+
+  // A fixed window's state in Redis is two little-endian doubles: the window's start and its
+  // count (main.lua). Summed over every key, that is what Redis counted.
+  const auto summed = server_.connect().command(
+      {"EVAL",
+       "local sum = 0 for _, key in ipairs(redis.call('KEYS', '*')) do "
+       "local start, count = struct.unpack('<dd', redis.call('GET', key)) sum = sum + count end "
+       "return sum",
+       "0"});
+  EXPECT_EQ(summed.integer, static_cast<long long>(admitted.load()));
 }
 
 // The sliding window log has no compact state to sync: its checks are unavailable, and a

@@ -148,7 +148,7 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
       if (found == map.end()) {
         if (keys_.load() >= options_.max_keys &&
             !makeRoom(shard_of[i], std::span(order.data(), order.size()),
-                      std::span(counters.data(), counters.size()), steady_us))
+                      std::span(counters.data(), counters.size()), now_us, steady_us))
           return StoreStatus::kUnavailable;
         found = map.try_emplace(counters[i], *checks[i].spec,
                                 redis::redisKey(options_.key_prefix, checks[i]))
@@ -191,7 +191,7 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
 }
 
 bool SyncedStore::makeRoom(std::size_t wanted, std::span<const std::size_t> held,
-                           std::span<const std::uint64_t> keep, Micros steady_us) {
+                           std::span<const std::uint64_t> keep, Micros now_us, Micros steady_us) {
   // The wanted shard first, so that shards stay even; then any other, as a small table may
   // have none of its keys in the wanted one. A shard this request does not hold is only tried:
   // waiting for it could deadlock with a request holding it that waits for one of ours.
@@ -199,23 +199,42 @@ bool SyncedStore::makeRoom(std::size_t wanted, std::span<const std::size_t> held
     const std::size_t index = (wanted + step) % kShards;
     Shard& shard = *shards_[index];
     if (std::find(held.begin(), held.end(), index) != held.end()) {
-      if (evictLeastRecentlyUsed(shard, keep, steady_us) > 0) return true;
+      if (evict(shard, keep, now_us, steady_us) > 0) return true;
       continue;
     }
     std::unique_lock lock(shard.mutex, std::try_to_lock);
-    if (lock.owns_lock() && evictLeastRecentlyUsed(shard, keep, steady_us) > 0) return true;
+    if (lock.owns_lock() && evict(shard, keep, now_us, steady_us) > 0) return true;
   }
   return false;
 }
 
-std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, std::span<const std::uint64_t> keep,
-                                                Micros steady_us) {
+bool SyncedStore::forgetsNothing(const Entry& entry, Micros now_us) noexcept {
+  return entry.pending == 0 && entry.in_flight == 0 &&
+         redis::peek(entry.global, entry.spec, now_us).remaining >= entry.spec.limit();
+}
+
+std::size_t SyncedStore::evict(Shard& shard, std::span<const std::uint64_t> keep, Micros now_us,
+                               Micros steady_us) {
   if (steady_us < shard.next_eviction_scan_us) return 0;
-  // An entry whose units are all in Redis holds nothing Redis lacks: forgetting it costs only
-  // this node's view of the key until its next pull, as forgetting an idle key does.
+  const auto kept = [&](std::uint64_t counter) {
+    return std::find(keep.begin(), keep.end(), counter) != keep.end();
+  };
+  std::size_t evicted = boost::unordered::erase_if(shard.entries, [&](const auto& item) {
+    return !kept(item.first) && forgetsNothing(item.second, now_us);
+  });
+  if (evicted == 0) evicted = evictLeastRecentlyUsed(shard, kept, steady_us);
+  keys_.fetch_sub(evicted);
+  evictions_.fetch_add(evicted, std::memory_order_relaxed);
+  return evicted;
+}
+
+template <typename Kept>
+std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, const Kept& kept, Micros steady_us) {
+  // An entry whose units are all in Redis holds nothing Redis lacks. Forgetting one that is
+  // not full yet costs this node its view of the key, though: until its next pull (within an
+  // interval once it is used again) a new entry decides against a full limit.
   const auto evictable = [&](std::uint64_t counter, const Entry& entry) {
-    return entry.pending == 0 && entry.in_flight == 0 &&
-           std::find(keep.begin(), keep.end(), counter) == keep.end();
+    return entry.pending == 0 && entry.in_flight == 0 && !kept(counter);
   };
   // The oldest eighth (at least) of the evictable entries by last use, found with a histogram
   // of their ages so that no scan allocates: a flood of new keys pays one scan per eighth.
@@ -246,12 +265,9 @@ std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, std::span<const st
     ++last_bucket;
   }
   const Micros cutoff_us = oldest + bucket_us * static_cast<Micros>(last_bucket + 1);
-  const std::size_t evicted = boost::unordered::erase_if(shard.entries, [&](const auto& item) {
+  return boost::unordered::erase_if(shard.entries, [&](const auto& item) {
     return item.second.last_used_us < cutoff_us && evictable(item.first, item.second);
   });
-  keys_.fetch_sub(evicted);
-  evictions_.fetch_add(evicted, std::memory_order_relaxed);
-  return evicted;
 }
 
 void SyncedStore::scheduleSync() {
@@ -271,10 +287,11 @@ SyncedStore::Collected SyncedStore::collect(Push push, bool pull, Micros steady_
   std::vector<std::shared_ptr<Batch>>& batches = collected.batches;
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->mutex);
+    // An idle key is forgotten only once it is back to full: forgetting one with usage left
+    // would let it start over from a full limit here when its client returns.
     const std::size_t forgotten = boost::unordered::erase_if(shard->entries, [&](const auto& item) {
-      const Entry& entry = item.second;
-      return entry.pending == 0 && entry.in_flight == 0 &&
-             steady_us - entry.last_used_us > options_.idle_after_us;
+      return steady_us - item.second.last_used_us > options_.idle_after_us &&
+             forgetsNothing(item.second, now_us);
     });
     keys_.fetch_sub(forgotten);
     for (auto& [counter, entry] : shard->entries) {

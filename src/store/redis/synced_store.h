@@ -37,10 +37,10 @@ struct SyncedStoreOptions {
   std::string key_prefix = "sluice:";
   Micros sync_interval_us = 100'000;
   std::size_t sluice_nodes = 1;
-  // Past this many keys, a new key makes room by forgetting the least recently used keys whose
-  // units are all in Redis (evictLeastRecentlyUsed).
+  // Past this many keys, a new key makes room by forgetting keys that are back to full or, if
+  // there are none, the least recently used keys whose units are all in Redis (evict).
   std::size_t max_keys = 1'000'000;
-  // Keys not used for this long stop being synced and are forgotten.
+  // Keys not used for this long stop being synced, and are forgotten once back to full.
   Micros idle_after_us = 10'000'000;
 };
 
@@ -81,11 +81,18 @@ class SyncedStore final : public Store {
   // shard `wanted`: forgets entries from that shard or, failing that, another, never one of
   // `keep` (the request's own). False when none could go: the request is then unavailable.
   bool makeRoom(std::size_t wanted, std::span<const std::size_t> held,
-                std::span<const std::uint64_t> keep, Micros steady_us);
-  // Forgets the least recently used entries of `shard` (locked) whose units are all in Redis,
-  // never one of `keep`; how many.
-  std::size_t evictLeastRecentlyUsed(Shard& shard, std::span<const std::uint64_t> keep,
-                                     Micros steady_us);
+                std::span<const std::uint64_t> keep, Micros now_us, Micros steady_us);
+  // Whether forgetting `entry` loses nothing: its units are all in Redis and, as this node last
+  // saw the key, it is back to full, so a new entry would decide as it does.
+  [[nodiscard]] static bool forgetsNothing(const Entry& entry, Micros now_us) noexcept;
+  // Forgets the entries of `shard` (locked) that forgetsNothing, or else the least recently
+  // used ones whose units are all in Redis; never one of `keep`. How many.
+  std::size_t evict(Shard& shard, std::span<const std::uint64_t> keep, Micros now_us,
+                    Micros steady_us);
+  // At least the oldest eighth, by last use, of the entries that are not `kept` and whose units
+  // are all in Redis.
+  template <typename Kept>
+  std::size_t evictLeastRecentlyUsed(Shard& shard, const Kept& kept, Micros steady_us);
   // A scan that finds fewer than 1 / kMinEvictableShare of a shard's entries evictable
   // makes the next wait for a sync interval.
   static constexpr std::size_t kMinEvictableShare = 16;
