@@ -502,6 +502,35 @@ TEST_F(SyncedStoreTest, AFullTableForgetsPushedKeysAndLosesNoUnits) {
   for (const std::string& key : keys) EXPECT_EQ(use(*reader, key, 0), kLimit - 1) << key;
 }
 
+// A table full of units not pushed yet does not wait for the next interval (ten seconds here)
+// to make room: the denied request asks for a sync at once.
+TEST_F(SyncedStoreTest, ATableFullOfUnpushedUnitsSyncsAtOnce) {
+  constexpr std::size_t kMaxKeys = 16;
+  SyncedStoreOptions options;
+  options.port = static_cast<std::uint16_t>(server_.port());
+  options.sync_interval_us = kManualSyncIntervalUs;
+  options.max_keys = kMaxKeys;
+  SyncedStore node(options);
+  ASSERT_TRUE(syncUntilOk(node));
+  std::vector<std::string> keys;
+  const auto use = [&](const std::string& key) {
+    const LimitCheck check{key, &per_hour_, 1};
+    Outcome outcome;
+    return node.apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+  };
+  for (std::size_t i = 0; i < kMaxKeys; ++i)
+    ASSERT_EQ(use("k" + std::to_string(i)), StoreStatus::kOk);
+  ASSERT_EQ(use("one-too-many"), StoreStatus::kUnavailable);
+  const auto give_up = SteadyClock::now() + std::chrono::seconds(3);  // well before the interval
+  StoreStatus status = StoreStatus::kUnavailable;
+  while (status == StoreStatus::kUnavailable && SteadyClock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polling, not timing
+    status = use("one-too-many");
+  }
+  EXPECT_EQ(status, StoreStatus::kOk);
+  EXPECT_GE(node.evictions(), 1u);
+}
+
 // A full table first forgets keys that are back to full, which costs nothing, and only then
 // keys with usage left. With a thousand such keys, every shard has some.
 TEST_F(SyncedStoreTest, AFullTableForgetsFullKeysFirst) {

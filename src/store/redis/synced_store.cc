@@ -5,6 +5,7 @@
 #include <future>
 #include <limits>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
@@ -148,8 +149,10 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
       if (found == map.end()) {
         if (keys_.load() >= options_.max_keys &&
             !makeRoom(shard_of[i], std::span(order.data(), order.size()),
-                      std::span(counters.data(), counters.size()), now_us, steady_us))
+                      std::span(counters.data(), counters.size()), now_us, steady_us)) {
+          syncSoon();  // every key waits on a push: room frees once one is answered
           return StoreStatus::kUnavailable;
+        }
         found = map.try_emplace(counters[i], *checks[i].spec,
                                 redis::redisKey(options_.key_prefix, checks[i]))
                     .first;
@@ -270,6 +273,21 @@ std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, const Kept& kept, 
   });
 }
 
+void SyncedStore::syncSoon() {
+  if (early_sync_asked_.exchange(true)) return;  // one is on its way
+  loop_.post([this] { syncEarly(); });
+}
+
+void SyncedStore::syncEarly() {
+  if (sync_timer_ == nullptr) return;  // stopping: the last push takes everything
+  if (sync_running_) {
+    sync_again_ = true;
+    return;
+  }
+  early_sync_asked_.store(false);
+  sync(Push::kEverything, [](bool) {});
+}
+
 void SyncedStore::scheduleSync() {
   sync_timer_->expires_after(std::chrono::microseconds(options_.sync_interval_us));
   sync_timer_->async_wait([this](const boost::system::error_code& error) {
@@ -354,6 +372,7 @@ void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
          if (all_ok) last_sync_ok_us_.store(steadyNowUs());
          last_sync_failed_.store(!all_ok, std::memory_order_relaxed);
          finished(all_ok);
+         if (std::exchange(sync_again_, false)) syncEarly();
        });
 }
 

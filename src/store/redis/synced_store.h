@@ -77,6 +77,11 @@ class SyncedStore final : public Store {
   [[nodiscard]] static std::size_t shardIndexOf(std::uint64_t counter) noexcept;
   Shard& shardFor(std::uint64_t counter) noexcept;
   void scheduleSync();
+  // Thread-safe: asks the loop for a sync of everything now, not at the next interval (the
+  // table is full of units not pushed yet). Asks made before it starts share it.
+  void syncSoon();
+  // On the loop: that sync, or, while one runs, right after it.
+  void syncEarly();
   // The table is full and a request that holds the locks of shards `held` needs a new key in
   // shard `wanted`: forgets entries from that shard or, failing that, another, never one of
   // `keep` (the request's own). False when none could go: the request is then unavailable.
@@ -140,6 +145,8 @@ class SyncedStore final : public Store {
   std::unique_ptr<redis::ServerPool> pool_;                // on loop_
   std::unique_ptr<boost::asio::steady_timer> sync_timer_;  // on loop_
   bool sync_running_ = false;                              // on loop_
+  bool sync_again_ = false;  // on loop_: syncEarly waits for the sync running
+  std::atomic<bool> early_sync_asked_{false};
 };
 
 }  // namespace sluice
