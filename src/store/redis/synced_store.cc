@@ -10,12 +10,12 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/container/small_vector.hpp>
-#include <boost/unordered/unordered_flat_map.hpp>
 
 #include "store/redis/redis_keys.h"
 #include "store/redis/script_call.h"
 #include "store/redis/shared_decision.h"
 #include "store/redis/sync_policy.h"
+#include "store/redis/synced_table.h"
 
 namespace sluice {
 
@@ -40,39 +40,12 @@ constexpr std::size_t kKeysPerSyncCall = 256;
 // How long a node that stops waits for its last push.
 constexpr Micros kFinalPushDeadlineUs = 1'000'000;
 
-// Entry::last_synced_us of a key not synced yet, or whose last sync failed: due at once.
-constexpr Micros kNeverSynced = std::numeric_limits<Micros>::min();
-
 Micros sinceSync(Micros last_synced_us, Micros steady_us) {
   return last_synced_us == kNeverSynced ? std::numeric_limits<Micros>::max()
                                         : steady_us - last_synced_us;
 }
 
 }  // namespace
-
-struct SyncedStore::Entry {
-  Entry(const LimitSpec& limit_spec, std::string key)
-      : spec(limit_spec), redis_key(std::move(key)) {}
-  LimitSpec spec;
-  std::string redis_key;           // built once, when the key is first used
-  algorithm::CompactState global;  // as of the last sync; zero is an unused key
-  std::uint64_t pending = 0;       // admitted here since the last push
-  std::uint64_t in_flight = 0;     // pushed, reply not back yet
-  bool share_ran_out = false;      // a decision was denied for this node's share since the push
-  Micros last_used_us = 0;         // steady
-  // The Redis time `global` was read at: a late reply's state replaces only an older one.
-  Micros global_at_us = std::numeric_limits<Micros>::min();
-  Micros last_synced_us = kNeverSynced;  // steady; when it was last pushed or pulled
-};
-
-// Entries by counter (counterOf): a decision hashes its key once and builds no key string.
-struct SyncedStore::Shard {
-  std::mutex mutex;
-  boost::unordered_flat_map<std::uint64_t, Entry, KeyHashIsTheHash> entries;
-  // Steady micros before which a full table does not scan this shard again: its last scan
-  // found too little to evict. A sync's reply that makes an entry evictable resets it.
-  Micros next_eviction_scan_us = 0;
-};
 
 // One sync call: the keys it pushes and pulls and the deltas it carries.
 struct SyncedStore::Batch {
@@ -191,86 +164,6 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
   } catch (...) {  // allocation failure
     return StoreStatus::kUnavailable;
   }
-}
-
-bool SyncedStore::makeRoom(std::size_t wanted, std::span<const std::size_t> held,
-                           std::span<const std::uint64_t> keep, Micros now_us, Micros steady_us) {
-  // The wanted shard first, so that shards stay even; then any other, as a small table may
-  // have none of its keys in the wanted one. A shard this request does not hold is only tried:
-  // waiting for it could deadlock with a request holding it that waits for one of ours.
-  for (std::size_t step = 0; step < kShards; ++step) {
-    const std::size_t index = (wanted + step) % kShards;
-    Shard& shard = *shards_[index];
-    if (std::find(held.begin(), held.end(), index) != held.end()) {
-      if (evict(shard, keep, now_us, steady_us) > 0) return true;
-      continue;
-    }
-    std::unique_lock lock(shard.mutex, std::try_to_lock);
-    if (lock.owns_lock() && evict(shard, keep, now_us, steady_us) > 0) return true;
-  }
-  return false;
-}
-
-bool SyncedStore::forgetsNothing(const Entry& entry, Micros now_us) noexcept {
-  return entry.pending == 0 && entry.in_flight == 0 &&
-         redis::peek(entry.global, entry.spec, now_us).remaining >= entry.spec.limit();
-}
-
-std::size_t SyncedStore::evict(Shard& shard, std::span<const std::uint64_t> keep, Micros now_us,
-                               Micros steady_us) {
-  if (steady_us < shard.next_eviction_scan_us) return 0;
-  const auto kept = [&](std::uint64_t counter) {
-    return std::find(keep.begin(), keep.end(), counter) != keep.end();
-  };
-  std::size_t evicted = boost::unordered::erase_if(shard.entries, [&](const auto& item) {
-    return !kept(item.first) && forgetsNothing(item.second, now_us);
-  });
-  if (evicted == 0) evicted = evictLeastRecentlyUsed(shard, kept, steady_us);
-  keys_.fetch_sub(evicted);
-  evictions_.fetch_add(evicted, std::memory_order_relaxed);
-  return evicted;
-}
-
-template <typename Kept>
-std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, const Kept& kept, Micros steady_us) {
-  // An entry whose units are all in Redis holds nothing Redis lacks. Forgetting one that is
-  // not full yet costs this node its view of the key, though: until its next pull (within an
-  // interval once it is used again) a new entry decides against a full limit.
-  const auto evictable = [&](std::uint64_t counter, const Entry& entry) {
-    return entry.pending == 0 && entry.in_flight == 0 && !kept(counter);
-  };
-  // The oldest eighth (at least) of the evictable entries by last use, found with a histogram
-  // of their ages so that no scan allocates: a flood of new keys pays one scan per eighth.
-  std::size_t count = 0;
-  Micros oldest = std::numeric_limits<Micros>::max();
-  Micros newest = std::numeric_limits<Micros>::min();
-  for (const auto& [counter, entry] : shard.entries) {
-    if (!evictable(counter, entry)) continue;
-    ++count;
-    oldest = std::min(oldest, entry.last_used_us);
-    newest = std::max(newest, entry.last_used_us);
-  }
-  if (count * kMinEvictableShare < shard.entries.size()) {
-    // Nearly everything here waits on a push: scanning again before a sync has answered would
-    // cost a scan per request and free next to nothing.
-    shard.next_eviction_scan_us = steady_us + options_.sync_interval_us;
-    if (count == 0) return 0;
-  }
-  constexpr std::size_t kBuckets = 64;
-  const Micros bucket_us = (newest - oldest) / static_cast<Micros>(kBuckets) + 1;
-  std::array<std::size_t, kBuckets> by_age{};
-  for (const auto& [counter, entry] : shard.entries) {
-    if (evictable(counter, entry))
-      ++by_age[static_cast<std::size_t>((entry.last_used_us - oldest) / bucket_us)];
-  }
-  std::size_t last_bucket = 0;  // the buckets up to it hold an eighth of `count` or more
-  for (std::size_t taken = by_age[0]; taken * 8 < count; taken += by_age[last_bucket]) {
-    ++last_bucket;
-  }
-  const Micros cutoff_us = oldest + bucket_us * static_cast<Micros>(last_bucket + 1);
-  return boost::unordered::erase_if(shard.entries, [&](const auto& item) {
-    return item.second.last_used_us < cutoff_us && evictable(item.first, item.second);
-  });
 }
 
 void SyncedStore::syncSoon() {
