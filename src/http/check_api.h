@@ -12,6 +12,7 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "http/json_string.h"
 #include "http/rate_limit_headers.h"
 #include "policy/decide.h"
 #include "policy/request_view.h"
@@ -50,8 +51,5 @@ using LimitLabels = boost::container::small_vector<LimitLabel, 4>;
 // which a response would carry. `delayed_us` is how long a throttled request was held.
 [[nodiscard]] std::string renderDecision(const policy::PolicyDecision& decision,
                                          const HeaderList& headers, Micros delayed_us);
-
-// Appends `text` as a JSON string literal, quotes included.
-void appendJsonString(std::string& out, std::string_view text);
 
 }  // namespace sluice::http

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cassert>
 #include <charconv>
-#include <cstdio>
 
+#include "http/json_string.h"
 #include "sluice/outcome.h"
 
 namespace sluice::http {
@@ -41,26 +41,6 @@ void appendSfString(std::string& out, std::string_view name) {
     const char safe = sanitized(byte);
     if (safe == '"' || safe == '\\') out += '\\';
     out += safe;
-  }
-  out += '"';
-}
-
-// After sanitizing, only '"' and '\' need escaping; control characters are escaped anyway so
-// that the function is correct for any text it is given.
-void appendJsonString(std::string& out, std::string_view text) {
-  out += '"';
-  for (const char byte : text) {
-    const auto code = static_cast<unsigned char>(byte);
-    if (byte == '"' || byte == '\\') {
-      out += '\\';
-      out += byte;
-    } else if (code < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(code));
-      out += escaped;
-    } else {
-      out += byte;
-    }
   }
   out += '"';
 }
