@@ -17,18 +17,17 @@ std::string joined(const std::vector<std::string>& lines) {
   return text;
 }
 
-// A Prometheus label value: backslash, quote and newline escaped.
+}  // namespace
+
 std::string labelValue(std::string_view text) {
   std::string out;
+  out.reserve(text.size());
   for (const char c : text) {
-    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\\' || c == '"' || c == '\n') out += '\\';
     out += c == '\n' ? 'n' : c;
-    if (c == '\n') out[out.size() - 2] = '\\';
   }
   return out;
 }
-
-}  // namespace
 
 // The generated callback service: each RPC is handed to the decider and finished from whatever
 // thread the decision completes on, so no gRPC thread waits on a network store.
@@ -76,6 +75,9 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
   }
   config_.store(std::move(loaded.config), std::memory_order_release);
   service_ = std::make_unique<Service>(*this);
+  // grpc.health.v1.Health, as lyft/ratelimit serves it: Envoy's gRPC health checks and
+  // Kubernetes probes ask it, and mark a host without it unhealthy. Process-wide, before build.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(settings_.listen, grpc::InsecureServerCredentials(), &port);

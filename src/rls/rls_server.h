@@ -74,4 +74,7 @@ class RlsServer {
   std::atomic<bool> stopped_{false};
 };
 
+// A Prometheus label value: backslash, quote and newline escaped (the text exposition format).
+[[nodiscard]] std::string labelValue(std::string_view text);
+
 }  // namespace sluice::rls

@@ -3,10 +3,12 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -43,8 +45,8 @@ class RlsServerTest : public ::testing::Test {
     ASSERT_TRUE(endpoint.ok()) << endpoint.error();
     ASSERT_NE(endpoint.value().port(), 0);
     const std::string target = "127.0.0.1:" + std::to_string(endpoint.value().port());
-    stub_ =
-        RateLimitService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    channel_ = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+    stub_ = RateLimitService::NewStub(channel_);
   }
 
   grpc::Status call(const RateLimitRequest& request, RateLimitResponse& response) {
@@ -58,6 +60,7 @@ class RlsServerTest : public ::testing::Test {
   Engine engine_{store_, clock_};
   RlsSettings settings_;
   std::unique_ptr<RlsServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<RateLimitService::Stub> stub_;
 };
 
@@ -100,6 +103,41 @@ TEST_F(RlsServerTest, DetailedMetricSeries) {
   EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed_bob\"} 1"),
             std::string::npos);
   EXPECT_EQ(metrics.find("remote_address_"), std::string::npos);  // not detailed: no values
+}
+
+// Label values keep every character, escaped as the Prometheus text format says.
+TEST(LabelValueTest, EscapesBackslashQuoteAndNewline) {
+  EXPECT_EQ(labelValue("plain.rule_1"), "plain.rule_1");
+  EXPECT_EQ(labelValue("ab\ncd"), "ab\\ncd");
+  EXPECT_EQ(labelValue("\nstart"), "\\nstart");
+  EXPECT_EQ(labelValue("xy\"\nz"), "xy\\\"\\nz");
+  EXPECT_EQ(labelValue("back\\slash"), "back\\\\slash");
+}
+
+// The standard gRPC health service answers SERVING, as lyft/ratelimit's does: Envoy's gRPC
+// health checks and Kubernetes probes mark a host without it unhealthy.
+TEST_F(RlsServerTest, HealthServiceAnswersServing) {
+  grpc::GenericStub generic(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::ByteBuffer empty_request;  // HealthCheckRequest{service: ""} encodes to no bytes
+  grpc::Slice nothing;
+  empty_request = grpc::ByteBuffer(&nothing, 1);
+  std::promise<std::pair<grpc::Status, std::string>> answered;
+  grpc::ByteBuffer reply;
+  generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &empty_request,
+                    &reply, [&](grpc::Status status) {
+                      std::vector<grpc::Slice> slices;
+                      std::string bytes;
+                      if (status.ok() && reply.Dump(&slices).ok()) {
+                        for (const grpc::Slice& slice : slices)
+                          bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+                      }
+                      answered.set_value({status, bytes});
+                    });
+  const auto [status, bytes] = answered.get_future().get();
+  ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // HealthCheckResponse{status: SERVING}
 }
 
 // Bad requests come back as gRPC errors with a message.
