@@ -256,9 +256,12 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
   }
   ok = key && !key->empty();
   if (ok) node.key = *key;
-  if (yaml["value"]) {
+  // An empty or missing value (`value: ""`, `value:`) is no value, as in lyft: the node
+  // matches the key with any value.
+  if (yaml["value"] && !yaml["value"].IsNull()) {
     node.value = policy::scalar(yaml["value"], "value", errors);
     ok = ok && node.value.has_value();
+    if (node.value && node.value->empty()) node.value.reset();
     node.pattern = node.value && node.value->find('*') != std::string::npos;
   }
   const auto flag = [&](const char* name) {

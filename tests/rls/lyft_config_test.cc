@@ -204,6 +204,28 @@ TEST(LyftConfigErrorsTest, RejectsWhatLyftRejects) {
   EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors: [\n"), "cfg.yaml:"));
 }
 
+// `value: ""` and `value:` are no value, as lyft reads them: the node matches any value of the
+// key, and it clashes with another key-only node of the same key.
+TEST(LyftConfigValueTest, EmptyOrNullValueIsKeyOnly) {
+  for (const std::string value : {"\"\"", "", "''"}) {
+    const LyftSource source{"cfg.yaml",
+                            "domain: d\ndescriptors:\n  - key: k\n    value: " + value +
+                                "\n    rate_limit: {unit: minute, requests_per_unit: 1}\n"};
+    const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+    ASSERT_NE(loaded.config, nullptr) << value << ": " << loaded.errors.front();
+    const Domain* domain = loaded.config->domain("d");
+    ASSERT_NE(domain, nullptr);
+    const std::vector<EntryView> any{{"k", "x"}};
+    const DescriptorNode* node = LyftConfig::match(*domain, any, nullptr);
+    ASSERT_NE(node, nullptr) << value;
+    EXPECT_FALSE(node->value.has_value());
+    EXPECT_EQ(node->stat_key, "d.k");
+  }
+  EXPECT_TRUE(
+      anyContains(errorsOf("domain: d\ndescriptors:\n  - key: k\n  - key: k\n    value: ''\n"),
+                  "duplicate descriptor"));
+}
+
 // Two files may not define the same domain.
 TEST(LyftConfigErrorsTest, DuplicateDomain) {
   const LyftSource sources[] = {{"one.yaml", "domain: d\n"}, {"two.yaml", "domain: d\n"}};
