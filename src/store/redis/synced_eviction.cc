@@ -71,8 +71,8 @@ std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, const Kept& kept, 
     // Nearly everything here waits on a push: scanning again before a sync has answered would
     // cost a scan per request and free next to nothing.
     shard.next_eviction_scan_us = steady_us + options_.sync_interval_us;
-    if (count == 0) return 0;
   }
+  if (count == 0) return 0;  // an empty shard, too
   constexpr std::size_t kBuckets = 64;
   const Micros bucket_us = (newest - oldest) / static_cast<Micros>(kBuckets) + 1;
   std::array<std::size_t, kBuckets> by_age{};
