@@ -182,6 +182,12 @@ std::variant<std::unique_ptr<RlsPlan>, RpcError> RlsPlan::make(LyftConfigPtr con
 
 void RlsPlan::buildGroups() {
   groups_.assign(1, {});
+  // A rule of 0 requests per unit (or such an override) is over whatever the store says. The
+  // request is then denied, and, all-or-nothing, its other enforced descriptors only look.
+  const bool denied_anyway =
+      std::any_of(descriptors_.begin(), descriptors_.end(), [](const PlannedDescriptor& planned) {
+        return planned.kind == Kind::kAlwaysOver && !planned.shadow && planned.hits > 0;
+      });
   for (PlannedDescriptor& planned : descriptors_) {
     if (planned.kind != Kind::kLimited) continue;
     const LimitSpec* spec =
@@ -194,7 +200,7 @@ void RlsPlan::buildGroups() {
     LimitCheck check;
     check.key = planned.counter_key;
     check.spec = spec;
-    check.cost = planned.hits;
+    check.cost = denied_anyway && !planned.shadow ? 0 : planned.hits;
     // A store that cannot answer fails the RPC, so Envoy's failure_mode_deny decides, as with lyft.
     check.on_error = OnStoreError::kDeny;
     groups_[planned.group].push_back(check);

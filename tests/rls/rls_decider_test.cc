@@ -223,6 +223,20 @@ TEST_F(RlsDeciderTest, ZeroRequestsPerUnit) {
   EXPECT_EQ(overall({{{{"blocked", "x"}}, 0, {}}}), RateLimitResponse::OK);
 }
 
+// A rule (or override) of 0 per unit denies the request, so, all-or-nothing, the request's
+// other descriptors are not counted either; they report what they have left.
+TEST_F(RlsDeciderTest, ZeroRequestsPerUnitCountsNothingElse) {
+  const DescriptorSpec blocked{{{"blocked", "x"}}, {}, {}};
+  const DescriptorSpec zero_override{{{"free", "x"}}, {}, std::pair{0u, 3}};
+  for (const DescriptorSpec& always_over : {blocked, zero_override}) {
+    const RateLimitResponse response = decide({always_over, kAddress});
+    EXPECT_EQ(response.overall_code(), RateLimitResponse::OVER_LIMIT);
+    EXPECT_EQ(response.statuses(1).code(), RateLimitResponse::OK);
+    EXPECT_EQ(response.statuses(1).limit_remaining(), 3u);  // as it is: nothing consumed
+  }
+  EXPECT_EQ(decide({kAddress}).statuses(0).limit_remaining(), 2u);
+}
+
 // Wildcard values: counted per value, or together with share_threshold.
 TEST_F(RlsDeciderTest, WildcardCounters) {
   EXPECT_EQ(overall({{{{"user", "basic-a"}}, {}, {}}}), RateLimitResponse::OK);
