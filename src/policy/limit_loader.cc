@@ -49,7 +49,7 @@ void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy
   }
   for (const auto& [name, tier] : policy.tiers) {
     if (tier.unlimited || tier.rate.count == 0)
-      continue;  // a tier without a rate is reported already
+      continue;  // a tier without a usable rate is reported already (loadTiers)
     Result<LimitSpec> spec =
         LimitSpec::make(limit.algorithm, tier.rate, tier.burst == 0 ? tier.rate.count : tier.burst);
     if (!spec.ok()) {
@@ -194,7 +194,14 @@ void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {
     checkKeys(spec, where, {"rate", "burst", "daily_quota", "unlimited"}, errors);
     if (spec["unlimited"])
       tier.unlimited = boolValue(spec["unlimited"], where + ".unlimited", errors).value_or(false);
-    if (spec["rate"]) tier.rate = rateValue(spec["rate"], where + ".rate", errors).value_or(Rate{});
+    if (spec["rate"]) {
+      const std::optional<Rate> rate = rateValue(spec["rate"], where + ".rate", errors);
+      if (rate && rate->count == 0) {
+        // Its limits would have no spec, and a limit without one is skipped: no limit at all.
+        errors.add(spec["rate"], where + ".rate: must allow at least 1 request per period");
+      }
+      tier.rate = rate.value_or(Rate{});
+    }
     if (spec["burst"])
       tier.burst = unsignedValue(spec["burst"], where + ".burst", errors).value_or(0);
     if (spec["daily_quota"]) {

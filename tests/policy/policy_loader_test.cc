@@ -224,6 +224,11 @@ TEST(PolicyLoader, RefusesWhatWouldFailLater) {
   EXPECT_TRUE(
       hasError(errorsOf("limits:\n  - { name: a, rate: 1/s, action: throttle, max_delay: 5m }\n"),
                2, "max_delay must be at most 60s"));
+  // A tier of 0 per period left its limits without a spec, and so without any limit at all.
+  const std::vector<std::string> zero_tier =
+      errorsOf("tiers:\n  anonymous: { rate: 0/min }\nlimits:\n  - { name: a, from_tier: true }\n");
+  EXPECT_TRUE(hasError(zero_tier, 2, "tier anonymous.rate: must allow at least 1 request"))
+      << describe(zero_tier);
 }
 
 }  // namespace
