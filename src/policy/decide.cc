@@ -49,7 +49,7 @@ EngineChecks engineChecks(const std::vector<PlannedCheck>& planned) {
   checks.reserve(planned.size());
   for (const PlannedCheck& check : planned) {
     checks.push_back({check.key, check.spec, check.cost,
-                      std::string_view(check.key).substr(check.group_offset),
+                      std::string_view(check.key).substr(check.group_offset, check.group_length),
                       check.limit->on_error});
   }
   return checks;
@@ -127,11 +127,13 @@ std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext&
       appendCounterPart(key, context.client_ip);
     }
     const std::uint64_t cost = limit.cost.value_or(context.request.cost);
+    const std::size_t identity_length = key.size() - identity;
     std::string daily_key = daily != nullptr ? key + 'd' : std::string();
     planned.push_back({&limit, spec, std::move(key), limit.name, cost, identity});
     if (daily != nullptr) {
-      planned.push_back(
-          {&limit, daily, std::move(daily_key), limit.name + ":daily", cost, identity});
+      // The daily counter's own key, in the same group as the limit's: one call decides both.
+      planned.push_back({&limit, daily, std::move(daily_key), limit.name + ":daily", cost, identity,
+                         identity_length});
     }
   }
   return planned;
@@ -255,8 +257,8 @@ Result<std::optional<std::vector<PlannedCheck>>> planNamed(const Policy& policy,
   planned.push_back({limit, &spec->second, counter, limit->name, charged, identity});
   const auto daily = limit->tier_daily_specs.find(tier);
   if (daily != limit->tier_daily_specs.end()) {
-    planned.push_back(
-        {limit, &daily->second, counter + 'd', limit->name + ":daily", charged, identity});
+    planned.push_back({limit, &daily->second, counter + 'd', limit->name + ":daily", charged,
+                       identity, counter.size() - identity});
   }
   return std::optional(std::move(planned));
 }

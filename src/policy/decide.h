@@ -22,9 +22,11 @@ struct PlannedCheck {
   std::string key;
   std::string label;  // the limit's name, or "<name>:daily" for a tier's daily quota
   std::uint64_t cost = 1;
-  // Where the key's identity part starts: checks with the same identity (a client's limits)
-  // group together in a Redis Cluster. See LimitCheck::group.
+  // The key's identity part, from group_offset for group_length bytes (to the end by default):
+  // checks with the same identity (a client's limits, a tier's daily quota with them) group
+  // together in a Redis Cluster. See LimitCheck::group.
   std::size_t group_offset = 0;
+  std::size_t group_length = std::string::npos;
 };
 
 struct PolicyDecision {

@@ -90,6 +90,43 @@ limits:
   EXPECT_EQ(sixth.binding()->key.find("gold-key"), std::string::npos);  // hashed, never as is
 }
 
+// What a store is asked: each check's counter key and its group (a Redis Cluster hash tag).
+class GroupRecordingStore final : public Store {
+ public:
+  StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
+                    std::span<Outcome> outcomes) noexcept override {
+    for (const LimitCheck& check : checks) groups.emplace_back(check.key, check.group);
+    return inner.apply(checks, clock, outcomes);
+  }
+  MemoryStore inner;
+  std::vector<std::pair<std::string, std::string>> groups;
+};
+
+// A tier's daily quota shares its limit's group, so that in a Redis Cluster both live in one
+// slot and one call decides them; its counter is still its own. By request and by name.
+TEST_F(DecideTest, DailyQuotaSharesItsLimitsGroup) {
+  load(R"(
+tiers:
+  anonymous: { rate: 10/min, daily_quota: 100 }
+limits:
+  - { name: per-client, key: client, from_tier: true }
+)");
+  GroupRecordingStore store;
+  Engine engine(store, clock_);
+  const RequestContext context =
+      resolveIdentity(*policy_, request("/a"), clock_.now() / kMicrosPerSecond);
+  ASSERT_TRUE(decide(*policy_, context, engine).allowed);
+  ASSERT_TRUE(decideNamed(*policy_, "per-client", "caller", "anonymous", 1, engine).ok());
+  ASSERT_EQ(store.groups.size(), 4u);
+  for (const std::size_t first : {0u, 2u}) {
+    const auto& [limit_key, limit_group] = store.groups[first];
+    const auto& [daily_key, daily_group] = store.groups[first + 1];
+    EXPECT_NE(limit_key, daily_key);
+    EXPECT_FALSE(limit_group.empty());
+    EXPECT_EQ(daily_group, limit_group) << first;
+  }
+}
+
 // Several limits, all-or-nothing: a denial by one consumes none; the binding limit's status.
 TEST_F(DecideTest, AllOrNothingAndDenyStatus) {
   load(R"(
