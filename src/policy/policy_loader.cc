@@ -174,6 +174,7 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
   Errors file_errors(path);
   try {
     const YAML::Node root = YAML::Load(text);
+    checkDuplicateKeys(root, file_errors);
     const YAML::Node keys = root["keys"];
     if (!root.IsMap() || !keys || !keys.IsSequence()) {
       file_errors.add(root, "a keys file holds `keys:` followed by a list of {key, tier}");
@@ -270,6 +271,7 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
       errors.add(root, "the configuration must be a mapping with limits: and friends");
       return {nullptr, errors.take()};
     }
+    checkDuplicateKeys(root, errors);  // the whole file: the gateway and envoy_rls sections too
     checkKeys(root, "the configuration",
               {"server", "store", "identity", "headers", "tiers", "limits",
                // read by their own front doors' loaders from the same file

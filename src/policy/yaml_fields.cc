@@ -1,8 +1,12 @@
 #include "policy/yaml_fields.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
+#include <vector>
 
 #include "policy/duration.h"
 
@@ -20,6 +24,32 @@ void checkKeys(const YAML::Node& map, const std::string& where,
       for (std::string_view name : allowed) list += (list.empty() ? "" : ", ") + std::string(name);
       errors.add(entry.first,
                  "unknown key \"" + key + "\" in " + where + " (expected " + list + ")");
+    }
+  }
+}
+
+void checkDuplicateKeys(const YAML::Node& root, Errors& errors) {
+  std::vector<YAML::Node> to_visit{root};
+  std::unordered_set<std::size_t> visited;  // by position in the text: an alias is its anchor
+  while (!to_visit.empty()) {
+    const YAML::Node node = to_visit.back();
+    to_visit.pop_back();
+    if (!(node.IsMap() || node.IsSequence()) || !visited.insert(node.Mark().pos).second) continue;
+    if (node.IsSequence()) {
+      for (const auto& item : node) to_visit.push_back(item);
+      continue;
+    }
+    std::vector<std::pair<std::string, YAML::Mark>> keys;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string();
+      for (const auto& [earlier, mark] : keys) {
+        if (key.empty() || key != earlier) continue;
+        errors.add(entry.first, "key \"" + key + "\" appears twice in one mapping (first at line " +
+                                    std::to_string(mark.line + 1) + ")");
+        break;
+      }
+      keys.emplace_back(key, entry.first.Mark());
+      to_visit.push_back(entry.second);
     }
   }
 }
@@ -52,8 +82,12 @@ std::optional<std::uint64_t> unsignedValue(const YAML::Node& node, const std::st
 std::optional<bool> boolValue(const YAML::Node& node, const std::string& what, Errors& errors) {
   const auto text = scalar(node, what, errors);
   if (!text) return std::nullopt;
-  if (*text == "true" || *text == "yes" || *text == "on") return true;
-  if (*text == "false" || *text == "no" || *text == "off") return false;
+  // YAML 1.1's spellings, in any case (lyft/ratelimit's YAML reader takes True and TRUE).
+  std::string lower = *text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "true" || lower == "yes" || lower == "on") return true;
+  if (lower == "false" || lower == "no" || lower == "off") return false;
   errors.add(node, what + " must be true or false, not \"" + *text + "\"");
   return std::nullopt;
 }

@@ -40,6 +40,11 @@ class Errors {
   std::vector<std::string> list_;
 };
 
+// Reports every mapping in the document that names a key twice. The readers below look a key up
+// by name and get its first entry, so the second would be silently ignored (YAML says a key is
+// unique). Each node is visited once, however often aliases repeat it.
+void checkDuplicateKeys(const YAML::Node& root, Errors& errors);
+
 // Each reader reports a problem (naming `what`) and returns nullopt / a default, so loading goes on
 // and one run of `sluice validate` lists every problem.
 void checkKeys(const YAML::Node& map, const std::string& where,

@@ -368,7 +368,9 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
   for (const LyftSource& source : sources) {
     Errors errors(source.name);
     try {
-      builder.addDomain(YAML::Load(source.yaml), errors);
+      const YAML::Node document = YAML::Load(source.yaml);
+      policy::checkDuplicateKeys(document, errors);
+      builder.addDomain(document, errors);
     } catch (const YAML::Exception& error) {
       errors.add(error.mark, error.msg);
     }

@@ -231,5 +231,41 @@ TEST(PolicyLoader, RefusesWhatWouldFailLater) {
       << describe(zero_tier);
 }
 
+// A key written twice in one mapping is an error at the second: readers would take the first
+// and silently drop the other. Anywhere in the file, the front doors' sections too; a mapping
+// repeated by an alias is one mapping, not a duplicate.
+TEST(PolicyLoader, DuplicateKeysAreErrors) {
+  const std::vector<std::string> in_limit =
+      errorsOf("limits:\n  - name: a\n    rate: 1000/min\n    rate: 5/min\n");
+  EXPECT_TRUE(hasError(in_limit, 4, "key \"rate\" appears twice in one mapping (first at line 3)"))
+      << describe(in_limit);
+  const std::vector<std::string> tiers = errorsOf(
+      "tiers:\n  gold: { rate: 10/s }\n  gold: { rate: 1000/s }\nlimits: [{ name: a, rate: 1/s "
+      "}]\n");
+  EXPECT_TRUE(hasError(tiers, 3, "key \"gold\" appears twice")) << describe(tiers);
+  const std::vector<std::string> gateway = errorsOf(
+      "limits: [{ name: a, rate: 1/s }]\ngateway:\n  listen: 127.0.0.1:1\n"
+      "  listen: 127.0.0.1:2\n");
+  EXPECT_TRUE(hasError(gateway, 4, "key \"listen\" appears twice")) << describe(gateway);
+  const PolicyPtr aliased = policyFrom(
+      "tiers:\n  anonymous: &same { rate: 10/s, burst: 20 }\n  gold: *same\n  silver: *same\n"
+      "limits: [{ name: a, from_tier: true }]\n");
+  ASSERT_NE(aliased, nullptr);
+  EXPECT_EQ(aliased->tiers.at("silver").burst, 20u);
+}
+
+// Booleans as YAML 1.1 spells them, in any case.
+TEST(PolicyLoader, BooleansInAnyCase) {
+  for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "on", "ON"}) {
+    const PolicyPtr policy = policyFrom(std::string("tiers:\n  anonymous: { unlimited: ") + yes +
+                                        " }\nlimits: [{ name: a, from_tier: true }]\n");
+    ASSERT_NE(policy, nullptr) << yes;
+    EXPECT_TRUE(policy->tiers.at("anonymous").unlimited) << yes;
+  }
+  EXPECT_TRUE(hasError(errorsOf("tiers:\n  anonymous: { unlimited: maybe }\n"
+                                "limits: [{ name: a, from_tier: true }]\n"),
+                       2, "must be true or false, not \"maybe\""));
+}
+
 }  // namespace
 }  // namespace sluice::policy

@@ -226,6 +226,16 @@ TEST(LyftConfigValueTest, EmptyOrNullValueIsKeyOnly) {
                   "duplicate descriptor"));
 }
 
+// A key written twice in one mapping is an error with its place, not the first one winning.
+TEST(LyftConfigErrorsTest, DuplicateKeys) {
+  const auto errors = errorsOf(
+      "domain: d\ndescriptors:\n  - key: a\n"
+      "    rate_limit: { unit: minute, requests_per_unit: 1, requests_per_unit: 100 }\n");
+  EXPECT_TRUE(anyContains(errors, "cfg.yaml:4:")) << (errors.empty() ? "" : errors.front());
+  EXPECT_TRUE(anyContains(errors, "key \"requests_per_unit\" appears twice"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndomain: e\n"), "key \"domain\" appears twice"));
+}
+
 // Two files may not define the same domain.
 TEST(LyftConfigErrorsTest, DuplicateDomain) {
   const LyftSource sources[] = {{"one.yaml", "domain: d\n"}, {"two.yaml", "domain: d\n"}};
