@@ -1,5 +1,6 @@
 #include "policy/key_selector.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <boost/json/serialize.hpp>
@@ -142,11 +143,9 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
   return true;
 }
 
-bool KeySelector::usesClaims() const noexcept {
-  for (const Part& part : parts_) {
-    if (part.kind == Kind::kJwtClaim || part.kind == Kind::kJsonPath) return true;
-  }
-  return false;
+bool KeySelector::readsJwtClaims() const noexcept {
+  return std::any_of(parts_.begin(), parts_.end(),
+                     [](const Part& part) { return part.kind == Kind::kJwtClaim; });
 }
 
 }  // namespace sluice::policy

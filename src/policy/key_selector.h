@@ -47,7 +47,8 @@ class KeySelector {
   // unspecified, when a part is missing (no such header, cookie, claim, or API key).
   bool appendKey(const RequestContext& context, std::string_view route, std::string& out) const;
 
-  [[nodiscard]] bool usesClaims() const noexcept;
+  // Whether a part is a `jwt:` claim (which only a verified token provides).
+  [[nodiscard]] bool readsJwtClaims() const noexcept;
   [[nodiscard]] const std::string& text() const noexcept { return text_; }
 
  private:

@@ -159,6 +159,10 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
   Result<KeySelector> key = KeySelector::parse(key_parts);
   if (key.ok()) {
     limit.key = std::move(key).value();
+    if (limit.key.readsJwtClaims() && !policy.jwt) {
+      // Without a verifier no request has claims: every one would fall back to its address.
+      errors.add(node["key"], where + ".key reads a JWT claim, but identity.jwt is not set up");
+    }
   } else {
     errors.add(node["key"] ? node["key"] : node, where + ": " + key.error());
   }

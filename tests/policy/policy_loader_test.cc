@@ -224,6 +224,10 @@ TEST(PolicyLoader, RefusesWhatWouldFailLater) {
   EXPECT_TRUE(
       hasError(errorsOf("limits:\n  - { name: a, rate: 1/s, action: throttle, max_delay: 5m }\n"),
                2, "max_delay must be at most 60s"));
+  const std::vector<std::string> claim_without_jwt =
+      errorsOf("limits:\n  - { name: a, rate: 1/s, key: \"jwt:sub\" }\n");
+  EXPECT_TRUE(hasError(claim_without_jwt, 2, "reads a JWT claim, but identity.jwt is not set up"))
+      << describe(claim_without_jwt);
   // A tier of 0 per period left its limits without a spec, and so without any limit at all.
   const std::vector<std::string> zero_tier =
       errorsOf("tiers:\n  anonymous: { rate: 0/min }\nlimits:\n  - { name: a, from_tier: true }\n");
