@@ -129,7 +129,7 @@ LimitLabels enforcedLabels(const policy::PolicyDecision& decision) {
   LimitLabels labels;
   labels.reserve(decision.enforced_checks.size());
   for (const policy::PlannedCheck& check : decision.enforced_checks) {
-    labels.push_back({check.label, check.spec->rate().period_us});
+    labels.push_back({check.label, quotaWindowUs(*check.spec)});
   }
   return labels;
 }

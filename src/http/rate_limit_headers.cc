@@ -4,6 +4,7 @@
 #include <cassert>
 #include <charconv>
 
+#include "algorithm/scaled_math.h"
 #include "http/json_string.h"
 #include "sluice/outcome.h"
 
@@ -84,8 +85,12 @@ void appendServiceLimitList(std::string& list, const Decision& decision,
     appendSfString(list, label != nullptr ? label->name : std::string_view{});
     list += ";r=";
     appendInteger(list, cappedInteger(status.remaining));
+    // Seconds until more quota is available: for a denial, until the request would fit, as
+    // Retry-After says (which should not point earlier than t); otherwise until full again.
+    const bool waits = !status.allowed && status.retry_after_us != kNever &&
+                       status.reason != DenyReason::kCostExceedsLimit;
     list += ";t=";
-    appendInteger(list, headerSeconds(status.reset_after_us));
+    appendInteger(list, headerSeconds(waits ? status.retry_after_us : status.reset_after_us));
   }
 }
 
@@ -138,6 +143,16 @@ struct LinesSink {
 };
 
 }  // namespace
+
+Micros quotaWindowUs(const LimitSpec& spec) noexcept {
+  const Rate& rate = spec.rate();
+  if (rate.count == 0 || spec.limit() == rate.count) return rate.period_us;
+  // period × limit / count, rounded up. A valid spec keeps burst × period within exact
+  // arithmetic (LimitSpec::make), but the product is formed in 128 bits all the same.
+  const algorithm::Int128 window =
+      algorithm::ceilDiv(static_cast<algorithm::Int128>(rate.period_us) * spec.limit(), rate.count);
+  return window >= kNever ? kNever : static_cast<Micros>(window);
+}
 
 std::int64_t headerSeconds(Micros us) noexcept {
   if (us <= 0) return 0;

@@ -11,6 +11,7 @@
 
 #include "policy/policy.h"
 #include "sluice/decision.h"
+#include "sluice/limit_spec.h"
 #include "sluice/time.h"
 
 namespace sluice::http {
@@ -37,8 +38,16 @@ struct HeaderOptions {
 // decision.statuses.
 struct LimitLabel {
   std::string_view name;  // policy name, e.g. "per-client"; any bytes (sanitized when rendered)
-  Micros window_us = 0;   // the limit's period, for w= (whole seconds, rounded up, at least 1)
+  // The window its quota (q=, the Outcome's limit) is granted in, for w= (whole seconds, rounded
+  // up, at least 1): quotaWindowUs.
+  Micros window_us = 0;
 };
+
+// The time in which `spec` grants its whole quota (its limit) at its rate: the period of a window
+// limit, and burst / rate for a bucket or GCRA. A burst of 100 at 10/min is "q=100;w=600": a
+// client that paces itself by the policy keeps to 10/min, where "q=100;w=60" would promise ten
+// times the rate.
+[[nodiscard]] Micros quotaWindowUs(const LimitSpec& spec) noexcept;
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 

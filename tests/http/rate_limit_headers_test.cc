@@ -1,5 +1,6 @@
 #include "http/rate_limit_headers.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <sstream>
@@ -12,6 +13,7 @@
 
 #include "engine/engine.h"
 #include "sluice/outcome.h"
+#include "support/specs.h"
 
 namespace sluice::http {
 namespace {
@@ -122,10 +124,24 @@ TEST_F(RateLimitHeadersTest, DenialAddsRetryAfterRoundedUp) {
       {"X-RateLimit-Remaining", "0"},
       {"X-RateLimit-Reset", "2412"},
       {"RateLimit-Policy", R"("default";q=100;w=60, "hourly";q=1000;w=3600)"},
-      {"RateLimit", R"("default";r=37;t=12, "hourly";r=0;t=2412)"},
+      // The denying policy's t is when the request fits again, as Retry-After says: the draft
+      // says Retry-After should not point earlier than t. The allowed one's is until full.
+      {"RateLimit", R"("default";r=37;t=12, "hourly";r=0;t=2)"},
       {"Retry-After", "2"},
   };
   EXPECT_EQ(render(decision, default_and_hourly_), expected);
+}
+
+// A cost that never fits has no time to wait for: t stays the time until the limit is full.
+TEST_F(RateLimitHeadersTest, NeverFitsKeepsTheResetAsT) {
+  const Decision decision =
+      decisionOf({deniedStatus(100, 12 * kSecond, kNever, DenyReason::kCostExceedsLimit)});
+  const HeaderList headers = render(decision, default_only_);
+  const auto ratelimit = std::find_if(headers.begin(), headers.end(), [](const auto& header) {
+    return header.first == "RateLimit";
+  });
+  ASSERT_NE(ratelimit, headers.end());
+  EXPECT_EQ(ratelimit->second, R"("default";r=0;t=12)");
 }
 
 // An allowed decision never carries Retry-After, even when asked for.
@@ -338,6 +354,17 @@ INSTANTIATE_TEST_SUITE_P(Edges, HeaderSecondsTest,
                                            SecondsCase{1'200'000, 2}, SecondsCase{12 * kSecond, 12},
                                            SecondsCase{kNever - 1, 9'223'372'036'855},
                                            SecondsCase{kNever, kMaxHeaderInteger}));
+
+// w= is the time the limit grants its quota in: the period for a window, burst / rate for a
+// bucket, rounded up.
+TEST(QuotaWindowTest, ThePeriodForWindowsBurstOverRateForBuckets) {
+  using testing::spec;
+  EXPECT_EQ(quotaWindowUs(spec(Algorithm::kFixedWindow, "100/min")), kMicrosPerMinute);
+  EXPECT_EQ(quotaWindowUs(spec(Algorithm::kSlidingWindowCounter, "1000/hour")), kMicrosPerHour);
+  EXPECT_EQ(quotaWindowUs(spec(Algorithm::kTokenBucket, "10/min", 100)), 10 * kMicrosPerMinute);
+  EXPECT_EQ(quotaWindowUs(spec(Algorithm::kGcra, "60/min", 4)), 4 * kMicrosPerSecond);
+  EXPECT_EQ(quotaWindowUs(spec(Algorithm::kTokenBucket, "3/s", 2)), 666'667);
+}
 
 }  // namespace
 }  // namespace sluice::http
