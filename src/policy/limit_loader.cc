@@ -11,16 +11,42 @@ namespace {
 // A held request holds a connection; minutes of holding would let a few clients use them up.
 constexpr Micros kMaxThrottleDelayUs = 60 * kMicrosPerSecond;
 
+// An HTTP method is a token (RFC 9110 §9.1): letters, digits and a few marks; custom methods such
+// as PURGE are allowed.
+bool isMethodToken(std::string_view method) {
+  constexpr std::string_view kMarks = "!#$%&'*+-.^_`|~";
+  return !method.empty() && std::all_of(method.begin(), method.end(), [&](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || kMarks.find(c) != kMarks.npos;
+  });
+}
+
+// Request paths are matched normalized (decoded, dot segments resolved, no trailing '/'), so a
+// pattern written otherwise could never match: it is normalized the same way. A prefix keeps its
+// trailing '/', which means "below this directory".
+std::string normalizedPattern(const std::string& path, RouteMatch::PathKind kind) {
+  std::string normal = normalizePath(path);
+  if (kind == RouteMatch::PathKind::kPrefix && path.ends_with('/') && normal != "/") normal += '/';
+  return normal;
+}
+
 RouteMatch loadMatch(const YAML::Node& node, const std::string& where, Errors& errors) {
   if (!isMap(node, where + ".match", errors)) return {};
   checkKeys(node, where + ".match", {"method", "path", "path_prefix", "path_glob"}, errors);
   std::vector<std::string> methods;
+  bool any_method = false;
   if (node["method"]) {
     for (std::string method : stringList(node["method"], where + ".match.method", errors)) {
       for (char& c : method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-      methods.push_back(method);
+      if (method == "*") {
+        any_method = true;  // as the route's description writes "any"
+      } else if (!isMethodToken(method)) {
+        errors.add(node["method"], where + ".match.method: \"" + method + "\" is not a method");
+      } else {
+        methods.push_back(method);
+      }
     }
   }
+  if (any_method) methods.clear();
   int paths = 0;
   RouteMatch::PathKind kind = RouteMatch::PathKind::kAny;
   std::string path;
@@ -31,11 +57,14 @@ RouteMatch loadMatch(const YAML::Node& node, const std::string& where, Errors& e
     ++paths;
     kind = path_kind;
     path = scalar(node[key], where + ".match." + key, errors).value_or("");
-    // Request paths are normalized before matching; an exact path must be written the same way.
-    if (path_kind == RouteMatch::PathKind::kExact && path.starts_with("/"))
-      path = normalizePath(path);
-    if (!path.starts_with("/"))
-      errors.add(node[key], where + ".match." + key + " must start with /");
+    const std::string what = where + ".match." + key;
+    if (!path.starts_with("/")) {
+      errors.add(node[key], what + " must start with /");
+    } else if (path.find('?') != std::string::npos) {
+      errors.add(node[key], what + " matches the path alone: a query never matches");
+    } else {
+      path = normalizedPattern(path, path_kind);
+    }
   }
   if (paths > 1) errors.add(node, where + ".match takes one of path, path_prefix, path_glob");
   return RouteMatch(std::move(methods), kind, std::move(path));

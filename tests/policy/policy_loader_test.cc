@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "policy/request_view.h"
 #include "support/policy_text.h"
 
 namespace sluice::policy {
@@ -64,6 +65,38 @@ limits:
   EXPECT_EQ(limit.max_delay_us, 1500 * kMicrosPerMilli);
   EXPECT_EQ(limit.deny_status, 503);
   EXPECT_EQ(limit.when_missing, WhenMissing::kSkip);
+}
+
+// Route patterns are normalized as request paths are, so that none is written in a way that
+// could never match; `*` is any method, and a method must be a token.
+TEST(PolicyLoader, RoutePatternsMatchNormalizedPaths) {
+  const PolicyPtr policy = policyFrom(R"(
+limits:
+  - { name: glob, rate: 1/s, match: { path_glob: "/users/*/" } }
+  - { name: encoded, rate: 1/s, match: { path_prefix: "/caf%C3%A9" } }
+  - { name: directory, rate: 1/s, match: { path_prefix: "/api/" } }
+  - { name: dots, rate: 1/s, match: { path: "/a/./b/../c" } }
+  - { name: any, rate: 1/s, match: { method: "*", path: /x } }
+  - { name: custom, rate: 1/s, match: { method: [purge, GET], path: /x } }
+)");
+  ASSERT_NE(policy, nullptr);
+  const auto& limits = policy->limits;
+  EXPECT_TRUE(limits[0].match.matches("GET", "/users/42"));  // "/users/42/" arrives as this
+  EXPECT_FALSE(limits[0].match.matches("GET", "/users/42/posts"));
+  EXPECT_TRUE(limits[1].match.matches("GET", normalizePath("/caf%C3%A9/menu")));
+  EXPECT_TRUE(limits[2].match.matches("GET", "/api/items"));
+  EXPECT_TRUE(limits[2].match.matches("GET", "/api"));
+  EXPECT_FALSE(limits[2].match.matches("GET", "/apix"));
+  EXPECT_TRUE(limits[3].match.matches("GET", "/a/c"));
+  EXPECT_TRUE(limits[4].match.matches("DELETE", "/x"));
+  EXPECT_TRUE(limits[5].match.matches("PURGE", "/x"));
+  EXPECT_FALSE(limits[5].match.matches("POST", "/x"));
+  const std::vector<std::string> errors = errorsOf(R"(limits:
+  - { name: a, rate: 1/s, match: { method: "GE T", path: /x } }
+  - { name: b, rate: 1/s, match: { path: "/search?q=1" } }
+)");
+  EXPECT_TRUE(hasError(errors, 2, "\"GE T\" is not a method")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 3, "a query never matches")) << describe(errors);
 }
 
 // Every problem is reported, each with its line, in one pass.
