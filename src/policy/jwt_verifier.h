@@ -14,6 +14,7 @@
 
 #include <boost/json/object.hpp>
 
+#include "policy/jwt_signature.h"
 #include "sluice/result.h"
 
 namespace sluice::policy {
@@ -53,6 +54,7 @@ class JwtVerifier {
   struct Key {
     std::string algorithm;  // exactly "HS256", "RS256" or "ES256"
     std::string bytes;      // the secret, or the PEM text
+    PublicKey public_key;   // RS256 and ES256: the PEM's key, read once (jwt_signature.h)
   };
 
   // Tokens whose signature checked out, by their exact text, with their payload. Verifying an

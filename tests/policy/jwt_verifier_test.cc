@@ -16,6 +16,8 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 
+#include "policy/jwt_signature.h"
+
 namespace sluice::policy {
 namespace {
 
@@ -573,6 +575,31 @@ TEST_F(JwtVerifierTest, ConcurrentVerifiesAgree) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(wrong_answers, std::vector<int>(kThreads, 0));
+}
+
+// The OpenSSL check that runs before libjwt's decode: it takes what the key signed, and refuses
+// a changed signature, a changed payload, a signature of the wrong shape and another key's.
+TEST(JwtSignatureTest, VerifiesWhatTheKeySignedOnly) {
+  for (const bool rsa : {true, false}) {
+    const KeyPair& keys = rsa ? rsaKeys() : ecKeys();
+    const KeyPair& others = rsa ? otherRsaKeys() : otherEcKeys();
+    TokenBuilder builder;
+    builder.claim("sub", "alice");
+    const std::string token = builder.sign(rsa ? JWT_ALG_RS256 : JWT_ALG_ES256, keys.private_pem);
+    const std::size_t dot = token.rfind('.');
+    const std::string_view input = std::string_view(token).substr(0, dot);
+    const std::string signature = token.substr(dot + 1);
+    const PublicKey key = readPublicKey(keys.public_pem);
+    ASSERT_NE(key, nullptr);
+    EXPECT_TRUE(signatureVerifies(key.get(), rsa, input, signature)) << rsa;
+    std::string flipped = signature;
+    flipped[flipped.size() / 2] = flipped[flipped.size() / 2] == 'A' ? 'B' : 'A';
+    EXPECT_FALSE(signatureVerifies(key.get(), rsa, input, flipped)) << rsa;
+    EXPECT_FALSE(signatureVerifies(key.get(), rsa, std::string(input) + "x", signature)) << rsa;
+    EXPECT_FALSE(signatureVerifies(key.get(), rsa, input, signature.substr(4))) << rsa;
+    EXPECT_FALSE(signatureVerifies(readPublicKey(others.public_pem).get(), rsa, input, signature));
+  }
+  EXPECT_EQ(readPublicKey("not a pem"), nullptr);
 }
 
 }  // namespace
