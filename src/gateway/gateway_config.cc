@@ -5,7 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "policy/request_view.h"
+#include "policy/limit_loader.h"
 #include "policy/yaml_fields.h"
 #include "server/http_server.h"
 
@@ -42,32 +42,6 @@ std::optional<boost::asio::ip::tcp::endpoint> endpointValue(const YAML::Node& no
   auto endpoint = parseHostPort(*text);
   if (!endpoint) errors.add(node, what + " must be an IP address and port, e.g. 127.0.0.1:9000");
   return endpoint;
-}
-
-policy::RouteMatch loadMatch(const YAML::Node& node, const std::string& where, Errors& errors) {
-  std::vector<std::string> methods;
-  if (node["method"]) {
-    for (std::string method : policy::stringList(node["method"], where + ".method", errors)) {
-      for (char& c : method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-      methods.push_back(method);
-    }
-  }
-  int paths = 0;
-  auto kind = policy::RouteMatch::PathKind::kAny;
-  std::string path;
-  for (const auto& [key, path_kind] :
-       {std::pair{"path", policy::RouteMatch::PathKind::kExact},
-        std::pair{"path_prefix", policy::RouteMatch::PathKind::kPrefix},
-        std::pair{"path_glob", policy::RouteMatch::PathKind::kGlob}}) {
-    if (!node[key]) continue;
-    ++paths;
-    kind = path_kind;
-    path = policy::scalar(node[key], where + "." + key, errors).value_or("");
-    if (!path.starts_with("/")) errors.add(node[key], where + "." + key + " must start with /");
-    if (path_kind == policy::RouteMatch::PathKind::kExact) path = policy::normalizePath(path);
-  }
-  if (paths > 1) errors.add(node, where + " takes one of path, path_prefix, path_glob");
-  return policy::RouteMatch(std::move(methods), kind, std::move(path));
 }
 
 std::optional<Micros> positiveDuration(const YAML::Node& node, const std::string& what,
@@ -123,7 +97,7 @@ void loadRoutes(const YAML::Node& node, GatewaySettings& settings, Errors& error
     policy::checkKeys(entry, where,
                       {"method", "path", "path_prefix", "path_glob", "upstream", "mode"}, errors);
     Route route;
-    route.match = loadMatch(entry, where, errors);
+    route.match = policy::loadRouteFields(entry, where, errors);
     const std::string upstream =
         entry["upstream"]
             ? policy::scalar(entry["upstream"], where + ".upstream", errors).value_or("")
@@ -198,7 +172,7 @@ void loadConcurrency(const YAML::Node& node, GatewaySettings& settings, Errors& 
     if (entry["match"] && policy::isMap(entry["match"], where + ".match", errors)) {
       policy::checkKeys(entry["match"], where + ".match",
                         {"method", "path", "path_prefix", "path_glob"}, errors);
-      limit.match = loadMatch(entry["match"], where + ".match", errors);
+      limit.match = policy::loadRouteFields(entry["match"], where + ".match", errors);
     }
     const std::vector<std::string> parts =
         entry["key"] ? policy::stringList(entry["key"], where + ".key", errors)

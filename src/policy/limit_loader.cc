@@ -21,53 +21,19 @@ bool isMethodToken(std::string_view method) {
 }
 
 // Request paths are matched normalized (decoded, dot segments resolved, no trailing '/'), so a
-// pattern written otherwise could never match: it is normalized the same way. A prefix keeps its
-// trailing '/', which means "below this directory".
+// pattern written otherwise could never match: it is normalized the same way. A prefix naming a
+// directory ("/api/", "/api/.") keeps its trailing '/', which means "below this directory".
 std::string normalizedPattern(const std::string& path, RouteMatch::PathKind kind) {
   std::string normal = normalizePath(path);
-  if (kind == RouteMatch::PathKind::kPrefix && path.ends_with('/') && normal != "/") normal += '/';
+  const bool directory = path.ends_with('/') || path.ends_with("/.") || path.ends_with("/..");
+  if (kind == RouteMatch::PathKind::kPrefix && directory && normal != "/") normal += '/';
   return normal;
 }
 
 RouteMatch loadMatch(const YAML::Node& node, const std::string& where, Errors& errors) {
   if (!isMap(node, where + ".match", errors)) return {};
   checkKeys(node, where + ".match", {"method", "path", "path_prefix", "path_glob"}, errors);
-  std::vector<std::string> methods;
-  bool any_method = false;
-  if (node["method"]) {
-    for (std::string method : stringList(node["method"], where + ".match.method", errors)) {
-      for (char& c : method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-      if (method == "*") {
-        any_method = true;  // as the route's description writes "any"
-      } else if (!isMethodToken(method)) {
-        errors.add(node["method"], where + ".match.method: \"" + method + "\" is not a method");
-      } else {
-        methods.push_back(method);
-      }
-    }
-  }
-  if (any_method) methods.clear();
-  int paths = 0;
-  RouteMatch::PathKind kind = RouteMatch::PathKind::kAny;
-  std::string path;
-  for (const auto& [key, path_kind] : {std::pair{"path", RouteMatch::PathKind::kExact},
-                                       std::pair{"path_prefix", RouteMatch::PathKind::kPrefix},
-                                       std::pair{"path_glob", RouteMatch::PathKind::kGlob}}) {
-    if (!node[key]) continue;
-    ++paths;
-    kind = path_kind;
-    path = scalar(node[key], where + ".match." + key, errors).value_or("");
-    const std::string what = where + ".match." + key;
-    if (!path.starts_with("/")) {
-      errors.add(node[key], what + " must start with /");
-    } else if (path.find('?') != std::string::npos) {
-      errors.add(node[key], what + " matches the path alone: a query never matches");
-    } else {
-      path = normalizedPattern(path, path_kind);
-    }
-  }
-  if (paths > 1) errors.add(node, where + ".match takes one of path, path_prefix, path_glob");
-  return RouteMatch(std::move(methods), kind, std::move(path));
+  return loadRouteFields(node, where + ".match", errors);
 }
 
 void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy, Errors& errors) {
@@ -215,6 +181,48 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
 }
 
 }  // namespace
+
+RouteMatch loadRouteFields(const YAML::Node& node, const std::string& what, Errors& errors) {
+  std::vector<std::string> methods;
+  bool any_method = false;
+  if (node["method"]) {
+    for (std::string method : stringList(node["method"], what + ".method", errors)) {
+      for (char& c : method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+      if (method == "*") {
+        any_method = true;  // as the route's description writes "any"
+      } else if (!isMethodToken(method)) {
+        errors.add(node["method"], what + ".method: \"" + method + "\" is not a method");
+      } else {
+        methods.push_back(method);
+      }
+    }
+  }
+  if (any_method) methods.clear();
+  int paths = 0;
+  RouteMatch::PathKind kind = RouteMatch::PathKind::kAny;
+  std::string path;
+  for (const auto& [key, path_kind] : {std::pair{"path", RouteMatch::PathKind::kExact},
+                                       std::pair{"path_prefix", RouteMatch::PathKind::kPrefix},
+                                       std::pair{"path_glob", RouteMatch::PathKind::kGlob}}) {
+    if (!node[key]) continue;
+    ++paths;
+    kind = path_kind;
+    path = scalar(node[key], what + "." + key, errors).value_or("");
+    const std::string field = what + "." + key;
+    if (!path.starts_with("/")) {
+      errors.add(node[key], field + " must start with /");
+    } else if (path.find('?') != std::string::npos) {
+      errors.add(node[key], field + " matches the path alone: a query never matches");
+    } else if (path_kind == RouteMatch::PathKind::kGlob && path.find('%') != std::string::npos) {
+      // Decoding would turn %2A into a wildcard: a glob is written as the path reads decoded.
+      errors.add(node[key], field + " is matched against decoded paths: write it without %");
+    } else {
+      path = normalizedPattern(path, path_kind);
+    }
+  }
+  if (paths > 1) errors.add(node, what + " takes one of path, path_prefix, path_glob");
+  return RouteMatch(std::move(methods), kind, std::move(path));
+}
 
 void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {
   if (!isMap(node, "tiers", errors)) return;

@@ -110,6 +110,26 @@ TEST(GatewayConfigTest, HeaderLimitIsBounded) {
   EXPECT_EQ(load(base + "  max_header_bytes: 1024\n").value()->max_header_bytes, 1024u);
 }
 
+// Routes read their patterns as limits do: `*` is any method, a glob ending in / matches the
+// normalized paths it names, and a method must be a token.
+TEST(GatewayConfigTest, RoutesMatchAsLimitsDo) {
+  const auto loaded = load(R"(gateway:
+  upstreams: { a: 127.0.0.1:1 }
+  routes:
+    - { method: "*", path_glob: "/users/*/", upstream: a }
+    - { path_prefix: /, upstream: a }
+)");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const Route& users = loaded.value()->routes[0];
+  EXPECT_TRUE(users.match.matches("DELETE", "/users/42"));
+  EXPECT_FALSE(users.match.matches("GET", "/users/42/posts"));
+  const auto bad = load(
+      "gateway:\n  upstreams: { a: 127.0.0.1:1 }\n  routes: [ { method: \"GE T\", upstream: a } "
+      "]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("\"GE T\" is not a method"), std::string::npos) << bad.error();
+}
+
 // Routes and upstreams are required.
 TEST(GatewayConfigTest, NeedsUpstreamsAndRoutes) {
   const auto loaded = load("gateway: { listen: 127.0.0.1:8000 }\n");

@@ -94,9 +94,17 @@ limits:
   const std::vector<std::string> errors = errorsOf(R"(limits:
   - { name: a, rate: 1/s, match: { method: "GE T", path: /x } }
   - { name: b, rate: 1/s, match: { path: "/search?q=1" } }
+  - { name: c, rate: 1/s, match: { path_glob: "/files/%2A" } }
 )");
   EXPECT_TRUE(hasError(errors, 2, "\"GE T\" is not a method")) << describe(errors);
   EXPECT_TRUE(hasError(errors, 3, "a query never matches")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 4, "write it without %")) << describe(errors);
+  // "/files/." names the directory: below it, not any path starting "/files".
+  const PolicyPtr directory =
+      policyFrom("limits: [{ name: a, rate: 1/s, match: { path_prefix: /files/. } }]\n");
+  ASSERT_NE(directory, nullptr);
+  EXPECT_TRUE(directory->limits[0].match.matches("GET", "/files/x"));
+  EXPECT_FALSE(directory->limits[0].match.matches("GET", "/filesystem"));
 }
 
 // Every problem is reported, each with its line, in one pass.
