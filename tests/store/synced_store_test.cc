@@ -531,6 +531,31 @@ TEST_F(SyncedStoreTest, ATableFullOfUnpushedUnitsSyncsAtOnce) {
   EXPECT_GE(node.evictions(), 1u);
 }
 
+// While Redis is unreachable nothing can be pushed, so a full table's denials ask for no early
+// syncs: each would fail at once, and they would run back to back.
+TEST_F(SyncedStoreTest, AFullTableAsksNoEarlySyncWhileSyncsFail) {
+  SyncedStoreOptions options;
+  options.port = static_cast<std::uint16_t>(server_.port());
+  options.sync_interval_us = kManualSyncIntervalUs;
+  options.max_keys = 4;
+  options.timeout_us = 50'000;
+  SyncedStore node(options);
+  ASSERT_TRUE(syncUntilOk(node));
+  server_.stop();
+  const auto use = [&](const std::string& key) {
+    const LimitCheck check{key, &per_hour_, 1};
+    Outcome outcome;
+    return node.apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+  };
+  for (int i = 0; i < 4; ++i) ASSERT_NE(use("k" + std::to_string(i)), StoreStatus::kUnavailable);
+  EXPECT_FALSE(node.syncNow());  // Redis is gone: the units stay pending
+  const std::uint64_t sent = node.syncsSent();
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(use("new" + std::to_string(i)), StoreStatus::kUnavailable);
+  EXPECT_FALSE(node.syncNow());  // after any sync the denials asked for, on the same loop
+  EXPECT_EQ(node.syncsSent(), sent + 1);
+}
+
 // A full table first forgets keys that are back to full, which costs nothing, and only then
 // keys with usage left. With a thousand such keys, every shard has some.
 TEST_F(SyncedStoreTest, AFullTableForgetsFullKeysFirst) {

@@ -167,6 +167,8 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
 }
 
 void SyncedStore::syncSoon() {
+  // While syncs fail (Redis unreachable), one more cannot make room: the scheduled ones retry.
+  if (last_sync_failed_.load(std::memory_order_relaxed)) return;
   if (early_sync_asked_.exchange(true)) return;  // one is on its way
   loop_.post([this] { syncEarly(); });
 }
@@ -196,15 +198,23 @@ SyncedStore::Collected SyncedStore::collect(Push push, bool pull, Micros steady_
   const Micros now_us = wallNowUs() + clock_offset_us_.load(std::memory_order_relaxed);
   Collected collected;
   std::vector<std::shared_ptr<Batch>>& batches = collected.batches;
+  const bool sweep_idle = steady_us >= next_idle_sweep_us_;
+  if (sweep_idle) {
+    next_idle_sweep_us_ = steady_us + options_.idle_after_us / 10;
+  }
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->mutex);
     // An idle key is forgotten only once it is back to full: forgetting one with usage left
-    // would let it start over from a full limit here when its client returns.
-    const std::size_t forgotten = boost::unordered::erase_if(shard->entries, [&](const auto& item) {
-      return steady_us - item.second.last_used_us > options_.idle_after_us &&
-             forgetsNothing(item.second, now_us);
-    });
-    keys_.fetch_sub(forgotten);
+    // would let it start over from a full limit here when its client returns. Such keys can
+    // be many (a day's quotas), so they are looked at only every idle sweep.
+    if (sweep_idle) {
+      const std::size_t forgotten =
+          boost::unordered::erase_if(shard->entries, [&](const auto& item) {
+            return steady_us - item.second.last_used_us > options_.idle_after_us &&
+                   forgetsNothing(item.second, now_us);
+          });
+      keys_.fetch_sub(forgotten);
+    }
     for (auto& [counter, entry] : shard->entries) {
       // Push what was admitted when it is due (sync_policy.h; the reply brings the global
       // state back). Keys in use with nothing to push are pulled less often, to learn the
@@ -256,6 +266,7 @@ void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
     return finished(true);
   }
   sync_running_ = true;
+  syncs_sent_.fetch_add(1, std::memory_order_relaxed);
   // No request waits on a sync, and its calls queue behind each other on one connection:
   // allow the round a whole interval plus 10 ms per call ahead of each.
   const Micros first_deadline_us = std::max(options_.timeout_us, options_.sync_interval_us);

@@ -63,6 +63,8 @@ class SyncedStore final : public Store {
   // Thread-safe. Syncs now and waits for the reply (tests).
   bool syncNow(Push push = Push::kEverything);
   [[nodiscard]] std::size_t keyCount() const noexcept;
+  // Syncs that sent calls to Redis (failed ones too).
+  [[nodiscard]] std::uint64_t syncsSent() const noexcept { return syncs_sent_.load(); }
   // Entries forgotten because the table was full (not those forgotten for being idle).
   [[nodiscard]] std::uint64_t evictions() const noexcept { return evictions_.load(); }
 
@@ -136,6 +138,7 @@ class SyncedStore final : public Store {
   std::array<std::unique_ptr<Shard>, kShards> shards_;
   std::atomic<std::size_t> keys_{0};
   std::atomic<std::uint64_t> evictions_{0};
+  std::atomic<std::uint64_t> syncs_sent_{0};
   std::atomic<Micros> last_sync_ok_us_{0};  // steady micros; 0 before the first
   std::atomic<bool> last_sync_failed_{false};
   // Redis's clock minus this node's wall clock, learned at each sync, so states written with
@@ -146,6 +149,9 @@ class SyncedStore final : public Store {
   std::unique_ptr<boost::asio::steady_timer> sync_timer_;  // on loop_
   bool sync_running_ = false;                              // on loop_
   bool sync_again_ = false;  // on loop_: syncEarly waits for the sync running
+  // On loop_: steady micros after which a sync looks for idle keys to forget again: a tenth of
+  // idle_after (a second by default) after the last look.
+  Micros next_idle_sweep_us_ = 0;
   std::atomic<bool> early_sync_asked_{false};
 };
 
