@@ -58,6 +58,15 @@ class SyncedStoreTest : public ::testing::Test {
     return std::make_unique<SyncedStore>(options);
   }
 
+  // A node syncing by hand whose table holds `max_keys` keys.
+  SyncedStoreOptions smallTable(std::size_t max_keys) const {
+    SyncedStoreOptions options;
+    options.port = static_cast<std::uint16_t>(server_.port());
+    options.sync_interval_us = kManualSyncIntervalUs;
+    options.max_keys = max_keys;
+    return options;
+  }
+
   // Syncs until a sync succeeds; false after 3 s. The first may fail while the node connects.
   static bool syncUntilOk(SyncedStore& node) {
     const auto deadline = SteadyClock::now() + std::chrono::seconds(3);
@@ -458,11 +467,7 @@ TEST_F(SyncedStoreTest, IdleKeysAreForgottenOnceFull) {
 // lost), so a table full of those denies new keys until a sync has pushed them.
 TEST_F(SyncedStoreTest, AFullTableForgetsPushedKeysAndLosesNoUnits) {
   constexpr std::size_t kMaxKeys = 64;
-  SyncedStoreOptions options;
-  options.port = static_cast<std::uint16_t>(server_.port());
-  options.sync_interval_us = kManualSyncIntervalUs;
-  options.max_keys = kMaxKeys;
-  SyncedStore node(options);
+  SyncedStore node(smallTable(kMaxKeys));
   ASSERT_TRUE(syncUntilOk(node));
   const auto use = [&](SyncedStore& on, const std::string& key, std::uint64_t cost) {
     const LimitCheck check{key, &per_hour_, cost};
@@ -506,11 +511,7 @@ TEST_F(SyncedStoreTest, AFullTableForgetsPushedKeysAndLosesNoUnits) {
 // to make room: the denied request asks for a sync at once.
 TEST_F(SyncedStoreTest, ATableFullOfUnpushedUnitsSyncsAtOnce) {
   constexpr std::size_t kMaxKeys = 16;
-  SyncedStoreOptions options;
-  options.port = static_cast<std::uint16_t>(server_.port());
-  options.sync_interval_us = kManualSyncIntervalUs;
-  options.max_keys = kMaxKeys;
-  SyncedStore node(options);
+  SyncedStore node(smallTable(kMaxKeys));
   ASSERT_TRUE(syncUntilOk(node));
   std::vector<std::string> keys;
   const auto use = [&](const std::string& key) {
@@ -534,10 +535,7 @@ TEST_F(SyncedStoreTest, ATableFullOfUnpushedUnitsSyncsAtOnce) {
 // While Redis is unreachable nothing can be pushed, so a full table's denials ask for no early
 // syncs: each would fail at once, and they would run back to back.
 TEST_F(SyncedStoreTest, AFullTableAsksNoEarlySyncWhileSyncsFail) {
-  SyncedStoreOptions options;
-  options.port = static_cast<std::uint16_t>(server_.port());
-  options.sync_interval_us = kManualSyncIntervalUs;
-  options.max_keys = 4;
+  SyncedStoreOptions options = smallTable(4);
   options.timeout_us = 50'000;
   SyncedStore node(options);
   ASSERT_TRUE(syncUntilOk(node));
@@ -561,11 +559,7 @@ TEST_F(SyncedStoreTest, AFullTableAsksNoEarlySyncWhileSyncsFail) {
 TEST_F(SyncedStoreTest, AFullTableForgetsFullKeysFirst) {
   constexpr std::size_t kFullKeys = 1000;
   constexpr std::size_t kQuotaKeys = 24;
-  SyncedStoreOptions options;
-  options.port = static_cast<std::uint16_t>(server_.port());
-  options.sync_interval_us = kManualSyncIntervalUs;
-  options.max_keys = kFullKeys + kQuotaKeys;
-  SyncedStore node(options);
+  SyncedStore node(smallTable(kFullKeys + kQuotaKeys));
   ASSERT_TRUE(syncUntilOk(node));
   const LimitSpec refills_fast = spec(Algorithm::kTokenBucket, "1000/s", 1000);
   const auto use = [&](const std::string& key, const LimitSpec& limit, std::uint64_t cost) {
@@ -597,10 +591,8 @@ TEST_F(SyncedStoreTest, EvictionUnderConcurrentLoadLosesNoUnits) {
   constexpr std::size_t kThreads = 4;
   constexpr std::size_t kMaxRequestsPerThread = 1'000'000;
   constexpr std::size_t kMaxKeys = 32;
-  SyncedStoreOptions options;
-  options.port = static_cast<std::uint16_t>(server_.port());
+  SyncedStoreOptions options = smallTable(kMaxKeys);
   options.sync_interval_us = 10'000;
-  options.max_keys = kMaxKeys;
   auto node = std::make_unique<SyncedStore>(options);
   ASSERT_TRUE(syncUntilOk(*node));
   const auto give_up = SteadyClock::now() + std::chrono::seconds(5);  // a bound, not a measure
