@@ -113,8 +113,8 @@ limits:
 )");
   GroupRecordingStore store;
   Engine engine(store, clock_);
-  const RequestContext context =
-      resolveIdentity(*policy_, request("/a"), clock_.now() / kMicrosPerSecond);
+  const RequestView view = request("/a");  // the context refers to it
+  const RequestContext context = resolveIdentity(*policy_, view, clock_.now() / kMicrosPerSecond);
   ASSERT_TRUE(decide(*policy_, context, engine).allowed);
   ASSERT_TRUE(decideNamed(*policy_, "per-client", "caller", "anonymous", 1, engine).ok());
   ASSERT_EQ(store.groups.size(), 4u);
