@@ -24,6 +24,7 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " rls=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return rls_->metricsText(); });
+    rls_->watchConfigDir(pool.first());
   }
 #endif
 #ifdef SLUICE_WITH_GATEWAY

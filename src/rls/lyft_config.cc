@@ -380,7 +380,10 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
   return {std::move(config), {}};
 }
 
-LyftLoadResult loadLyftConfigDir(const std::string& dir) {
+namespace {
+
+// The domain files of `dir` in name order, read; or the error.
+Result<std::vector<LyftSource>> readConfigDir(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> paths;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -389,16 +392,36 @@ LyftLoadResult loadLyftConfigDir(const std::string& dir) {
       paths.push_back(it->path().string());
     }
   }
-  if (ec) return {nullptr, {dir + ": cannot read the directory: " + ec.message()}};
+  if (ec) return Error{dir + ": cannot read the directory: " + ec.message()};
   std::sort(paths.begin(), paths.end());
   std::vector<LyftSource> sources;
   for (const std::string& path : paths) {
     bool ok = false;
     std::string text = policy::readFile(path, ok);
-    if (!ok) return {nullptr, {path + ": cannot read the file"}};
+    if (!ok) return Error{path + ": cannot read the file"};
     sources.push_back({path, std::move(text)});
   }
-  return loadLyftConfigTexts(sources);
+  return sources;
+}
+
+}  // namespace
+
+LyftLoadResult loadLyftConfigDir(const std::string& dir) {
+  Result<std::vector<LyftSource>> sources = readConfigDir(dir);
+  if (!sources.ok()) return {nullptr, {sources.error()}};
+  return loadLyftConfigTexts(sources.value());
+}
+
+std::optional<std::size_t> lyftConfigDirDigest(const std::string& dir) {
+  const Result<std::vector<LyftSource>> sources = readConfigDir(dir);
+  if (!sources.ok()) return std::nullopt;
+  std::string all;
+  for (const LyftSource& source : sources.value()) {
+    // Length-prefixed, so that no split of the same bytes between files reads the same.
+    all += std::to_string(source.name.size()) + ':' + source.name;
+    all += std::to_string(source.yaml.size()) + ':' + source.yaml;
+  }
+  return std::hash<std::string>{}(all);
 }
 
 }  // namespace sluice::rls

@@ -161,6 +161,12 @@ struct LyftLoadResult {
 // read), each one domain. An empty directory is a valid config with no domains. Never throws.
 [[nodiscard]] LyftLoadResult loadLyftConfigDir(const std::string& dir);
 
+// What loadLyftConfigDir would read from `dir`, as one number: the names and contents of its
+// .yaml and .yml files. Two reads of an unchanged directory give the same number; an edit, an
+// added or removed file, or a swapped symlink (as Kubernetes updates a ConfigMap) changes it.
+// nullopt when the directory or a file cannot be read.
+[[nodiscard]] std::optional<std::size_t> lyftConfigDirDigest(const std::string& dir);
+
 struct LyftSource {
   std::string name;  // used in messages, e.g. the file path
   std::string yaml;

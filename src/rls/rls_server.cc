@@ -67,6 +67,7 @@ RlsServer::RlsServer(Engine& engine, const Clock& clock, RlsSettings settings)
 RlsServer::~RlsServer() { shutdown(); }
 
 Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
+  started_digest_ = lyftConfigDirDigest(settings_.config_dir);  // before: a later edit shows
   LyftLoadResult loaded = loadLyftConfigDir(settings_.config_dir);
   if (loaded.config == nullptr) return Error{joined(loaded.errors)};
   if (loaded.config->domainCount() == 0) {
@@ -102,6 +103,34 @@ std::vector<std::string> RlsServer::reload() {
   if (loaded.config == nullptr) return std::move(loaded.errors);
   config_.store(std::move(loaded.config), std::memory_order_release);
   return {};
+}
+
+void RlsServer::watchConfigDir(boost::asio::io_context& loop) {
+  if (settings_.watch_interval_us <= 0) return;
+  watch_timer_ = std::make_unique<boost::asio::steady_timer>(loop);
+  watched_digest_ = started_digest_;
+  watchAgain();
+}
+
+void RlsServer::watchAgain() {
+  watch_timer_->expires_after(std::chrono::microseconds(settings_.watch_interval_us));
+  watch_timer_->async_wait([this](const boost::system::error_code& error) {
+    if (error || stopped_.load()) return;
+    const std::optional<std::size_t> digest = lyftConfigDirDigest(settings_.config_dir);
+    // An unreadable directory (mid-swap, say) is looked at again next time.
+    if (digest && digest != watched_digest_) {
+      watched_digest_ = digest;
+      const std::vector<std::string> errors = reload();
+      if (errors.empty()) {
+        spdlog::info("envoy rls: {} changed; reloaded", settings_.config_dir);
+      }
+      for (const std::string& line : errors) {
+        spdlog::error("envoy rls: {} changed, reload refused, keeping the old config: {}",
+                      settings_.config_dir, line);
+      }
+    }
+    watchAgain();
+  });
 }
 
 void RlsServer::shutdown(std::chrono::milliseconds grace) {

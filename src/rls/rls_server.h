@@ -22,6 +22,9 @@
 #include "sluice/result.h"
 #include "sluice/time.h"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 namespace grpc {
 class Server;
 }  // namespace grpc
@@ -52,6 +55,12 @@ class RlsServer {
   // the config they started with. On errors the old config stays and the errors are returned.
   std::vector<std::string> reload();
 
+  // After start(), when settings.watch_interval_us > 0: every interval, on `loop`, reads
+  // config_dir and reloads when its files changed since the last look, logging the outcome (a
+  // change with errors keeps the old config, as reload() does). Call once, before `loop` runs.
+  // Stop `loop` before destroying the server.
+  void watchConfigDir(boost::asio::io_context& loop);
+
   // Thread-safe, idempotent. Stops accepting, lets RPCs in flight finish for up to `grace`, then
   // cancels the rest, and returns when the server is down.
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
@@ -72,6 +81,13 @@ class RlsServer {
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::atomic<bool> stopped_{false};
+  // The digest (lyftConfigDirDigest) of what start() loaded, read before loading.
+  std::optional<std::size_t> started_digest_;
+  // On the watching loop.
+  std::unique_ptr<boost::asio::steady_timer> watch_timer_;
+  std::optional<std::size_t> watched_digest_;
+
+  void watchAgain();
 };
 
 // A Prometheus label value: backslash, quote and newline escaped (the text exposition format).

@@ -52,7 +52,8 @@ void loadSection(const YAML::Node& node, const std::string& base_dir, RlsSetting
                  Errors& errors) {
   if (!policy::isMap(node, "envoy_rls", errors)) return;
   policy::checkKeys(node, "envoy_rls",
-                    {"listen", "config_dir", "response_headers", "shadow_mode", "unknown_domain"},
+                    {"listen", "config_dir", "watch_interval", "response_headers", "shadow_mode",
+                     "unknown_domain"},
                     errors);
   if (node["listen"]) {
     settings.listen = policy::scalar(node["listen"], "envoy_rls.listen", errors).value_or("");
@@ -66,6 +67,16 @@ void loadSection(const YAML::Node& node, const std::string& base_dir, RlsSetting
     errors.add(node, "envoy_rls.config_dir is required: the lyft/ratelimit config directory");
   } else if (auto dir = policy::scalar(node["config_dir"], "envoy_rls.config_dir", errors)) {
     settings.config_dir = policy::resolvePath(base_dir, *dir);
+  }
+  if (node["watch_interval"]) {
+    const auto every =
+        policy::durationValue(node["watch_interval"], "envoy_rls.watch_interval", errors);
+    if (every && *every != 0 && (*every < 10 * kMicrosPerMilli || *every > kMicrosPerHour)) {
+      errors.add(node["watch_interval"],
+                 "envoy_rls.watch_interval must be 0 (off) or from 10ms to 1h");
+    } else if (every) {
+      settings.watch_interval_us = *every;
+    }
   }
   if (node["response_headers"])
     loadHeaderSwitch(node["response_headers"], settings.decider, errors);

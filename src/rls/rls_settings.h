@@ -20,6 +20,9 @@ namespace sluice::rls {
 struct RlsSettings {
   std::string listen = "127.0.0.1:8081";  // an IP literal and a port; port 0 picks one
   std::string config_dir;                 // resolved: absolute, or relative to the working dir
+  // How often config_dir is read for changes, which are then loaded as a reload would load
+  // them (lyft/ratelimit picks up its files' changes too). 0: only on SIGHUP or POST reload.
+  Micros watch_interval_us = kMicrosPerSecond;
   DeciderOptions decider;
 };
 

@@ -11,6 +11,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "store/memory_store.h"
@@ -190,6 +191,63 @@ TEST_F(RlsServerTest, ReloadKeepsTheOldConfigOnErrors) {
   std::ofstream(dir / "a.yaml") << "domain: fresher\n";
   EXPECT_TRUE(server.reload().empty());
   server.shutdown();
+  std::filesystem::remove_all(dir);
+}
+
+// With a watch interval, an edit to the config directory is picked up without a reload call, as
+// lyft/ratelimit picks up its files' changes; a broken edit keeps the config that was serving.
+TEST_F(RlsServerTest, WatchedDirectoryChangesAreLoaded) {
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("sluice-rls-watch-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](int per_minute) {
+    std::ofstream(dir / "d.yaml") << "domain: watched\ndescriptors:\n  - key: k\n"
+                                     "    rate_limit: { unit: minute, requests_per_unit: "
+                                  << per_minute << " }\n";
+  };
+  write(5);
+  RlsSettings settings = settings_;
+  settings.config_dir = dir.string();
+  settings.watch_interval_us = 20 * kMicrosPerMilli;
+  RlsServer server(engine_, clock_, settings);
+  const auto endpoint = server.start();
+  ASSERT_TRUE(endpoint.ok()) << endpoint.error();
+  boost::asio::io_context loop;
+  server.watchConfigDir(loop);
+  std::thread watching([&] { loop.run(); });
+  const auto stub = RateLimitService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(endpoint.value().port()), grpc::InsecureChannelCredentials()));
+  const auto limit_now = [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    RateLimitResponse response;
+    const grpc::Status status =
+        stub->ShouldRateLimit(&context, request("watched", "k", "v"), &response);
+    return status.ok() ? response.statuses(0).current_limit().requests_per_unit() : 0u;
+  };
+  // Polls until the served limit is `expected`; false after 5 s (a bound, not a measure).
+  const auto served = [&](std::uint32_t expected) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (limit_now() != expected) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  };
+  EXPECT_TRUE(served(5));
+  write(7);
+  EXPECT_TRUE(served(7));
+  std::ofstream(dir / "d.yaml") << "domain: watched\ndescriptors: {\n";  // broken
+  // Time for the watcher to look at it a few times: the old config keeps serving.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(limit_now(), 7u);
+  write(9);  // mended: the watcher goes on after a refused change
+  EXPECT_TRUE(served(9));
+  server.shutdown();
+  loop.stop();
+  watching.join();
   std::filesystem::remove_all(dir);
 }
 

@@ -46,6 +46,26 @@ TEST(RlsSettingsTest, HeaderFamilies) {
   EXPECT_TRUE(value.decider.unknown_domain_is_error);
 }
 
+// The directory is watched every second unless told otherwise; 0 turns it off, and an interval
+// outside 10ms..1h is an error at its line.
+TEST(RlsSettingsTest, WatchInterval) {
+  const auto with = [](const std::string& every) {
+    return loadRlsSettingsText("envoy_rls:\n  config_dir: /srv/rl\n" +
+                                   (every.empty() ? "" : "  watch_interval: " + every + "\n"),
+                               "s.yaml", "");
+  };
+  EXPECT_EQ(with("").value()->watch_interval_us, kMicrosPerSecond);
+  EXPECT_EQ(with("0").value()->watch_interval_us, 0);
+  EXPECT_EQ(with("250ms").value()->watch_interval_us, 250 * kMicrosPerMilli);
+  for (const char* bad : {"5ms", "2h"}) {
+    const auto refused = with(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().find("s.yaml:3:19: envoy_rls.watch_interval must be 0 (off)"),
+              std::string::npos)
+        << refused.error();
+  }
+}
+
 // Mistakes are listed with file:line:column.
 TEST(RlsSettingsTest, ErrorsHaveTheirPlace) {
   const auto settings = loadRlsSettingsText(
