@@ -58,7 +58,7 @@ class RlsServer {
   // After start(), when settings.watch_interval_us > 0: every interval, on `loop`, reads
   // config_dir and reloads when its files changed since the last look, logging the outcome (a
   // change with errors keeps the old config, as reload() does). Call once, before `loop` runs.
-  // Stop `loop` before destroying the server.
+  // `loop` must outlive the server; stop it before destroying the server.
   void watchConfigDir(boost::asio::io_context& loop);
 
   // Thread-safe, idempotent. Stops accepting, lets RPCs in flight finish for up to `grace`, then

@@ -211,10 +211,10 @@ TEST_F(RlsServerTest, WatchedDirectoryChangesAreLoaded) {
   RlsSettings settings = settings_;
   settings.config_dir = dir.string();
   settings.watch_interval_us = 20 * kMicrosPerMilli;
+  boost::asio::io_context loop;  // outlives the server, whose timer is on it
   RlsServer server(engine_, clock_, settings);
   const auto endpoint = server.start();
   ASSERT_TRUE(endpoint.ok()) << endpoint.error();
-  boost::asio::io_context loop;
   server.watchConfigDir(loop);
   std::thread watching([&] { loop.run(); });
   const auto stub = RateLimitService::NewStub(grpc::CreateChannel(
