@@ -169,11 +169,8 @@ void loadConcurrency(const YAML::Node& node, GatewaySettings& settings, Errors& 
     ConcurrencyLimit limit;
     limit.name = entry["name"] ? policy::scalar(entry["name"], where + ".name", errors).value_or("")
                                : "concurrency-" + std::to_string(i);
-    if (entry["match"] && policy::isMap(entry["match"], where + ".match", errors)) {
-      policy::checkKeys(entry["match"], where + ".match",
-                        {"method", "path", "path_prefix", "path_glob"}, errors);
-      limit.match = policy::loadRouteFields(entry["match"], where + ".match", errors);
-    }
+    if (entry["match"])
+      limit.match = policy::loadMatchSection(entry["match"], where + ".match", errors);
     const std::vector<std::string> parts =
         entry["key"] ? policy::stringList(entry["key"], where + ".key", errors)
                      : std::vector<std::string>{"client"};

@@ -87,8 +87,7 @@ void appendServiceLimitList(std::string& list, const Decision& decision,
     appendInteger(list, cappedInteger(status.remaining));
     // Seconds until more quota is available: for a denial, until the request would fit, as
     // Retry-After says (which should not point earlier than t); otherwise until full again.
-    const bool waits = !status.allowed && status.retry_after_us != kNever &&
-                       status.reason != DenyReason::kCostExceedsLimit;
+    const bool waits = !status.allowed && !neverFits(status, status.retry_after_us);
     list += ";t=";
     appendInteger(list, headerSeconds(waits ? status.retry_after_us : status.reset_after_us));
   }

@@ -30,12 +30,6 @@ std::string normalizedPattern(const std::string& path, RouteMatch::PathKind kind
   return normal;
 }
 
-RouteMatch loadMatch(const YAML::Node& node, const std::string& where, Errors& errors) {
-  if (!isMap(node, where + ".match", errors)) return {};
-  checkKeys(node, where + ".match", {"method", "path", "path_prefix", "path_glob"}, errors);
-  return loadRouteFields(node, where + ".match", errors);
-}
-
 void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy, Errors& errors) {
   if (policy.tiers.empty()) {
     errors.add(node,
@@ -148,7 +142,7 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
       errors.add(node["name"], "limit name \"" + limit.name + "\" is used twice");
   }
   const std::string where = "limit " + limit.name;
-  if (node["match"]) limit.match = loadMatch(node["match"], where, errors);
+  if (node["match"]) limit.match = loadMatchSection(node["match"], where + ".match", errors);
   std::vector<std::string> key_parts = node["key"] ? stringList(node["key"], where + ".key", errors)
                                                    : std::vector<std::string>{"client"};
   Result<KeySelector> key = KeySelector::parse(key_parts);
@@ -207,8 +201,8 @@ RouteMatch loadRouteFields(const YAML::Node& node, const std::string& what, Erro
     if (!node[key]) continue;
     ++paths;
     kind = path_kind;
-    path = scalar(node[key], what + "." + key, errors).value_or("");
     const std::string field = what + "." + key;
+    path = scalar(node[key], field, errors).value_or("");
     if (!path.starts_with("/")) {
       errors.add(node[key], field + " must start with /");
     } else if (path.find('?') != std::string::npos) {
@@ -222,6 +216,12 @@ RouteMatch loadRouteFields(const YAML::Node& node, const std::string& what, Erro
   }
   if (paths > 1) errors.add(node, what + " takes one of path, path_prefix, path_glob");
   return RouteMatch(std::move(methods), kind, std::move(path));
+}
+
+RouteMatch loadMatchSection(const YAML::Node& node, const std::string& what, Errors& errors) {
+  if (!isMap(node, what, errors)) return {};
+  checkKeys(node, what, {"method", "path", "path_prefix", "path_glob"}, errors);
+  return loadRouteFields(node, what, errors);
 }
 
 void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {

@@ -17,5 +17,7 @@ void loadLimits(const YAML::Node& limits, const YAML::Node& tiers, Policy& polic
 // patterns are normalized as request paths are, since a pattern written otherwise could never
 // match. Limits' `match:` and the gateway's routes read them alike.
 RouteMatch loadRouteFields(const YAML::Node& node, const std::string& what, Errors& errors);
+// A `match:` mapping `what` holding only those fields.
+RouteMatch loadMatchSection(const YAML::Node& node, const std::string& what, Errors& errors);
 
 }  // namespace sluice::policy

@@ -9,6 +9,13 @@
 #include "store/redis/synced_table.h"
 
 namespace sluice {
+namespace {
+
+bool isKept(std::span<const std::uint64_t> keep, std::uint64_t counter) noexcept {
+  return std::find(keep.begin(), keep.end(), counter) != keep.end();
+}
+
+}  // namespace
 
 bool SyncedStore::makeRoom(std::size_t wanted, std::span<const std::size_t> held,
                            std::span<const std::uint64_t> keep, Micros now_us, Micros steady_us) {
@@ -36,25 +43,22 @@ bool SyncedStore::forgetsNothing(const Entry& entry, Micros now_us) noexcept {
 std::size_t SyncedStore::evict(Shard& shard, std::span<const std::uint64_t> keep, Micros now_us,
                                Micros steady_us) {
   if (steady_us < shard.next_eviction_scan_us) return 0;
-  const auto kept = [&](std::uint64_t counter) {
-    return std::find(keep.begin(), keep.end(), counter) != keep.end();
-  };
   std::size_t evicted = boost::unordered::erase_if(shard.entries, [&](const auto& item) {
-    return !kept(item.first) && forgetsNothing(item.second, now_us);
+    return !isKept(keep, item.first) && forgetsNothing(item.second, now_us);
   });
-  if (evicted == 0) evicted = evictLeastRecentlyUsed(shard, kept, steady_us);
+  if (evicted == 0) evicted = evictLeastRecentlyUsed(shard, keep, steady_us);
   keys_.fetch_sub(evicted);
   evictions_.fetch_add(evicted, std::memory_order_relaxed);
   return evicted;
 }
 
-template <typename Kept>
-std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, const Kept& kept, Micros steady_us) {
+std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, std::span<const std::uint64_t> keep,
+                                                Micros steady_us) {
   // An entry whose units are all in Redis holds nothing Redis lacks. Forgetting one that is
   // not full yet costs this node its view of the key, though: until its next pull (within an
   // interval once it is used again) a new entry decides against a full limit.
   const auto evictable = [&](std::uint64_t counter, const Entry& entry) {
-    return entry.pending == 0 && entry.in_flight == 0 && !kept(counter);
+    return entry.pending == 0 && entry.in_flight == 0 && !isKept(keep, counter);
   };
   // The oldest eighth (at least) of the evictable entries by last use, found with a histogram
   // of their ages so that no scan allocates: a flood of new keys pays one scan per eighth.

@@ -96,10 +96,10 @@ class SyncedStore final : public Store {
   // used ones whose units are all in Redis; never one of `keep`. How many.
   std::size_t evict(Shard& shard, std::span<const std::uint64_t> keep, Micros now_us,
                     Micros steady_us);
-  // At least the oldest eighth, by last use, of the entries that are not `kept` and whose units
-  // are all in Redis.
-  template <typename Kept>
-  std::size_t evictLeastRecentlyUsed(Shard& shard, const Kept& kept, Micros steady_us);
+  // At least the oldest eighth, by last use, of the entries that are not in `keep` and whose
+  // units are all in Redis.
+  std::size_t evictLeastRecentlyUsed(Shard& shard, std::span<const std::uint64_t> keep,
+                                     Micros steady_us);
   // A scan that finds fewer than 1 / kMinEvictableShare of a shard's entries evictable
   // makes the next wait for a sync interval.
   static constexpr std::size_t kMinEvictableShare = 16;
