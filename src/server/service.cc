@@ -65,6 +65,10 @@ struct Service::Pending {
   Respond respond;
   net::io_context* loop = nullptr;  // the connection's loop, where throttle waits happen
   std::unique_ptr<LoopTimer> timer;
+
+  // Items of a batch never wait, each would hold the connection in turn; that goes for a batch
+  // of one item too, whose caller asked for the batch form's answer at once.
+  [[nodiscard]] bool mayWait() const { return !body.batch; }
 };
 
 Service::Active::Active(policy::PolicyPtr loaded)
@@ -160,8 +164,7 @@ void Service::decideItem(const Pending& pending, std::size_t index, Micros waite
 void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
   if (pending->next >= pending->decisions.size()) return respondCheck(pending);
   const std::size_t index = pending->next;
-  // Items of a batch cannot wait: each would hold the connection in turn.
-  const bool may_wait = pending->decisions.size() == 1;
+  const bool may_wait = pending->mayWait();
   const Micros waited_us = may_wait ? pending->waited_us[index] : policy::kCannotWait;
   const Micros started_us = steadyMicros();
   decideItem(*pending, index, waited_us,
@@ -177,7 +180,7 @@ void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
 void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros started_us,
                             Result<policy::PolicyDecision>&& decided) {
   const std::size_t index = pending->next;
-  const bool may_wait = pending->decisions.size() == 1;
+  const bool may_wait = pending->mayWait();
   metrics_.observeDecisionLatency(steadyMicros() - started_us);
   if (!decided.ok()) {
     pending->errors[index] = decided.error();

@@ -226,6 +226,21 @@ TEST_F(ServiceTest, ThrottleDelaysThenAllows) {
   EXPECT_LE(delayed_ms, 1000);
 }
 
+// A batch never waits, even one of a single item: the throttle limit's second request is
+// answered denied at once instead of being held for its slot.
+TEST_F(ServiceTest, ABatchOfOneItemDoesNotWait) {
+  const std::string body =
+      R"({"checks": [{"request": {"path": "/search/q", "client_ip": "192.0.2.81"}}]})";
+  const HttpReply first = check(body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_TRUE(boost::json::parse(first.body).at("results").at(0).at("allowed").as_bool());
+  const HttpReply second = check(body);
+  ASSERT_EQ(second.status, 200) << second.body;
+  const auto result = boost::json::parse(second.body).at("results").at(0);
+  EXPECT_FALSE(result.at("allowed").as_bool()) << second.body;
+  EXPECT_EQ(result.at("status").as_int64(), 429);
+}
+
 // Reload: a broken file is refused with its errors and the old policy keeps serving; a good
 // one takes effect.
 TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
