@@ -33,6 +33,15 @@ std::string labelValue(std::string_view text) {
   return out;
 }
 
+// Microseconds as seconds with every digit: a stream's default six significant digits would
+// make the histogram's sum move in steps of 10 s once it passes 10^5 s, which a busy node's sum
+// does within days, and rate(sum) / rate(count) would then be off.
+std::string exactSeconds(std::uint64_t micros) {
+  std::string fraction = std::to_string(micros % 1'000'000);
+  fraction.insert(0, 6 - fraction.size(), '0');
+  return std::to_string(micros / 1'000'000) + "." + fraction;
+}
+
 }  // namespace
 
 void Metrics::countDecision(const std::string& limit, Result result) {
@@ -72,7 +81,7 @@ std::string Metrics::render(std::size_t keys_held) const {
   cumulative += latency_buckets_.back().load(std::memory_order_relaxed);
   out << "sluice_decision_duration_seconds_bucket{le=\"+Inf\"} " << cumulative << "\n"
       << "sluice_decision_duration_seconds_sum "
-      << static_cast<double>(latency_sum_us_.load(std::memory_order_relaxed)) / 1e6 << "\n"
+      << exactSeconds(latency_sum_us_.load(std::memory_order_relaxed)) << "\n"
       << "sluice_decision_duration_seconds_count " << latency_count_.load(std::memory_order_relaxed)
       << "\n"
       << "# HELP sluice_degraded_decisions_total Decisions made without the shared store "
