@@ -24,6 +24,11 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " rls=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return rls_->metricsText(); });
+    service.addReloadHook([this] {
+      std::vector<std::string> errors = rls_->reload();
+      for (std::string& error : errors) error = "envoy_rls: " + error;
+      return errors;
+    });
     rls_->watchConfigDir(pool.first());
   }
 #endif
@@ -40,16 +45,6 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
   }
 #endif
   return std::nullopt;
-}
-
-std::vector<std::string> OptionalDoors::reload() {
-  std::vector<std::string> errors;
-#ifdef SLUICE_WITH_RLS
-  if (rls_ != nullptr) {
-    errors = rls_->reload();
-  }
-#endif
-  return errors;
 }
 
 void OptionalDoors::shutdown() {

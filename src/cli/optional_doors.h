@@ -27,15 +27,13 @@ class OptionalDoors {
  public:
   // Opens the doors the config at `path` names, sharing the engine (and so the limits) with the
   // decision API. Returns what failed (a config error or a port that cannot be bound), or
-  // nothing. Call once, before the pool runs.
+  // nothing. Call once, before the pool runs. The doors' own configs are reloaded with the
+  // service's policy (a reload hook), by SIGHUP and POST /admin/reload alike.
   [[nodiscard]] std::optional<std::string> open(const std::string& path, server::IoPool& pool,
                                                 Engine& engine, const Clock& clock,
                                                 server::Service& service);
   // " rls=host:port gateway=host:port" for the doors that are open, for the ready line.
   [[nodiscard]] const std::string& listening() const noexcept { return listening_; }
-  // SIGHUP: reloads the doors' own configs (Envoy's lyft config; the policy is the
-  // service's). Returns the errors of a reload that was refused, which keeps the old config.
-  [[nodiscard]] std::vector<std::string> reload();
   // Stops accepting and lets the requests in flight finish.
   void shutdown();
   // Client connections still open, for draining.

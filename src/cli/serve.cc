@@ -71,14 +71,13 @@ struct Doors {
   OptionalDoors& optional;
 };
 
-// SIGHUP: the policy and the doors' own configs reloaded; a reload with errors keeps the old.
+// SIGHUP: the policy and the doors' own configs reloaded (the service runs the doors' reload
+// hooks, as for POST /admin/reload); a part with errors keeps its old config.
 void reload(const Doors& doors, const std::string& path) {
   const std::vector<std::string> errors = doors.service.reload();
   if (errors.empty()) spdlog::info("reloaded {}", path);
   for (const std::string& error : errors)
-    spdlog::error("reload refused, keeping the old policy: {}", error);
-  for (const std::string& error : doors.optional.reload())
-    spdlog::error("envoy rls reload refused, keeping the old config: {}", error);
+    spdlog::error("reload refused, keeping the old config: {}", error);
 }
 
 // SIGINT or SIGTERM: not ready, no new connections, the requests in flight finished (for at

@@ -99,6 +99,7 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
 }
 
 std::vector<std::string> RlsServer::reload() {
+  const std::lock_guard lock(reload_mutex_);
   LyftLoadResult loaded = loadLyftConfigDir(settings_.config_dir);
   if (loaded.config == nullptr) return std::move(loaded.errors);
   config_.store(std::move(loaded.config), std::memory_order_release);

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,9 @@ class RlsServer {
   RlsSettings settings_;
   RlsDecider decider_;
   std::atomic<LyftConfigPtr> config_;
+  // Held by reload(): the watcher (on its loop), SIGHUP and POST /admin/reload can overlap, and
+  // a slower reload that read older files must not store them after a newer one.
+  std::mutex reload_mutex_;
   RlsCounters counters_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;

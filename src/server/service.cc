@@ -92,10 +92,15 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
       key_count_(std::move(key_count)) {}
 
 std::vector<std::string> Service::reload() {
+  const std::lock_guard lock(reload_mutex_);
   policy::LoadResult loaded = policy::loadPolicy(config_path_);
   metrics_.countReload(loaded.policy != nullptr);
   if (loaded.policy != nullptr) active_.store(std::make_shared<const Active>(loaded.policy));
-  return loaded.errors;
+  std::vector<std::string> errors = std::move(loaded.errors);
+  for (const auto& hook : reload_hooks_) {
+    for (std::string& error : hook()) errors.push_back(std::move(error));
+  }
+  return errors;
 }
 
 void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer,

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,14 @@ class Service {
                    boost::asio::io_context& loop, Respond respond);
 
   // Thread-safe. Re-reads the configuration; on any error keeps the current policy and returns
-  // the errors.
+  // the errors. Then runs the reload hooks, adding their errors. Reloads run one at a time, so
+  // the last one to start is the one left in force.
   std::vector<std::string> reload();
+  // More configuration reloaded with the policy (other front doors' own files), by SIGHUP and
+  // POST /admin/reload alike; returns its errors, having kept its old config. Add before serving.
+  void addReloadHook(std::function<std::vector<std::string>()> hook) {
+    reload_hooks_.push_back(std::move(hook));
+  }
 
   [[nodiscard]] policy::PolicyPtr policy() const { return active_.load()->policy; }
   // More Prometheus text appended to /metrics (other front doors' counters). Add before serving.
@@ -77,6 +84,10 @@ class Service {
   Engine& engine_;
   std::function<std::size_t()> key_count_;
   std::vector<std::function<std::string()>> extra_metrics_;
+  std::vector<std::function<std::vector<std::string>()>> reload_hooks_;
+  // Held by reload(): SIGHUP (on the first loop) and POST /admin/reload (on any) can overlap,
+  // and a slower reload that read an older file must not store it after a newer one.
+  std::mutex reload_mutex_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
 };

@@ -13,6 +13,7 @@ Usage: python_client_test.py --server BINARY --proto-dir DIR --config-dir DIR
 import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -86,9 +87,11 @@ def start_server(binary, args, work, config_dir, extra_yaml, store_yaml=""):
     process = subprocess.Popen([binary] + args + [config], stdout=log, stderr=subprocess.STDOUT)
     for _ in range(200):  # bounded: 10 s
         log.seek(0)
-        found = re.search(r"rls=127\.0\.0\.1:(\d+)", log.read())
+        text = log.read()
+        found = re.search(r"rls=127\.0\.0\.1:(\d+)", text)
         if found:
-            return process, int(found.group(1))
+            admin = re.search(r"admin=127\.0\.0\.1:(\d+)", text)  # `sluice serve` only
+            return process, int(found.group(1)), int(admin.group(1)) if admin else None
         if process.poll() is not None:
             break
         time.sleep(0.05)
@@ -206,6 +209,53 @@ def run_checks(port):
     channel.close()
 
 
+def run_reload_checks(port, admin_port, config_dir):
+    """POST /admin/reload picks up the lyft files as SIGHUP does (the watcher is off here), and
+    a broken file is refused with its name while the old config keeps serving."""
+    import grpc
+    import urllib.error
+    import urllib.request
+    from envoy.service.ratelimit.v3 import rls_pb2, rls_pb2_grpc
+    from envoy.extensions.common.ratelimit.v3 import ratelimit_pb2
+
+    channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+    stub = rls_pb2_grpc.RateLimitServiceStub(channel)
+
+    def code_of_reloaded_domain():
+        entry = ratelimit_pb2.RateLimitDescriptor.Entry(key="k", value="v")
+        request = rls_pb2.RateLimitRequest(
+            domain="reloaded", descriptors=[ratelimit_pb2.RateLimitDescriptor(entries=[entry])]
+        )
+        try:
+            stub.ShouldRateLimit(request, timeout=10)
+            return grpc.StatusCode.OK
+        except grpc.RpcError as error:
+            return error.code()
+
+    def admin_reload():
+        request = urllib.request.Request("http://127.0.0.1:%d/admin/reload" % admin_port,
+                                         data=b"", method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                return reply.status, reply.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    check(code_of_reloaded_domain() == grpc.StatusCode.NOT_FOUND, "domain 'reloaded' before the file")
+    with open(os.path.join(config_dir, "reloaded.yaml"), "w") as out:
+        out.write("domain: reloaded\ndescriptors:\n  - key: k\n"
+                  "    rate_limit: { unit: minute, requests_per_unit: 5 }\n")
+    status, body = admin_reload()
+    check(status == 200, "admin reload with a new lyft file: %d %s" % (status, body))
+    check(code_of_reloaded_domain() == grpc.StatusCode.OK, "domain 'reloaded' after the admin reload")
+    with open(os.path.join(config_dir, "broken.yaml"), "w") as out:
+        out.write("domain: broken\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight }\n")
+    status, body = admin_reload()
+    check(status == 422 and "broken.yaml" in body, "admin reload with a broken lyft file: %d %s" % (status, body))
+    check(code_of_reloaded_domain() == grpc.StatusCode.OK, "the old config keeps serving after a refused reload")
+    channel.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
@@ -225,12 +275,18 @@ def main():
             store_yaml = ("store: { type: %s, address: 127.0.0.1:%d, timeout: 1s, "
                           "on_error: deny }\n") % (args.store, redis_port)
         try:
-            process, port = start_server(
-                args.server, args.server_args.split(), work, os.path.abspath(args.config_dir),
-                "  response_headers: true\n", store_yaml,
+            # A copy, which the reload checks add files to; the watcher is off so that what
+            # picks the files up is the admin reload.
+            config_dir = os.path.join(work, "lyft")
+            shutil.copytree(os.path.abspath(args.config_dir), config_dir)
+            process, port, admin_port = start_server(
+                args.server, args.server_args.split(), work, config_dir,
+                "  response_headers: true\n  watch_interval: 0\n", store_yaml,
             )
             try:
                 run_checks(port)
+                if admin_port is not None:
+                    run_reload_checks(port, admin_port, config_dir)
             finally:
                 stop_server(process)
         finally:

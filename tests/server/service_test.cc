@@ -256,6 +256,27 @@ TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
   EXPECT_EQ(auth("/z", "192.0.2.91").header("x-ratelimit-limit"), "7");
 }
 
+// POST /admin/reload runs the other doors' reload hooks as SIGHUP does: their errors make it a
+// 422 and are listed, while a good policy still takes effect.
+TEST_F(ServiceTest, AdminReloadRunsTheReloadHooks) {
+  int hook_calls = 0;
+  std::vector<std::string> hook_errors;
+  service_->addReloadHook([&] {
+    ++hook_calls;
+    return hook_errors;
+  });
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(hook_calls, 1);
+
+  hook_errors = {"envoy_rls: envoy.yaml:3:1: unknown unit"};
+  writeConfig("limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n");
+  const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(hook_calls, 2);
+  EXPECT_EQ(refused.status, 422);
+  EXPECT_NE(refused.body.find("envoy.yaml:3:1"), std::string::npos) << refused.body;
+  EXPECT_EQ(auth("/z", "192.0.2.92").header("x-ratelimit-limit"), "7");
+}
+
 // Admin: health, readiness, metrics in Prometheus text, the configuration.
 TEST_F(ServiceTest, AdminEndpoints) {
   EXPECT_EQ(auth("/m").status, 200);
