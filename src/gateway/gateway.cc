@@ -4,6 +4,7 @@
 
 #include "gateway/gateway_state.h"
 #include "gateway/proxy_session.h"
+#include "server/accept_pause.h"
 #include "server/http_server.h"
 
 namespace sluice::gateway {
@@ -54,6 +55,11 @@ void accept(const std::shared_ptr<Gateway::State>& state,
             }
             session->start();
           }
+        } else {
+          boost::system::error_code ignored;
+          return server::pauseAccepting(
+              acceptor, ec, "gateway " + server::endpointText(acceptor->local_endpoint(ignored)),
+              [state, acceptor] { accept(state, acceptor); });
         }
         accept(state, acceptor);
       });

@@ -14,6 +14,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "server/accept_pause.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 
@@ -248,6 +249,10 @@ void accept(const std::shared_ptr<HttpServer::State>& state,
         }
         session->start();
       }
+    } else {
+      boost::system::error_code ignored;
+      return pauseAccepting(acceptor, ec, endpointText(acceptor->local_endpoint(ignored)),
+                            [state, acceptor] { accept(state, acceptor); });
     }
     accept(state, acceptor);
   });
