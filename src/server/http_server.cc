@@ -1,5 +1,8 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <charconv>
 #include <ctime>
 
@@ -162,15 +165,29 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep_alive = request.keep_alive();
     head_request_ = request.method() == http::verb::head;
     auto self = shared_from_this();
-    state_->handler(std::move(request), peer_, loop_, [self, keep_alive](HttpResponse&& response) {
-      // Runs inline when the handler answers on this connection's loop; a throttled
-      // answer from a timer elsewhere is carried over to it.
-      net::dispatch(
-          self->socket_.get_executor(), [self, keep_alive, answer = std::move(response)]() mutable {
+    Respond respond(
+        [self, keep_alive](HttpResponse&& response) {
+          // Runs inline when the handler answers on this connection's loop; a throttled
+          // answer from a timer elsewhere is carried over to it.
+          net::dispatch(self->socket_.get_executor(), [self, keep_alive,
+                                                       answer = std::move(response)]() mutable {
             answer.keep_alive(keep_alive && answer.keep_alive() && !self->state_->draining.load());
             self->write(std::move(answer));
           });
-    });
+        },
+        [self] { return self->peerClosed(); });
+    state_->handler(std::move(request), peer_, loop_, std::move(respond));
+  }
+
+  // Whether the client has closed or reset the connection while its request is held: one
+  // non-blocking peek. Nothing to read yet, or the bytes of a pipelined next request, mean it
+  // is still there.
+  bool peerClosed() {
+    if (!socket_.is_open()) return true;
+    char byte = 0;
+    const ssize_t got = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (got > 0) return false;
+    return got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }
 
   // Serializes the response into one buffer and writes it with one call. Beast's serializer

@@ -24,8 +24,27 @@ namespace sluice::server {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
-// Called exactly once per request, from any thread.
-using Respond = std::function<void(HttpResponse&&)>;
+// Answers one request: called exactly once, from any thread. A handler that holds a request
+// (a throttle waiting for its slot) can also ask whether the client is still there, so that a
+// client that hung up meanwhile is not decided for, and not counted, when the wait ends.
+class Respond {
+ public:
+  using Send = std::function<void(HttpResponse&&)>;
+  using ClientGone = std::function<bool()>;
+  Respond() = default;  // none yet: assign one before calling it
+  explicit Respond(Send send, ClientGone client_gone = {})
+      : send_(std::move(send)), client_gone_(std::move(client_gone)) {}
+
+  void operator()(HttpResponse&& response) const { send_(std::move(response)); }
+  // On the connection's loop (the `loop` the handler was given) only. True once the client has
+  // closed or reset the connection, half-closes included, as nginx's proxy_ignore_client_abort
+  // off reads them; a pipelined next request does not count.
+  [[nodiscard]] bool clientGone() const { return client_gone_ && client_gone_(); }
+
+ private:
+  Send send_;
+  ClientGone client_gone_;
+};
 // Handles one request; may answer later (a throttled request waits on a timer, which should run
 // on `loop`, the connection's own, so nothing outlives the loop it belongs to).
 using Handler =

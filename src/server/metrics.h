@@ -21,6 +21,8 @@ class Metrics {
   void countDecision(const std::string& limit, Result result);
   void observeDecisionLatency(Micros latency_us) noexcept;
   void countDegraded() noexcept { degraded_decisions_.fetch_add(1, std::memory_order_relaxed); }
+  // A request held by a throttle whose client hung up before its turn.
+  void countClientGone() noexcept { client_gone_.fetch_add(1, std::memory_order_relaxed); }
   void countReload(bool ok) noexcept { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1); }
 
   // Thread-safe. The whole exposition; `keys_held` is the store's current key count.
@@ -36,6 +38,7 @@ class Metrics {
   std::atomic<std::uint64_t> latency_sum_us_{0};
   std::atomic<std::uint64_t> latency_count_{0};
   std::atomic<std::uint64_t> degraded_decisions_{0};
+  std::atomic<std::uint64_t> client_gone_{0};
   std::atomic<std::uint64_t> reloads_ok_{0};
   std::atomic<std::uint64_t> reloads_failed_{0};
 };

@@ -202,8 +202,12 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
     pending->waited_us[index] += decision.throttle_wait_us;
     pending->timer = std::make_unique<LoopTimer>(*pending->loop);
     pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
-    pending->timer->async_wait(
-        [this, pending](const boost::system::error_code&) { decideAndRespond(pending); });
+    pending->timer->async_wait([this, pending](const boost::system::error_code&) {
+      // A client that hung up while held is not decided for again: that decision would take
+      // a unit (or a slot ahead of the clients still waiting) for an answer nobody reads.
+      if (pending->respond.clientGone()) return respondClientGone(*pending);
+      decideAndRespond(pending);
+    });
     return;
   }
   for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
@@ -229,6 +233,15 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
     return;
   }
   decideAndRespond(pending);
+}
+
+void Service::respondClientGone(const Pending& pending) {
+  metrics_.countClientGone();
+  // nginx's code for a request whose client closed first; it goes to a closed socket, and only
+  // ends the connection's bookkeeping.
+  HttpResponse response{static_cast<http::status>(499), pending.version};
+  response.keep_alive(false);
+  pending.respond(std::move(response));
 }
 
 void Service::respondCheck(const std::shared_ptr<Pending>& pending) {

@@ -68,6 +68,8 @@ class Service {
   void onItemDecided(const std::shared_ptr<Pending>& pending, Micros started_us,
                      Result<policy::PolicyDecision>&& decided);
   void respondCheck(const std::shared_ptr<Pending>& pending);
+  // Ends a held request whose client has gone, without deciding it.
+  void respondClientGone(const Pending& pending);
 
   // The policy in force and what is derived from it once rather than per response; swapped
   // whole on reload.

@@ -226,6 +226,35 @@ TEST_F(ServiceTest, ThrottleDelaysThenAllows) {
   EXPECT_LE(delayed_ms, 1000);
 }
 
+// A client that hangs up while its request is held by a throttle is not decided for when the
+// wait ends: the slot it would have taken stays free for the next request, which goes through
+// without waiting, and the metric counts the abandoned request.
+TEST_F(ServiceTest, AThrottledClientThatHungUpTakesNoSlot) {
+  EXPECT_EQ(auth("/search/q", "192.0.2.82").status, 200);  // the burst of 1, spent
+  {
+    boost::asio::io_context io;
+    tcp::socket socket(io);
+    socket.connect(api_endpoint_);
+    boost::asio::write(socket,
+                       boost::asio::buffer(std::string(
+                           "GET /v1/auth HTTP/1.1\r\nHost: x\r\n"
+                           "X-Original-URI: /search/q\r\nX-Forwarded-For: 192.0.2.82\r\n\r\n")));
+  }  // closed while held (about 50 ms, one emission interval at 20/s)
+  const auto gone_counted = [&] {
+    return httpCall(admin_endpoint_, http::verb::get, "/metrics")
+               .body.find("sluice_throttled_client_gone_total 1\n") != std::string::npos;
+  };
+  bool counted = false;
+  for (int i = 0; i < 200 && !counted; ++i) {  // bounded: 4 s
+    counted = gone_counted();
+    if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(counted) << httpCall(admin_endpoint_, http::verb::get, "/metrics").body;
+  const HttpReply next = auth("/search/q", "192.0.2.82");
+  EXPECT_EQ(next.status, 200);
+  EXPECT_EQ(next.header("x-ratelimit-delayed-ms"), "") << "the hung-up request took the slot";
+}
+
 // A batch never waits, even one of a single item: the throttle limit's second request is
 // answered denied at once instead of being held for its slot.
 TEST_F(ServiceTest, ABatchOfOneItemDoesNotWait) {
