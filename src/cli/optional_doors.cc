@@ -47,17 +47,31 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
   return std::nullopt;
 }
 
-void OptionalDoors::shutdown() {
+OptionalDoors::~OptionalDoors() {
 #ifdef SLUICE_WITH_RLS
-  if (rls_ != nullptr) rls_->shutdown(std::chrono::seconds(5));
+  if (rls_stopper_.joinable()) rls_stopper_.join();
 #endif
+}
+
+void OptionalDoors::shutdown() {
 #ifdef SLUICE_WITH_GATEWAY
   if (gateway_) gateway_->shutdown();
+#endif
+#ifdef SLUICE_WITH_RLS
+  if (rls_ != nullptr && !rls_stopper_.joinable()) {  // a second signal finds it started
+    rls_stopper_ = std::thread([this] {
+      rls_->shutdown(std::chrono::seconds(5));
+      rls_stopped_.store(true);
+    });
+  }
 #endif
 }
 
 std::size_t OptionalDoors::openConnections() const noexcept {
   std::size_t open = 0;
+#ifdef SLUICE_WITH_RLS
+  if (rls_ != nullptr && !rls_stopped_.load()) ++open;
+#endif
 #ifdef SLUICE_WITH_GATEWAY
   if (gateway_) open += gateway_->openConnections();
 #endif

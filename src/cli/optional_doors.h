@@ -3,11 +3,13 @@
 // exists only in builds that include it; the decision API and admin listener are always there.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -34,14 +36,24 @@ class OptionalDoors {
                                                 server::Service& service);
   // " rls=host:port gateway=host:port" for the doors that are open, for the ready line.
   [[nodiscard]] const std::string& listening() const noexcept { return listening_; }
-  // Stops accepting and lets the requests in flight finish.
+  OptionalDoors() = default;
+  OptionalDoors(const OptionalDoors&) = delete;
+  OptionalDoors& operator=(const OptionalDoors&) = delete;
+  ~OptionalDoors();
+
+  // Stops accepting and lets the requests in flight finish. Returns at once: it runs on an event
+  // loop (the signal handler's), and gRPC's shutdown waits for its calls in flight.
   void shutdown();
-  // Client connections still open, for draining.
+  // Client connections (for gRPC: a server not yet stopped) still open, for draining.
   [[nodiscard]] std::size_t openConnections() const noexcept;
 
  private:
 #ifdef SLUICE_WITH_RLS
   std::unique_ptr<rls::RlsServer> rls_;
+  // gRPC's Shutdown() and Wait() block for up to their grace period: they run here, not on the
+  // loop that asked, which would stop serving its HTTP connections meanwhile.
+  std::thread rls_stopper_;
+  std::atomic<bool> rls_stopped_{false};
 #endif
 #ifdef SLUICE_WITH_GATEWAY
   std::optional<gateway::Gateway> gateway_;
