@@ -102,16 +102,34 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  // On shutdown: closes the connection now if it is waiting for a request.
+  // On shutdown: closes the connection now if it is waiting for a request and none has begun
+  // to arrive (a request half received is read, answered and then closed, as one in flight).
   void closeIfIdle() {
     net::post(socket_.get_executor(), [self = shared_from_this()] {
-      if (!self->busy_) self->close();
+      if (!self->busy_ && !self->receiving()) self->close();
     });
   }
 
  private:
+  // Whether some of a next request is here: in the buffer (a pipelined one), taken by the
+  // parser, or still in the kernel's receive queue (one non-blocking peek).
+  bool receiving() {
+    if (buffer_.size() > 0 || (parser_ && parser_->got_some())) return true;
+    return peek() > 0;
+  }
+
+  // What one non-blocking peek at the socket sees: > 0 bytes waiting, 0 the peer's close (or
+  // half-close), < 0 nothing yet (errno EAGAIN) or an error.
+  ssize_t peek() {
+    if (!socket_.is_open()) return -1;
+    char byte = 0;
+    return ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  }
+
   void doRead() {
-    if (state_->draining.load()) return close();
+    // Draining: a request already here (pipelined behind the last one) is still answered, with
+    // Connection: close; an idle connection closes.
+    if (state_->draining.load() && !receiving()) return close();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
     parser_->body_limit(state_->limits.max_body_bytes);
@@ -184,8 +202,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // is still there.
   bool peerClosed() {
     if (!socket_.is_open()) return true;
-    char byte = 0;
-    const ssize_t got = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t got = peek();
     if (got > 0) return false;
     return got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   }

@@ -214,6 +214,31 @@ TEST_F(ServiceTest, SlowClientIsTimedOut) {
   EXPECT_EQ(*received, "");
 }
 
+// Shutdown closes idle connections, but a request half received when it starts is read to its
+// end and answered, with Connection: close.
+TEST_F(ServiceTest, ShutdownAnswersARequestHalfReceived) {
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(api_endpoint_);
+  boost::asio::write(socket,
+                     boost::asio::buffer(std::string("GET /v1/auth HTTP/1.1\r\nHost: x\r\n")));
+  tcp::socket idle(io);
+  idle.connect(api_endpoint_);
+  // Both connections must be accepted before the shutdown, or they would be refused with the
+  // listener: the listener accepts in order, so a whole exchange on a later connection orders
+  // them. (Loopback bytes are in the server's receive queue once write() returns.)
+  EXPECT_EQ(auth("/z", "192.0.2.83").status, 200);
+  api_->shutdown();
+  const std::optional<std::string> closed_idle = readUntilClosed(idle);
+  ASSERT_TRUE(closed_idle.has_value()) << "the idle connection stayed open";
+  EXPECT_EQ(*closed_idle, "");
+  boost::asio::write(socket, boost::asio::buffer(std::string("\r\n")));
+  const std::optional<std::string> answer = readUntilClosed(socket);
+  ASSERT_TRUE(answer.has_value()) << "the connection stayed open after its answer";
+  EXPECT_EQ(answer->rfind("HTTP/1.1 200", 0), 0u) << *answer;
+  EXPECT_NE(answer->find("Connection: close"), std::string::npos) << *answer;
+}
+
 // Throttle: the second request waits on a timer for its slot, then passes.
 TEST_F(ServiceTest, ThrottleDelaysThenAllows) {
   EXPECT_EQ(auth("/search/q", "192.0.2.80").status, 200);
