@@ -240,7 +240,9 @@ void Service::respondClientGone(const Pending& pending) {
   // nginx's code for a request whose client closed first; it goes to a closed socket, and only
   // ends the connection's bookkeeping.
   HttpResponse response{static_cast<http::status>(499), pending.version};
+  response.reason("Client Closed Request");
   response.keep_alive(false);
+  response.prepare_payload();
   pending.respond(std::move(response));
 }
 
