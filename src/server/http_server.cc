@@ -193,7 +193,9 @@ class Session : public std::enable_shared_from_this<Session> {
             self->write(std::move(answer));
           });
         },
-        [self] { return self->peerClosed(); });
+        // A plain pointer, which std::function keeps without an allocation: the sender above
+        // holds the session alive as long as this Respond lives.
+        [session = self.get()] { return session->peerClosed(); });
     state_->handler(std::move(request), peer_, loop_, std::move(respond));
   }
 
