@@ -17,6 +17,7 @@ enum class DenyReason : std::uint8_t {
   kOverLimit,         // the limit is used up for now; retry_after_us says when this cost fits
   kCostExceedsLimit,  // the cost is larger than the limit itself; it never fits
   kStoreUnavailable,  // the store could not be reached and the limit's policy is to deny
+  kInvalidCheck,      // the embedded API was given a check without a spec: nothing is decided
 };
 
 [[nodiscard]] std::string_view denyReasonName(DenyReason reason) noexcept;

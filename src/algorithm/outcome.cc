@@ -12,6 +12,8 @@ std::string_view denyReasonName(DenyReason reason) noexcept {
       return "cost_exceeds_limit";
     case DenyReason::kStoreUnavailable:
       return "store_unavailable";
+    case DenyReason::kInvalidCheck:
+      return "invalid_check";
   }
   return "unknown";
 }

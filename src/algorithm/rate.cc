@@ -12,20 +12,23 @@ struct UnitName {
   Micros micros;
 };
 
-constexpr std::array<UnitName, 25> kUnits{{
+constexpr std::array<UnitName, 29> kUnits{{
     {"ms", kMicrosPerMilli},
     {"millisecond", kMicrosPerMilli},
     {"milliseconds", kMicrosPerMilli},
     {"s", kMicrosPerSecond},
     {"sec", kMicrosPerSecond},
+    {"secs", kMicrosPerSecond},
     {"second", kMicrosPerSecond},
     {"seconds", kMicrosPerSecond},
     {"m", kMicrosPerMinute},
     {"min", kMicrosPerMinute},
+    {"mins", kMicrosPerMinute},
     {"minute", kMicrosPerMinute},
     {"minutes", kMicrosPerMinute},
     {"h", kMicrosPerHour},
     {"hr", kMicrosPerHour},
+    {"hrs", kMicrosPerHour},
     {"hour", kMicrosPerHour},
     {"hours", kMicrosPerHour},
     {"d", kMicrosPerDay},
@@ -38,6 +41,7 @@ constexpr std::array<UnitName, 25> kUnits{{
     {"months", kMicrosPerMonth},
     {"y", kMicrosPerYear},
     {"year", kMicrosPerYear},
+    {"years", kMicrosPerYear},
 }};
 
 std::string_view trim(std::string_view text) {

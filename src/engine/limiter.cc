@@ -1,5 +1,7 @@
 #include "sluice/limiter.h"
 
+#include <algorithm>
+
 #include "engine/engine.h"
 #include "store/memory_store.h"
 
@@ -20,7 +22,19 @@ Limiter::Limiter(LimiterOptions options) : impl_(std::make_unique<Impl>(options)
 Limiter::~Limiter() = default;
 
 Decision Limiter::check(std::span<const LimitCheck> checks) noexcept {
-  return impl_->engine.check(checks);
+  // The public boundary: a check without a spec is a caller's mistake, answered as a denial of
+  // the whole request rather than a crash in the store.
+  const bool invalid = std::any_of(checks.begin(), checks.end(),
+                                   [](const LimitCheck& check) { return check.spec == nullptr; });
+  if (!invalid) return impl_->engine.check(checks);
+  Decision decision;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    Outcome& outcome = decision.statuses.emplace_back();
+    outcome.reason = DenyReason::kInvalidCheck;
+    outcome.retry_after_us = kNever;
+  }
+  summarize(decision);
+  return decision;
 }
 
 Decision Limiter::check(std::string_view key, const LimitSpec& spec, std::uint64_t cost) noexcept {

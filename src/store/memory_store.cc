@@ -17,6 +17,15 @@
 namespace sluice {
 namespace {
 
+// Whether some check of the key hashed `hash` has a cost: only those may write it.
+bool consumesKey(std::span<const LimitCheck> checks, std::span<const std::uint64_t> hashes,
+                 std::uint64_t hash) {
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (hashes[i] == hash && checks[i].cost > 0) return true;
+  }
+  return false;
+}
+
 using algorithm::CompactState;
 using algorithm::SlidingWindowLog;
 
@@ -137,10 +146,13 @@ struct MemoryStore::Staged {
 MemoryStore::MemoryStore(MemoryStoreOptions options) : MemoryStore(options, KeyHasher()) {}
 
 MemoryStore::MemoryStore(MemoryStoreOptions options, KeyHasher hasher)
-    // Powers of two, and never more shards than keys, so the shards' shares add up to at most
-    // max_keys.
-    : shard_count_(std::min(std::bit_ceil(std::max<std::size_t>(1, options.shards)),
-                            std::bit_floor(std::max<std::size_t>(1, options.max_keys)))),
+    // Powers of two, and at least kMinKeysPerShard keys per shard (or one shard), so the shards'
+    // shares add up to at most max_keys. Keys spread over the shards unevenly, and a shard
+    // evicts when its own share is full: with shares of a few keys, a small max_keys would
+    // evict counters in use while most of the bound was still free.
+    : shard_count_(
+          std::min(std::bit_ceil(std::max<std::size_t>(1, options.shards)),
+                   std::bit_floor(std::max<std::size_t>(1, options.max_keys / kMinKeysPerShard)))),
       keys_per_shard_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
       shards_(std::make_unique<Shard[]>(shard_count_)),
       hasher_(hasher) {
@@ -228,14 +240,16 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, const Clo
   // Room for every key this request may add, made before any slot is read: evicting or sweeping
   // later could drop a key the request has just written, or move slots it points to.
   for (Shard* shard : to_lock) {
+    // Only keys the request may add: a key whose checks all cost 0 (peeks) is never written.
     std::size_t absent = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      const bool first_of_key =
-          std::find(hashes.begin(), hashes.begin() + static_cast<std::ptrdiff_t>(i), hashes[i]) ==
-          hashes.begin() + static_cast<std::ptrdiff_t>(i);
-      if (staged[i].shard == shard && first_of_key && !shard->holds(hashes[i], staged[i].is_log)) {
-        ++absent;
+      const auto before = hashes.begin() + static_cast<std::ptrdiff_t>(i);
+      const bool first_of_key = std::find(hashes.begin(), before, hashes[i]) == before;
+      if (staged[i].shard != shard || !first_of_key || !consumesKey(checks, hashes, hashes[i]) ||
+          shard->holds(hashes[i], staged[i].is_log)) {
+        continue;
       }
+      ++absent;
     }
     if (absent > 0) makeRoom(*shard, now_us, absent, hashes);
   }

@@ -49,6 +49,10 @@ class MemoryStore final : public Store {
   struct Shard;
   struct Staged;
 
+  // The fewest keys a shard holds (unless max_keys is smaller): a shard's share fills when it
+  // gets more than its part of the keys, and with 1,024 that comes near the whole bound.
+  static constexpr std::size_t kMinKeysPerShard = 1024;
+
   [[nodiscard]] Shard& shardFor(std::uint64_t hash) const noexcept;
   // Under the shard's lock, before inserting `needed` keys; never drops a key in `kept`.
   void makeRoom(Shard& shard, Micros now_us, std::size_t needed,

@@ -21,18 +21,19 @@ TEST_P(RateParseTest, ParsesUnits) {
   EXPECT_EQ(parsed.value().period_us, GetParam().period_us);
 }
 
-INSTANTIATE_TEST_SUITE_P(Units, RateParseTest,
-                         ::testing::Values(RateCase{"100/s", 100, kMicrosPerSecond},
-                                           RateCase{"30/min", 30, kMicrosPerMinute},
-                                           RateCase{"10/h", 10, kMicrosPerHour},
-                                           RateCase{"1000/day", 1000, kMicrosPerDay},
-                                           RateCase{"5000/week", 5000, kMicrosPerWeek},
-                                           RateCase{"20000/month", 20000, 30 * kMicrosPerDay},
-                                           RateCase{"1/year", 1, 365 * kMicrosPerDay},
-                                           RateCase{"5/100ms", 5, 100 * kMicrosPerMilli},
-                                           RateCase{"10/5m", 10, 5 * kMicrosPerMinute},
-                                           RateCase{" 7 / 2 hours ", 7, 2 * kMicrosPerHour},
-                                           RateCase{"3/sec", 3, kMicrosPerSecond}));
+INSTANTIATE_TEST_SUITE_P(
+    Units, RateParseTest,
+    ::testing::Values(
+        RateCase{"100/s", 100, kMicrosPerSecond}, RateCase{"30/min", 30, kMicrosPerMinute},
+        RateCase{"10/h", 10, kMicrosPerHour}, RateCase{"1000/day", 1000, kMicrosPerDay},
+        RateCase{"5000/week", 5000, kMicrosPerWeek},
+        RateCase{"20000/month", 20000, 30 * kMicrosPerDay},
+        RateCase{"1/year", 1, 365 * kMicrosPerDay}, RateCase{"5/100ms", 5, 100 * kMicrosPerMilli},
+        RateCase{"10/5m", 10, 5 * kMicrosPerMinute},
+        RateCase{" 7 / 2 hours ", 7, 2 * kMicrosPerHour}, RateCase{"3/sec", 3, kMicrosPerSecond},
+        // Every short unit's plural, as the README says.
+        RateCase{"3/secs", 3, kMicrosPerSecond}, RateCase{"3/mins", 3, kMicrosPerMinute},
+        RateCase{"3/2hrs", 3, 2 * kMicrosPerHour}, RateCase{"1/2years", 1, 730 * kMicrosPerDay}));
 
 // Malformed rates are refused with a message that names the problem.
 TEST(RateParse, RejectsMalformed) {

@@ -27,6 +27,22 @@ TEST(Limiter, ChecksWithAnInjectedClock) {
   EXPECT_EQ(limiter.keyCount(), 1u);
 }
 
+// A check without a spec breaks the API's contract; the limiter denies the whole request,
+// naming why, instead of crashing, and consumes nothing.
+TEST(Limiter, ACheckWithoutASpecIsDeniedNotACrash) {
+  FakeClock clock(kJan2026);
+  Limiter limiter(LimiterOptions{.clock = &clock});
+  const LimitSpec per_user = LimitSpec::tokenBucket(rate("3/min"), 3).value();
+  const LimitCheck checks[] = {{"user:1", &per_user}, {"user:2", nullptr}};
+  const Decision decision = limiter.check(checks);
+  EXPECT_FALSE(decision.allowed);
+  ASSERT_EQ(decision.statuses.size(), 2u);
+  EXPECT_EQ(decision.statuses[1].reason, DenyReason::kInvalidCheck);
+  EXPECT_EQ(denyReasonName(decision.statuses[1].reason), "invalid_check");
+  EXPECT_EQ(limiter.keyCount(), 0u);
+  EXPECT_EQ(limiter.check("user:1", per_user, 0).statuses[0].remaining, 3u);
+}
+
 // The system clock moves forward and never backwards.
 TEST(SystemClock, IsMonotonicAndNearWallTime) {
   const SystemClock clock;

@@ -223,6 +223,35 @@ TEST_F(MemoryStoreTest, MaxKeysBelowShardCount) {
   }
 }
 
+// A small bound is a bound on keys, not on each of 256 shards' few: 900 daily counters under
+// max_keys 1000 all stay, so every second request of the day is denied.
+TEST_F(MemoryStoreTest, ASmallBoundKeepsItsCountersInUse) {
+  MemoryStore store(MemoryStoreOptions{.max_keys = 1000}, KeyHasher(13, 14));
+  const LimitSpec daily = spec(Algorithm::kFixedWindow, "1/day");
+  for (int i = 0; i < 900; ++i)
+    EXPECT_TRUE(apply(store, "k" + std::to_string(i), daily, 1, t0_).allowed);
+  int admitted_again = 0;
+  for (int i = 0; i < 900; ++i)
+    admitted_again += apply(store, "k" + std::to_string(i), daily, 1, t0_).allowed ? 1 : 0;
+  EXPECT_EQ(admitted_again, 0);
+  EXPECT_EQ(store.keyCount(), 900u);
+  EXPECT_EQ(store.evictedLive(), 0u);
+}
+
+// Peeks of unknown keys in a full shard make no room: they write nothing, so no counter in
+// use is dropped for them.
+TEST_F(MemoryStoreTest, PeeksOfUnknownKeysEvictNothing) {
+  MemoryStore store(MemoryStoreOptions{4, 1}, KeyHasher(15, 16));
+  const LimitSpec daily = spec(Algorithm::kFixedWindow, "5/day");
+  for (const char* key : {"a", "b", "c", "d"})
+    EXPECT_TRUE(apply(store, key, daily, 1, t0_).allowed);
+  const std::vector<Outcome> peeks = applyAll(store, {{"p", &daily, 0}, {"q", &daily, 0}}, t0_);
+  EXPECT_TRUE(peeks[0].allowed && peeks[1].allowed);
+  EXPECT_EQ(store.evictedLive(), 0u);
+  for (const char* key : {"a", "b", "c", "d"})
+    EXPECT_EQ(apply(store, key, daily, 0, t0_).remaining, 4u) << key;
+}
+
 // Far-future instants keep their state: expiry saturates to "never", not to "expired".
 TEST_F(MemoryStoreTest, FarFutureStateIsKept) {
   const Micros year_2128 = 5'000'000'000LL * kMicrosPerSecond;
