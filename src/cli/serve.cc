@@ -48,18 +48,18 @@ server::HttpServerLimits serverLimits(const policy::Policy& policy) {
 }
 
 // Polls, on a timer rather than blocking a loop, until every connection has closed or the grace
-// period is over, then stops the loops.
-void stopWhenDrained(server::IoPool& pool, std::shared_ptr<net::steady_timer> timer,
+// period is over, then calls `stop`.
+void stopWhenDrained(std::function<void()> stop, std::shared_ptr<net::steady_timer> timer,
                      std::function<std::size_t()> open_connections,
                      std::chrono::steady_clock::time_point deadline) {
   if (open_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
-    pool.stop();
+    stop();
     return;
   }
   timer->expires_after(std::chrono::milliseconds(20));
-  timer->async_wait([&pool, timer, open_connections = std::move(open_connections),
+  timer->async_wait([stop = std::move(stop), timer, open_connections = std::move(open_connections),
                      deadline](const boost::system::error_code&) {
-    stopWhenDrained(pool, timer, open_connections, deadline);
+    stopWhenDrained(stop, timer, open_connections, deadline);
   });
 }
 
@@ -81,18 +81,22 @@ void reload(const Doors& doors, const std::string& path) {
 }
 
 // SIGINT or SIGTERM: not ready, no new connections, the requests in flight finished (for at
-// most 10 s), then the loops stop.
+// most 10 s), then the loops stop. The admin listener keeps serving meanwhile, so health
+// checks and load balancers read /readyz 503 for the whole drain rather than a refused
+// connection; its own connections (a metrics scraper's keep-alive) are not waited for.
 void drainAndStop(const Doors& doors, server::IoPool& pool) {
   spdlog::info("stopping: finishing requests in flight");
   doors.service.setReady(false);
   doors.api.shutdown();
-  doors.admin.shutdown();
   doors.optional.shutdown();
   const auto open_connections = [doors] {
-    return doors.api.openConnections() + doors.admin.openConnections() +
-           doors.optional.openConnections();
+    return doors.api.openConnections() + doors.optional.openConnections();
   };
-  stopWhenDrained(pool, std::make_shared<net::steady_timer>(pool.first()), open_connections,
+  const auto stop = [doors, &pool] {
+    doors.admin.shutdown();
+    pool.stop();
+  };
+  stopWhenDrained(stop, std::make_shared<net::steady_timer>(pool.first()), open_connections,
                   std::chrono::steady_clock::now() + std::chrono::seconds(10));
 }
 

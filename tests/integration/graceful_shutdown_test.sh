@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SIGTERM lets a request in flight finish: a throttled request waiting for its slot still gets
-# its 200, and `sluice serve` exits 0. Bounded: every wait has a limit.
+# its 200, and `sluice serve` exits 0. Meanwhile the admin listener still answers, /readyz with
+# 503, so a load balancer stops sending before the process goes. Bounded: every wait has a limit.
 # Usage: graceful_shutdown_test.sh SLUICE_BINARY
 set -euo pipefail
 sluice_bin="$1"
@@ -14,6 +15,9 @@ limits:
   - { name: slow, key: ip, algorithm: gcra, rate: 1/s, burst: 1, action: throttle, max_delay: 3s }
 YAML
 start_sluice "$sluice_bin" "$work/sluice.yaml"
+admin_port=$(sed -n 's/.*admin=127.0.0.1:\([0-9]*\).*/\1/p' "$work/sluice.out")
+readyz() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$admin_port/readyz" || true; }
+[ "$(readyz)" = 200 ] || fail "/readyz before SIGTERM: $(readyz)"
 url="http://127.0.0.1:$sluice_port/v1/auth"
 [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$url")" = 200 ] || fail "first request"
 # The second request waits about a second for its slot; stop the server while it waits.
@@ -21,6 +25,8 @@ curl -s -D "$work/headers" -o /dev/null -w '%{http_code}' --max-time 10 "$url" >
 curl_pid=$!
 sleep 0.3
 kill -TERM "$sluice_pid"
+not_ready() { [ "$(readyz)" = 503 ]; }
+eventually 40 not_ready || fail "/readyz during the drain answered $(readyz), not 503"
 wait "$curl_pid" || fail "the waiting request failed"
 [ "$(cat "$work/status")" = 200 ] || fail "the waiting request got $(cat "$work/status")"
 grep -qi "^X-RateLimit-Delayed-Ms:" "$work/headers" || fail "no delay header"
