@@ -32,6 +32,15 @@ int validate(const std::string& path) {
     std::fprintf(stderr, "%s\n", rls.error().c_str());
     return 1;
   }
+  if (rls.value()) {  // the lyft files, read as `serve` reads them
+    const sluice::rls::LyftLoadResult lyft =
+        sluice::rls::loadLyftConfigDir(rls.value()->config_dir);
+    for (const std::string& error : lyft.errors) std::fprintf(stderr, "%s\n", error.c_str());
+    if (lyft.config == nullptr) {
+      std::fprintf(stderr, "%zu error(s) in envoy_rls.config_dir\n", lyft.errors.size());
+      return 1;
+    }
+  }
 #endif
 #ifdef SLUICE_WITH_GATEWAY
   const auto gateway = sluice::gateway::loadGatewaySettings(path);
