@@ -17,9 +17,8 @@ start_sluice "$sluice_bin" "$work/sluice.yaml"
 admin_port=$(sed -n 's/.*admin=127.0.0.1:\([0-9]*\).*/\1/p' "$work/sluice.out")
 [ -n "$admin_port" ] || fail "no admin port in: $(cat "$work/sluice.out")"
 
-# Holds 45 connections to each listener until its standard input closes.
-mkfifo "$work/hold"
-/usr/bin/python3 - "$sluice_port" "$admin_port" < "$work/hold" > "$work/holder.out" 2>&1 <<'PY' &
+# Holds 45 connections to each listener until its standard input (the fifo) closes.
+cat > "$work/holder.py" <<'PY'
 import resource, socket, sys
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -33,10 +32,12 @@ for port in sys.argv[1:]:
 print("holding", len(held), flush=True)
 sys.stdin.read()
 PY
+mkfifo "$work/hold"
+/usr/bin/python3 "$work/holder.py" "$sluice_port" "$admin_port" < "$work/hold" > "$work/holder.out" 2>&1 &
 holder=$!
 exec 3> "$work/hold"
 paused() { grep -q "accept failed" "$work/sluice.err"; }
-eventually 200 paused || fail "no 'accept failed' warning with the descriptors exhausted: $(cat "$work/sluice.err")"
+eventually 200 paused || fail "no 'accept failed' warning with the descriptors exhausted: $(cat "$work/sluice.err"); holder: $(cat "$work/holder.out")"
 grep -q "Too many open files" "$work/sluice.err" || fail "the warning does not say why: $(cat "$work/sluice.err")"
 exec 3>&-  # the holder exits and its connections close
 wait "$holder" || fail "the holder failed: $(cat "$work/holder.out")"
