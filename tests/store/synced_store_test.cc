@@ -464,6 +464,27 @@ TEST_F(SyncedStoreTest, IdleKeysAreForgottenOnceFull) {
 
 // A full table makes room for a new key by forgetting keys whose units Redis already holds, as
 // the memory store evicts. A key with units not yet pushed is never forgotten (they would be
+// Decisions are made in Redis's time from this node's wall clock, whatever clock the caller
+// passes: an offset learned against one clock is wrong on another. Here the caller's clock is
+// an hour ahead (as a clock anchored once, before a wall-clock step, can be); a 5/hour window
+// admits 5 across syncs, not a fresh share at every pull.
+TEST_F(SyncedStoreTest, DecidesOnRedisTimeWhateverTheCallersClock) {
+  SyncedStoreOptions options = smallTable(100);
+  SyncedStore node(options);
+  ASSERT_TRUE(syncUntilOk(node));
+  const LimitSpec five = spec(Algorithm::kFixedWindow, "5/hour");
+  FakeClock ahead(clock_.now() + kMicrosPerHour);
+  std::uint64_t admitted = 0;
+  for (int i = 0; i < 20; ++i) {
+    const LimitCheck check{"skewed", &five, 1};
+    Outcome outcome;
+    (void)node.apply(std::span(&check, 1), ahead, std::span(&outcome, 1));
+    admitted += outcome.allowed ? 1 : 0;
+    ASSERT_TRUE(node.syncNow(SyncedStore::Push::kEverything));
+  }
+  EXPECT_EQ(admitted, 5u);
+}
+
 // lost), so a table full of those denies new keys until a sync has pushed them.
 TEST_F(SyncedStoreTest, AFullTableForgetsPushedKeysAndLosesNoUnits) {
   constexpr std::size_t kMaxKeys = 64;

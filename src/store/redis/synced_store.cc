@@ -94,10 +94,10 @@ SyncedStore::Shard& SyncedStore::shardFor(std::uint64_t counter) noexcept {
 
 std::size_t SyncedStore::keyCount() const noexcept { return keys_.load(); }
 
-StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
+StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& /*clock*/,
                                std::span<Outcome> outcomes) noexcept {
   try {
-    const Micros now_us = clock.now() + clock_offset_us_.load(std::memory_order_relaxed);
+    const Micros now_us = wallNowUs() + clock_offset_us_.load(std::memory_order_relaxed);
     const Micros steady_us = steadyNowUs();
     // Inline storage for the usual few checks: a decision allocates nothing but new keys.
     SmallVector<std::uint64_t> counters;

@@ -51,7 +51,11 @@ class SyncedStore final : public Store {
 
   // Never blocks on the network. kDegraded when the last sync failed or none has completed for
   // ten intervals (Redis is unreachable and the shared view is stale).
-  // Decides against local state; syncing happens apart, on its own thread.
+  // Decides against local state; syncing happens apart, on its own thread. Decides in Redis's
+  // time: this node's wall clock plus the offset to Redis's learned at each sync, so a step of
+  // either clock is corrected by the next sync. `clock` is not read: an offset measured against
+  // one clock is only right when applied to that same clock (the engine's SystemClock ignores
+  // wall-clock steps on purpose, and would carry a step's error for good).
   [[nodiscard]] bool decidesInline() const noexcept override { return true; }
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
