@@ -464,6 +464,29 @@ TEST_F(SyncedStoreTest, IdleKeysAreForgottenOnceFull) {
 
 // A full table makes room for a new key by forgetting keys whose units Redis already holds, as
 // the memory store evicts. A key with units not yet pushed is never forgotten (they would be
+// A sync round with nothing to send does not mark a node healthy while its last sync failed:
+// with Redis down, decisions stay degraded even once no key is due a pull; they are normal
+// again after a sync that reaches Redis.
+TEST_F(SyncedStoreTest, AnEmptySyncDoesNotHideAnOutage) {
+  auto node = makeNode(10 * kMicrosPerMilli);
+  ASSERT_TRUE(syncUntilOk(*node));
+  server_.stop();
+  (void)applyOne(*node, 0, StoreStatus::kOk);  // the key is in use: the next sync pulls it
+  EXPECT_FALSE(node->syncNow());
+  // Past five intervals the key is no longer due a pull: syncs then have nothing to send.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (void)node->syncNow();
+  const LimitCheck other{"unused", &per_hour_, 0};
+  Outcome outcome;
+  EXPECT_EQ(node->apply(std::span(&other, 1), clock_, std::span(&outcome, 1)),
+            StoreStatus::kDegraded);
+  server_.restart();
+  const LimitCheck again{"k", &per_hour_, 0};  // in use again, so a sync pulls it
+  (void)node->apply(std::span(&again, 1), clock_, std::span(&outcome, 1));
+  ASSERT_TRUE(syncUntilOk(*node));
+  (void)applyOne(*node, 0, StoreStatus::kOk);
+}
+
 // Decisions are made in Redis's time from this node's wall clock, whatever clock the caller
 // passes: an offset learned against one clock is wrong on another. Here the caller's clock is
 // an hour ahead (as a clock anchored once, before a wall-clock step, can be); a 5/hour window

@@ -257,11 +257,12 @@ void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
   const Micros steady_us = steadyNowUs();
   Collected collected = collect(push, /*pull=*/true, steady_us);
   if (collected.batches.empty()) {
-    // Nothing due and nothing to pull: the shared view is as current as it needs to be. Units
-    // held back did not ask Redis, so then the last sync's verdict (ok or failed) stands.
-    if (!collected.held_back) {
+    // Nothing due and nothing to pull: the shared view is as current as it needs to be, unless
+    // the last sync failed: a round that asked Redis nothing cannot say it is back, so that
+    // verdict stands (decisions stay degraded) until a sync that reaches Redis succeeds. The
+    // next request's key is due a pull, so such a sync comes with the next use.
+    if (!collected.held_back && !last_sync_failed_.load(std::memory_order_relaxed)) {
       last_sync_ok_us_.store(steady_us);
-      last_sync_failed_.store(false, std::memory_order_relaxed);
     }
     return finished(true);
   }
