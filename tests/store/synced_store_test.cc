@@ -626,6 +626,32 @@ TEST_F(SyncedStoreTest, AFullTableForgetsFullKeysFirst) {
   EXPECT_EQ(node.keyCount(), count) << "a quota key was forgotten";
 }
 
+// A few long-idle keys (quotas with usage left) do not make a full table forget every recent
+// key of a shard: it forgets about an eighth of the shard, oldest first, not the whole span's
+// last bucket.
+TEST_F(SyncedStoreTest, AFewIdleKeysDoNotMakeEvictionForgetEverything) {
+  constexpr std::size_t kOldKeys = 64;
+  constexpr std::size_t kRecentKeys = 1536;
+  SyncedStore node(smallTable(kOldKeys + kRecentKeys));
+  ASSERT_TRUE(syncUntilOk(node));
+  const auto use = [&](const std::string& key) {
+    const LimitCheck check{key, &per_hour_, 1};
+    Outcome outcome;
+    EXPECT_EQ(node.apply(std::span(&check, 1), clock_, std::span(&outcome, 1)), StoreStatus::kOk);
+  };
+  for (std::size_t i = 0; i < kOldKeys; ++i) use("old-" + std::to_string(i));
+  ASSERT_TRUE(node.syncNow());
+  // The old keys' last use must lie well before the recent ones'; waiting is how.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (std::size_t i = 0; i < kRecentKeys; ++i) use("recent-" + std::to_string(i));
+  ASSERT_TRUE(node.syncNow());  // every key pushed, so every key may be forgotten
+  use("new");
+  // A shard holds about 100 of the 1,600 keys: an eighth is about 13, and the narrowing takes
+  // at most twice what it wants; before it, the whole shard went.
+  EXPECT_GE(node.evictions(), 1u);
+  EXPECT_LE(node.evictions(), 40u);
+}
+
 // Four threads on a table far too small for their keys, with syncs running every 10 ms, until
 // the table has turned over several times: what the node admitted is exactly what Redis holds
 // once it has pushed, eviction or not. (Per key it can be more than the limit: a key forgotten

@@ -61,7 +61,7 @@ std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, std::span<const st
     return entry.pending == 0 && entry.in_flight == 0 && !isKept(keep, counter);
   };
   // The oldest eighth (at least) of the evictable entries by last use, found with a histogram
-  // of their ages so that no scan allocates: a flood of new keys pays one scan per eighth.
+  // of their ages so that no scan allocates: a flood of new keys pays a few scans per eighth.
   std::size_t count = 0;
   Micros oldest = std::numeric_limits<Micros>::max();
   Micros newest = std::numeric_limits<Micros>::min();
@@ -77,18 +77,33 @@ std::size_t SyncedStore::evictLeastRecentlyUsed(Shard& shard, std::span<const st
     shard.next_eviction_scan_us = steady_us + options_.sync_interval_us;
   }
   if (count == 0) return 0;  // an empty shard, too
+  const std::size_t wanted = (count + 7) / 8;
+  // 64 buckets over [low, high). A few long-idle keys (daily quotas, kept while not full)
+  // stretch the span, and then every recent key lands in one bucket: taking that bucket whole
+  // would forget nearly every key, some used a moment ago. So while the bucket that reaches the
+  // eighth holds much more than is wanted, the search narrows to it, up to three times.
   constexpr std::size_t kBuckets = 64;
-  const Micros bucket_us = (newest - oldest) / static_cast<Micros>(kBuckets) + 1;
-  std::array<std::size_t, kBuckets> by_age{};
-  for (const auto& [counter, entry] : shard.entries) {
-    if (evictable(counter, entry))
-      ++by_age[static_cast<std::size_t>((entry.last_used_us - oldest) / bucket_us)];
+  Micros low = oldest;
+  Micros high = newest + 1;
+  std::size_t below = 0;  // evictable entries used before `low`: taken whatever the cutoff
+  Micros cutoff_us = high;
+  for (int level = 0; level < 3; ++level) {
+    const Micros bucket_us = (high - low) / static_cast<Micros>(kBuckets) + 1;
+    std::array<std::size_t, kBuckets> by_age{};
+    for (const auto& [counter, entry] : shard.entries) {
+      if (evictable(counter, entry) && entry.last_used_us >= low && entry.last_used_us < high)
+        ++by_age[static_cast<std::size_t>((entry.last_used_us - low) / bucket_us)];
+    }
+    std::size_t bucket = 0;  // the first bucket through which an eighth is taken
+    std::size_t taken = below + by_age[0];
+    while (taken < wanted && bucket + 1 < kBuckets) taken += by_age[++bucket];
+    const Micros bucket_start_us = low + bucket_us * static_cast<Micros>(bucket);
+    cutoff_us = bucket_start_us + bucket_us;
+    if (taken <= 2 * wanted || bucket_us == 1) break;
+    below = taken - by_age[bucket];
+    low = bucket_start_us;
+    high = cutoff_us;
   }
-  std::size_t last_bucket = 0;  // the buckets up to it hold an eighth of `count` or more
-  for (std::size_t taken = by_age[0]; taken * 8 < count; taken += by_age[last_bucket]) {
-    ++last_bucket;
-  }
-  const Micros cutoff_us = oldest + bucket_us * static_cast<Micros>(last_bucket + 1);
   return boost::unordered::erase_if(shard.entries, [&](const auto& item) {
     return item.second.last_used_us < cutoff_us && evictable(item.first, item.second);
   });
