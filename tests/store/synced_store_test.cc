@@ -464,6 +464,33 @@ TEST_F(SyncedStoreTest, IdleKeysAreForgottenOnceFull) {
 
 // A full table makes room for a new key by forgetting keys whose units Redis already holds, as
 // the memory store evicts. A key with units not yet pushed is never forgotten (they would be
+// While Redis is down a node keeps deciding alone at about its share of the rate: its failed
+// pushes fold its units into its own view, which refills, instead of standing against its
+// share for the whole outage (before, a key admitted one share, then denied until Redis came
+// back). Over 1.5 s of outage at 100/s with two nodes that is the share of the burst (50) plus
+// about 50/s; the bounds are loose, and the upper one is the whole rate over the time measured.
+TEST_F(SyncedStoreTest, KeepsDecidingThroughAnOutage) {
+  auto node = makeNode(20 * kMicrosPerMilli, 50 * kMicrosPerMilli);
+  const LimitSpec bucket = spec(Algorithm::kTokenBucket, "100/s", 100);
+  const LimitCheck check{"outage", &bucket, 1};
+  Outcome outcome;
+  (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+  ASSERT_TRUE(syncUntilOk(*node));
+  server_.stop();
+  std::uint64_t admitted = 0;
+  const auto started = SteadyClock::now();
+  for (int round = 0; round < 150; ++round) {  // bounded: 150 rounds of 10 ms
+    for (int i = 0; i < 10; ++i) {
+      (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+      admitted += outcome.allowed ? 1 : 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double elapsed_s = std::chrono::duration<double>(SteadyClock::now() - started).count();
+  EXPECT_GT(admitted, 75u) << "one share (50), then nothing";
+  EXPECT_LE(static_cast<double>(admitted), 100.0 + 100.0 * elapsed_s);
+}
+
 // A sync round with nothing to send does not mark a node healthy while its last sync failed:
 // with Redis down, decisions stay degraded even once no key is due a pull; they are normal
 // again after a sync that reaches Redis.

@@ -148,9 +148,10 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
       for (std::size_t j = 0; j < i; ++j) {
         if (entries[j] == &entry) earlier += checks[j].cost;
       }
-      outcomes[i] = redis::decideShared(
-          entry.global, entry.spec, now_us, entry.pending + entry.in_flight + earlier,
-          checks[i].cost, options_.sluice_nodes, options_.sync_interval_us, entry.share_ran_out);
+      outcomes[i] = redis::decideShared(entry.global, entry.spec, now_us,
+                                        entry.pending + entry.in_flight - entry.folded + earlier,
+                                        checks[i].cost, options_.sluice_nodes,
+                                        options_.sync_interval_us, entry.share_ran_out);
       all_allowed = all_allowed && outcomes[i].allowed;
     }
     if (all_allowed) {
@@ -322,6 +323,7 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
   Micros redis_now_us = 0;
   const bool ok = reply != nullptr && !redis::readSyncReply(reply, states, redis_now_us);
   if (ok) clock_offset_us_.store(redis_now_us - wallNowUs());
+  const Micros failed_at_us = wallNowUs() + clock_offset_us_.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < batch.keys.size(); ++i) {
     Shard& shard = shardFor(batch.counters[i]);
     std::lock_guard lock(shard.mutex);
@@ -332,15 +334,33 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
     if (ok) {
       entry.global = states[i];
       entry.global_at_us = redis_now_us;
+      entry.folded = 0;
       if (entry.pending == 0 && entry.in_flight == 0) shard.next_eviction_scan_us = 0;
     } else {
       // Push it again next time, and pull it then too. (A call that timed out may still run
       // in Redis: undoLateSync then takes these units back.)
       entry.pending += batch.deltas[i];
       entry.last_synced_us = kNeverSynced;
+      foldIn(entry, failed_at_us);
     }
   }
   return ok;
+}
+
+void SyncedStore::foldIn(Entry& entry, Micros now_us) const noexcept {
+  const std::uint64_t unfolded = entry.pending + entry.in_flight - entry.folded;
+  if (unfolded == 0) return;
+  entry.folded += unfolded;
+  // As every node's, not only this one's: the others are cut off too and presumably as busy,
+  // so the node goes on at about its share of the rate (what on_error: local enforces) rather
+  // than at the whole rate. A state can only be emptied, not overdrawn: past empty the rest
+  // is dropped, which at worst lets the limit refill a little early.
+  const Outcome room = redis::peek(entry.global, entry.spec, now_us);
+  const std::uint64_t scaled =
+      unfolded > room.remaining / std::max<std::size_t>(1, options_.sluice_nodes)
+          ? room.remaining
+          : unfolded * std::max<std::size_t>(1, options_.sluice_nodes);
+  if (scaled > 0) (void)algorithm::consumeCompact(entry.global, now_us, entry.spec, scaled);
 }
 
 void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
@@ -369,7 +389,9 @@ void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
         if (redis_now_us > entry.global_at_us) {
           entry.global = states[i];
           entry.global_at_us = redis_now_us;
+          entry.folded = 0;
         }
+        entry.folded = std::min(entry.folded, entry.pending + entry.in_flight);
       }
     }
     if (pushed_again == 0) continue;

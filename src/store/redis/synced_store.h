@@ -96,6 +96,9 @@ class SyncedStore final : public Store {
   // Whether forgetting `entry` loses nothing: its units are all in Redis and, as this node last
   // saw the key, it is back to full, so a new entry would decide as it does.
   [[nodiscard]] static bool forgetsNothing(const Entry& entry, Micros now_us) noexcept;
+  // After a failed push of `entry` (its shard locked): counts its units not yet in its view of
+  // the global state into that view, at `now_us` on Redis's clock (Entry::folded).
+  void foldIn(Entry& entry, Micros now_us) const noexcept;
   // Forgets the entries of `shard` (locked) that forgetsNothing, or else the least recently
   // used ones whose units are all in Redis; never one of `keep`. How many.
   std::size_t evict(Shard& shard, std::span<const std::uint64_t> keep, Micros now_us,

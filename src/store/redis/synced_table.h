@@ -27,8 +27,13 @@ struct SyncedStore::Entry {
   algorithm::CompactState global;  // as of the last sync; zero is an unused key
   std::uint64_t pending = 0;       // admitted here since the last push
   std::uint64_t in_flight = 0;     // pushed, reply not back yet
-  bool share_ran_out = false;      // a decision was denied for this node's share since the push
-  Micros last_used_us = 0;         // steady
+  // Of pending + in_flight, the units `global` already counts: while syncs fail, each failed
+  // push folds this node's new units into its own view of the global state (see foldIn), so
+  // they drain from it as the limit refills instead of standing against the share for the
+  // whole outage. A state read from Redis counts none of them: it resets to 0.
+  std::uint64_t folded = 0;
+  bool share_ran_out = false;  // a decision was denied for this node's share since the push
+  Micros last_used_us = 0;     // steady
   // The Redis time `global` was read at: a late reply's state replaces only an older one.
   Micros global_at_us = std::numeric_limits<Micros>::min();
   Micros last_synced_us = kNeverSynced;  // steady; when it was last pushed or pulled
