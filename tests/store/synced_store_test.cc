@@ -491,6 +491,35 @@ TEST_F(SyncedStoreTest, KeepsDecidingThroughAnOutage) {
   EXPECT_LE(static_cast<double>(admitted), 100.0 + 100.0 * elapsed_s);
 }
 
+// While a timed-out sync is still queued on its connection (Redis frozen), no further sync is
+// sent behind it with the same units: the rounds count as failed without asking, so nothing
+// piles up in the connection's buffers. After the thaw Redis holds exactly what was admitted.
+TEST_F(SyncedStoreTest, NoSyncQueuesBehindOneThatTimedOut) {
+  auto node = makeNode(20 * kMicrosPerMilli, 50 * kMicrosPerMilli);
+  ASSERT_TRUE(applyOne(*node, 1).allowed);
+  ASSERT_TRUE(syncUntilOk(*node));
+  std::uint64_t admitted = 1;
+  std::uint64_t sent_during_freeze = 0;
+  {
+    Frozen frozen(redisPid(server_));
+    const std::uint64_t sent_before = node->syncsSent();
+    for (int round = 0; round < 30; ++round) {  // bounded: 30 rounds of 10 ms
+      const LimitCheck check{"k", &per_hour_, 1};
+      Outcome outcome;
+      (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+      admitted += outcome.allowed ? 1 : 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    sent_during_freeze = node->syncsSent() - sent_before;
+    frozen.thaw();
+  }
+  // One sync goes out and times out; every round after it waits for that one to be answered.
+  EXPECT_LE(sent_during_freeze, 1u);
+  ASSERT_TRUE(syncUntilOk(*node));
+  node.reset();  // pushes what it holds
+  EXPECT_EQ(usedInRedis(), admitted);
+}
+
 // A sync round with nothing to send does not mark a node healthy while its last sync failed:
 // with Redis down, decisions stay degraded even once no key is due a pull; they are normal
 // again after a sync that reaches Redis.

@@ -21,6 +21,25 @@ namespace sluice {
 
 namespace {
 
+// Counts a sync call that timed out for as long as it lives on: the pool keeps it (with its
+// late-reply handler) until Redis answers it or the connection drops.
+class LateCall {
+ public:
+  explicit LateCall(std::shared_ptr<std::atomic<std::size_t>> late) : late_(std::move(late)) {}
+  ~LateCall() {
+    if (timed_out_) late_->fetch_sub(1);
+  }
+  LateCall(const LateCall&) = delete;
+  LateCall& operator=(const LateCall&) = delete;
+  void timedOut() {
+    if (!std::exchange(timed_out_, true)) late_->fetch_add(1);
+  }
+
+ private:
+  std::shared_ptr<std::atomic<std::size_t>> late_;
+  bool timed_out_ = false;
+};
+
 Micros steadyNowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -267,6 +286,16 @@ void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
     }
     return finished(true);
   }
+  if (late_calls_out_->load() > 0) {
+    // A sync that timed out is still queued on the connection (Redis frozen, or the link gone
+    // silent). Another would queue behind it with the same units again, and the connection's
+    // buffers would grow for as long as that lasts. So this round counts as failed without
+    // asking: its units stay pending, folded into the node's view, until that call is answered
+    // (its late reply settles what it carried) or its connection drops.
+    for (const std::shared_ptr<Batch>& batch : collected.batches) (void)applyReply(*batch, nullptr);
+    last_sync_failed_.store(true, std::memory_order_relaxed);
+    return finished(false);
+  }
   sync_running_ = true;
   syncs_sent_.fetch_add(1, std::memory_order_relaxed);
   // No request waits on a sync, and its calls queue behind each other on one connection:
@@ -293,15 +322,20 @@ void SyncedStore::send(std::vector<std::shared_ptr<Batch>> batches, Micros first
     for (const LimitSpec& spec : batch->specs) specs.push_back(&spec);
     auto call = std::make_shared<const redis::ScriptCall>(
         redis::ScriptCall::make("sync", batch->keys, specs, batch->deltas, std::nullopt));
+    auto late_call = std::make_shared<LateCall>(late_calls_out_);
     pool_->call(
         call,
         std::chrono::microseconds(first_deadline_us +
                                   deadline_step_us * static_cast<Micros>(index)),
-        [this, batch, outstanding, all_ok, shared_done](const redisReply* reply, std::string_view) {
+        [this, batch, outstanding, all_ok, shared_done, late_call](const redisReply* reply,
+                                                                   std::string_view) {
+          // No reply: timed out (the call may still be queued) or not sent at all (then it
+          // ends with this handler, and so does its count).
+          if (reply == nullptr) late_call->timedOut();
           *all_ok = applyReply(*batch, reply) && *all_ok;
           if (--*outstanding == 0) (*shared_done)(*all_ok);
         },
-        [this, batch](const redisReply* reply) { undoLateSync(*batch, reply); });
+        [this, batch, late_call](const redisReply* reply) { undoLateSync(*batch, reply); });
   }
 }
 

@@ -146,6 +146,11 @@ class SyncedStore final : public Store {
   std::atomic<std::size_t> keys_{0};
   std::atomic<std::uint64_t> evictions_{0};
   std::atomic<std::uint64_t> syncs_sent_{0};
+  // Sync calls that timed out and are still queued on their connection (a call lives until
+  // Redis answers it or the connection drops). Shared with each call, which may outlive the
+  // store.
+  std::shared_ptr<std::atomic<std::size_t>> late_calls_out_ =
+      std::make_shared<std::atomic<std::size_t>>(0);
   std::atomic<Micros> last_sync_ok_us_{0};  // steady micros; 0 before the first
   std::atomic<bool> last_sync_failed_{false};
   // Redis's clock minus this node's wall clock, learned at each sync, so states written with
