@@ -17,6 +17,22 @@ struct Limiter::Impl {
   Engine engine;
 };
 
+namespace {
+
+// Every check denied for `invalid_check`, nothing consumed.
+Decision invalidChecks(std::size_t count) noexcept {
+  Decision decision;
+  for (std::size_t i = 0; i < count; ++i) {
+    Outcome& outcome = decision.statuses.emplace_back();
+    outcome.reason = DenyReason::kInvalidCheck;
+    outcome.retry_after_us = kNever;
+  }
+  summarize(decision);
+  return decision;
+}
+
+}  // namespace
+
 Limiter::Limiter(LimiterOptions options) : impl_(std::make_unique<Impl>(options)) {}
 
 Limiter::~Limiter() = default;
@@ -26,15 +42,7 @@ Decision Limiter::check(std::span<const LimitCheck> checks) noexcept {
   // the whole request rather than a crash in the store.
   const bool invalid = std::any_of(checks.begin(), checks.end(),
                                    [](const LimitCheck& check) { return check.spec == nullptr; });
-  if (!invalid) return impl_->engine.check(checks);
-  Decision decision;
-  for (std::size_t i = 0; i < checks.size(); ++i) {
-    Outcome& outcome = decision.statuses.emplace_back();
-    outcome.reason = DenyReason::kInvalidCheck;
-    outcome.retry_after_us = kNever;
-  }
-  summarize(decision);
-  return decision;
+  return invalid ? invalidChecks(checks.size()) : impl_->engine.check(checks);
 }
 
 Decision Limiter::check(std::string_view key, const LimitSpec& spec, std::uint64_t cost) noexcept {
