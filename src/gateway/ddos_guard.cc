@@ -51,11 +51,15 @@ void foldForMatching(std::string_view target, std::string& folded) {
   folded.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
-    // An SQL comment between keywords is whitespace to the database: UNION/**/SELECT.
+    // An SQL comment between keywords is whitespace to the database: UNION/**/SELECT. One
+    // that is never closed stays as it is: skipping to the end would hide whatever follows it
+    // (`?a=/*&q=<script>`) from every pattern.
     if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
       const std::size_t end = text.find("*/", i + 2);
-      i = end == std::string_view::npos ? text.size() : end + 1;
-      c = ' ';
+      if (end != std::string_view::npos) {
+        i = end + 1;
+        c = ' ';
+      }
     }
     if (isBlank(c)) {
       if (!folded.empty() && folded.back() == ' ') continue;

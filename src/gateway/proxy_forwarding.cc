@@ -20,6 +20,21 @@ namespace net = boost::asio;
 
 namespace {
 
+// RFC 9110 9.2.2: sending one of these twice has the effect of sending it once.
+bool isIdempotent(bhttp::verb method) {
+  switch (method) {
+    case bhttp::verb::get:
+    case bhttp::verb::head:
+    case bhttp::verb::options:
+    case bhttp::verb::trace:
+    case bhttp::verb::put:
+    case bhttp::verb::delete_:
+      return true;
+    default:
+      return false;
+  }
+}
+
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
@@ -53,9 +68,11 @@ void ProxySession::sendRequestHead() {
   Exchange& exchange = *exchange_;
   upstream_buffer_.clear();  // what a previous exchange left unread belonged to its connection
   // A request without a body is sent again on a fresh connection when a parked one turns out
-  // closed (retryOnFreshConnection), so only one with a body pays for checking first.
+  // closed (retryOnFreshConnection), so only one that cannot be sent again pays for checking
+  // first: one with a body, or one whose method is not idempotent.
   exchange.upstream =
-      pool_.takeIdle(exchange.route->upstream, exchange.request_framing != Framing::kNone);
+      pool_.takeIdle(exchange.route->upstream, exchange.request_framing != Framing::kNone ||
+                                                   !isIdempotent(request_->get().method()));
   exchange.reused_connection = exchange.upstream != nullptr;
   if (exchange.upstream == nullptr) return connectUpstream();
   pumpRequest();
@@ -247,14 +264,16 @@ void ProxySession::finishExchange() {
 
 // A parked connection the upstream closed just as it was reused fails on first use. A request
 // without a body can be sent again on a fresh connection, once; one whose body was streamed
-// cannot be replayed, and a slow upstream is not retried (that would double the wait).
+// cannot be replayed, and a slow upstream is not retried (that would double the wait). Nor is
+// a method that is not idempotent (POST, PATCH): the failure may come after the upstream acted
+// on it, and nginx does not retry those either.
 bool ProxySession::retryOnFreshConnection(beast::error_code ec) {
   Exchange& exchange = *exchange_;
   if (client_gone_) return false;
   const bool stale = ec == net::error::eof || ec == bhttp::error::end_of_stream ||
                      ec == net::error::connection_reset || ec == net::error::broken_pipe;
   if (!stale || !exchange.reused_connection || exchange.retried ||
-      exchange.request_framing != Framing::kNone) {
+      exchange.request_framing != Framing::kNone || !isIdempotent(request_->get().method())) {
     return false;
   }
   exchange.retried = true;

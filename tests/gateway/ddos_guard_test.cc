@@ -44,13 +44,17 @@ TEST_F(DdosGuardTest, PatternsSeeThroughEncoding) {
   EXPECT_EQ(guard.suspiciousPattern("/a?name=x'%20OR%20'1'='1"), "' or '1'='1");
   EXPECT_EQ(guard.suspiciousPattern("/api/users/42?sort=name&select=all"), std::nullopt);
   EXPECT_EQ(guard.suspiciousPattern("/blog/unions-and-selects"), std::nullopt);
-  EXPECT_EQ(guard.counters().suspicious, 5u);
+  // An SQL comment never closed hides nothing after it.
+  EXPECT_EQ(guard.suspiciousPattern("/y?a=/*&q=%3Cscript%3Ealert(1)"), "<script");
+  EXPECT_EQ(guard.suspiciousPattern("/a/*/x?f=../../../etc/passwd"), "../");
+  EXPECT_EQ(guard.counters().suspicious, 7u);
 }
 
 // The folding itself: decoded twice, lower case, blanks and comments to one space.
 TEST(FoldForMatchingTest, Folds) {
   EXPECT_EQ(foldForMatching("/A%2541?Q=a+B%20%20c/*x*/d"), "/aa?q=a b c d");
   EXPECT_EQ(foldForMatching("/bad%zz%"), "/bad%zz%");
+  EXPECT_EQ(foldForMatching("/a/*/B?c=/*d"), "/a/*/b?c=/*d");  // comments never closed stay
   // Nothing to decode: folded in place of the copies.
   EXPECT_EQ(foldForMatching("/Api/X?Q=UNION/**/Select\t\t1"), "/api/x?q=union select 1");
   std::string buffer = "left over from before";

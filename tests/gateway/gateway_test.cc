@@ -282,6 +282,36 @@ TEST_F(GatewayTest, RequestWithABodyIsNotStreamedToAClosedParkedConnection) {
   EXPECT_EQ(upstream_.requests.load(), 2);
 }
 
+// A POST without a body is not sent twice: its method is not idempotent, so the parked
+// connection is checked before use (the upstream closed it: a fresh one is taken), and a
+// failure after sending is not retried, since the upstream may have acted on it: here /fail
+// reads the POST on a reused connection and hangs up, and sees it once.
+TEST_F(GatewayTest, ABodylessPostIsCheckedNotRetried) {
+  const HttpReply reply =
+      afterAClosedParkedConnection(endpoint_, upstream_, {http::verb::post, "/hello", 11});
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(upstream_.connections.load(), 2);
+  EXPECT_EQ(upstream_.requests.load(), 2);  // the first request, and the POST once
+
+  // On one client connection (so one loop, one pool of parked upstream connections): a GET
+  // parks its upstream connection, and the POST reuses it.
+  const int before = upstream_.requests.load();
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(endpoint_);
+  boost::beast::flat_buffer buffer;
+  http::request<http::empty_body> warm_up{http::verb::get, "/hello", 11};
+  warm_up.set(http::field::host, "127.0.0.1");
+  http::write(stream, warm_up);
+  EXPECT_EQ(sluice::testing::readReply(stream, buffer).status, 200);
+  http::request<http::empty_body> post{http::verb::post, "/fail", 11};
+  post.set(http::field::host, "127.0.0.1");
+  http::write(stream, post);
+  EXPECT_EQ(sluice::testing::readReply(stream, buffer).status, 502);
+  EXPECT_EQ(upstream_.requests.load() - before, 2) << "the POST was sent again";
+}
+
 // Nothing listens upstream: 502. The upstream hangs up without answering: 502.
 TEST_F(GatewayTest, FailingUpstreamGets502) {
   const HttpReply refused = get("/down");
