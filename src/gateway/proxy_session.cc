@@ -25,6 +25,37 @@ namespace net = boost::asio;
 
 namespace {
 
+struct OriginForm {
+  std::string authority;
+  std::string target;  // path and query
+};
+
+// "http://host:port/path?query" as ("host:port", "/path?query"); nullopt when `target` is not in
+// absolute form. The scheme is case-insensitive; a missing path is "/".
+std::optional<OriginForm> originForm(std::string_view target) {
+  const auto has_scheme = [&](std::string_view scheme) {
+    if (target.size() < scheme.size()) return false;
+    for (std::size_t i = 0; i < scheme.size(); ++i) {
+      const char c = target[i];
+      if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c) != scheme[i]) return false;
+    }
+    return true;
+  };
+  std::size_t start = 0;
+  if (has_scheme("http://")) {
+    start = 7;
+  } else if (has_scheme("https://")) {
+    start = 8;
+  } else {
+    return std::nullopt;
+  }
+  const std::size_t end = std::min(target.find_first_of("/?", start), target.size());
+  OriginForm origin{std::string(target.substr(start, end - start)),
+                    std::string(target.substr(end))};
+  if (!origin.target.starts_with('/')) origin.target.insert(0, 1, '/');
+  return origin;
+}
+
 // The IMF-fixdate for the Date header of the gateway's own answers, formatted once a second.
 std::string_view httpDate() {
   thread_local std::time_t cached_second = 0;
@@ -214,6 +245,17 @@ void ProxySession::admit() {
   const auto& header = request_->get();
   Exchange& exchange = *exchange_;
   exchange.head_request = header.method() == bhttp::verb::head;
+  // Routes, limits and the guard read the path, and the upstream must get that same path: an
+  // absolute-form target (`GET http://host/login`), which origin servers accept as /login,
+  // becomes that origin form (RFC 9112 3.2.2: its authority replaces Host) before anything
+  // reads it; any other target that is not a path is refused.
+  if (const auto origin = originForm(header.target())) {
+    request_->get().set(bhttp::field::host, origin->authority);
+    request_->get().target(origin->target);
+  } else if (!header.target().starts_with('/') &&
+             !(header.target() == "*" && header.method() == bhttp::verb::options)) {
+    return respondLocal(400, "the request target must be a path", {});
+  }
   if (!state_->guard.admitGlobal()) {
     return respondLocal(503, "the gateway is over its request ceiling", {{"Retry-After", "1"}});
   }

@@ -122,6 +122,29 @@ TEST_F(GatewayTest, DeniesOverTheLimitWithJsonBody) {
   EXPECT_EQ(gateway_->stats().denied, 1u);
 }
 
+// An absolute-form target is the path it names: counted against /limited as /limited, and
+// forwarded as its path with its authority as Host. A target that is not a path gets 400.
+TEST_F(GatewayTest, AnAbsoluteFormTargetIsThePathItNames) {
+  const auto send = [&](const std::string& target) {
+    boost::asio::io_context io;
+    boost::beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(10));
+    stream.connect(endpoint_);
+    http::request<http::empty_body> request{http::verb::get, target, 11};
+    request.set(http::field::host, "127.0.0.1");
+    http::write(stream, request);
+    boost::beast::flat_buffer buffer;
+    return sluice::testing::readReply(stream, buffer);
+  };
+  EXPECT_EQ(send("http://x/limited").status, 200);
+  EXPECT_EQ(send("HTTP://x/limited?a=1").status, 200);
+  EXPECT_EQ(send("http://x/limited").status, 429);
+  const HttpReply echoed = send("http://example.test:81/echo");
+  EXPECT_EQ(echoed.status, 200);
+  EXPECT_EQ(echoed.header("x-echo-host"), "example.test:81");
+  EXPECT_EQ(send("limited").status, 400);
+}
+
 // A throttled request waits for its slot (about 100 ms at 10/s) and then goes through.
 TEST_F(GatewayTest, ThrottlesThenForwards) {
   EXPECT_EQ(get("/slowed").status, 200);
