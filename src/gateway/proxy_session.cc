@@ -136,6 +136,28 @@ void ProxySession::close() {
   client_.close(ignored);
 }
 
+// A client still sending a body that was answered without being read would get a reset from
+// close() (unread data makes the kernel send RST instead of FIN), which can destroy the answer
+// before the client reads it, Retry-After and all. So, as nginx's lingering close does: the
+// sending side is shut, and what the client still sends is read and dropped, for at most
+// kLingerUs, before the socket closes.
+void ProxySession::lingerThenClose() {
+  if (watching_client_) return close();  // a read is already out: nothing to linger with
+  beast::error_code ignored;
+  client_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  arm(Watch::kClient, kLingerUs);
+  discardClientInput();
+}
+
+void ProxySession::discardClientInput() {
+  client_buffer_.clear();
+  client_.async_read_some(client_buffer_.prepare(kChunkBytes),
+                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                            if (ec) return self->close();  // the client's end, or kLingerUs
+                            self->discardClientInput();
+                          });
+}
+
 void ProxySession::watchClient() {
   // Bytes already buffered are the client's next request (pipelined, or read along with this
   // one): the client is there, and readHeader() must parse them rather than wait for more.
@@ -446,8 +468,11 @@ void ProxySession::respondLocal(unsigned status, std::string_view message,
   out_ += "\r\n";
   if (exchange_ == nullptr || !exchange_->head_request) out_ += body;
   exchange_.reset();  // nothing is forwarded: the permits go back now
-  writeClient(
-      [self = shared_from_this(), keep_alive] { keep_alive ? self->readHeader() : self->close(); });
+  const bool body_unread = request_->is_header_done() && !request_->is_done();
+  writeClient([self = shared_from_this(), keep_alive, body_unread] {
+    if (keep_alive) return self->readHeader();
+    body_unread ? self->lingerThenClose() : self->close();
+  });
 }
 
 void ProxySession::writeClient(std::function<void()> then) {

@@ -55,6 +55,10 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void respondLocal(unsigned status, std::string_view message, const http::HeaderList& extra);
   void writeClient(std::function<void()> then);
   void close();
+  // Closes after a local answer to a request whose body was not read (see the definition).
+  void lingerThenClose();
+  void discardClientInput();
+  static constexpr Micros kLingerUs = 5 * kMicrosPerSecond;
 
   // While a fully read request waits (on a throttle timer or for the upstream), the client
   // socket would have no read outstanding, so a client that hangs up would go unnoticed until

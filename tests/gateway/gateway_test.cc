@@ -122,6 +122,36 @@ TEST_F(GatewayTest, DeniesOverTheLimitWithJsonBody) {
   EXPECT_EQ(gateway_->stats().denied, 1u);
 }
 
+// A request refused without its body being read (here over its limit) is answered, and the
+// body it is still sending is read and dropped before the connection closes: a client that
+// writes its whole body before reading (as Python's http.client does) gets the 429, not a reset.
+TEST_F(GatewayTest, ARefusedUploadStillGetsItsAnswer) {
+  EXPECT_EQ(get("/limited").status, 200);
+  EXPECT_EQ(get("/limited").status, 200);
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect(endpoint_);
+  const std::size_t body_bytes = 16 << 20;
+  const std::string head =
+      "POST /limited HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body_bytes) +
+      "\r\n\r\n";
+  boost::system::error_code ec;
+  boost::asio::write(socket, boost::asio::buffer(head), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const std::string chunk(1 << 20, 'x');
+  for (std::size_t sent = 0; sent < body_bytes && !ec; sent += chunk.size())
+    boost::asio::write(socket, boost::asio::buffer(chunk), ec);
+  EXPECT_FALSE(ec) << "writing the body failed: " << ec.message();
+  std::string answer;
+  char bytes[4096];
+  for (;;) {  // until the gateway closes; its linger is bounded, and so is this
+    const std::size_t got = socket.read_some(boost::asio::buffer(bytes), ec);
+    if (ec) break;
+    answer.append(bytes, got);
+  }
+  EXPECT_EQ(answer.rfind("HTTP/1.1 429", 0), 0u) << answer.substr(0, 200) << " / " << ec.message();
+}
+
 // An absolute-form target is the path it names: counted against /limited as /limited, and
 // forwarded as its path with its authority as Host. A target that is not a path gets 400.
 TEST_F(GatewayTest, AnAbsoluteFormTargetIsThePathItNames) {
