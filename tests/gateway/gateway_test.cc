@@ -152,19 +152,33 @@ TEST_F(GatewayTest, ARefusedUploadStillGetsItsAnswer) {
   EXPECT_EQ(answer.rfind("HTTP/1.1 429", 0), 0u) << answer.substr(0, 200) << " / " << ec.message();
 }
 
+// One kept-alive client connection to the gateway, for requests that must share it (and so the
+// gateway's loop and its parked upstream connections) or that httpCall cannot send.
+class ClientConnection {
+ public:
+  explicit ClientConnection(const boost::asio::ip::tcp::endpoint& gateway) : stream_(io_) {
+    stream_.expires_after(std::chrono::seconds(10));
+    stream_.connect(gateway);
+  }
+  template <class Body>
+  HttpReply send(http::request<Body> request) {
+    request.set(http::field::host, "127.0.0.1");
+    http::write(stream_, request);
+    return sluice::testing::readReply(stream_, buffer_);
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+};
+
 // An absolute-form target is the path it names: counted against /limited as /limited, and
 // forwarded as its path with its authority as Host. A target that is not a path gets 400.
 TEST_F(GatewayTest, AnAbsoluteFormTargetIsThePathItNames) {
   const auto send = [&](const std::string& target) {
-    boost::asio::io_context io;
-    boost::beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(10));
-    stream.connect(endpoint_);
-    http::request<http::empty_body> request{http::verb::get, target, 11};
-    request.set(http::field::host, "127.0.0.1");
-    http::write(stream, request);
-    boost::beast::flat_buffer buffer;
-    return sluice::testing::readReply(stream, buffer);
+    return ClientConnection(endpoint_).send(
+        http::request<http::empty_body>{http::verb::get, target, 11});
   };
   EXPECT_EQ(send("http://x/limited").status, 200);
   EXPECT_EQ(send("HTTP://x/limited?a=1").status, 200);
@@ -297,20 +311,12 @@ bool waitForUpstreamClose(const sluice::testing::TestUpstream& upstream) {
 HttpReply afterAClosedParkedConnection(const boost::asio::ip::tcp::endpoint& gateway,
                                        const sluice::testing::TestUpstream& upstream,
                                        http::request<http::string_body> next) {
-  boost::asio::io_context io;
-  boost::beast::tcp_stream stream(io);
-  stream.expires_after(std::chrono::seconds(10));
-  stream.connect(gateway);
-  boost::beast::flat_buffer buffer;
-  http::request<http::empty_body> first{http::verb::get, "/then-close", 11};
-  first.set(http::field::host, "127.0.0.1");
-  http::write(stream, first);
-  EXPECT_EQ(sluice::testing::readReply(stream, buffer).status, 200);
+  ClientConnection client(gateway);
+  EXPECT_EQ(client.send(http::request<http::empty_body>{http::verb::get, "/then-close", 11}).status,
+            200);
   EXPECT_TRUE(waitForUpstreamClose(upstream));
-  next.set(http::field::host, "127.0.0.1");
   next.prepare_payload();
-  http::write(stream, next);
-  return sluice::testing::readReply(stream, buffer);
+  return client.send(std::move(next));
 }
 
 // A parked connection the upstream has closed: a request without a body is written to it, fails,
@@ -349,19 +355,11 @@ TEST_F(GatewayTest, ABodylessPostIsCheckedNotRetried) {
   // On one client connection (so one loop, one pool of parked upstream connections): a GET
   // parks its upstream connection, and the POST reuses it.
   const int before = upstream_.requests.load();
-  boost::asio::io_context io;
-  boost::beast::tcp_stream stream(io);
-  stream.expires_after(std::chrono::seconds(10));
-  stream.connect(endpoint_);
-  boost::beast::flat_buffer buffer;
-  http::request<http::empty_body> warm_up{http::verb::get, "/hello", 11};
-  warm_up.set(http::field::host, "127.0.0.1");
-  http::write(stream, warm_up);
-  EXPECT_EQ(sluice::testing::readReply(stream, buffer).status, 200);
-  http::request<http::empty_body> post{http::verb::post, "/fail", 11};
-  post.set(http::field::host, "127.0.0.1");
-  http::write(stream, post);
-  EXPECT_EQ(sluice::testing::readReply(stream, buffer).status, 502);
+  ClientConnection client(endpoint_);
+  EXPECT_EQ(client.send(http::request<http::empty_body>{http::verb::get, "/hello", 11}).status,
+            200);
+  EXPECT_EQ(client.send(http::request<http::empty_body>{http::verb::post, "/fail", 11}).status,
+            502);
   EXPECT_EQ(upstream_.requests.load() - before, 2) << "the POST was sent again";
 }
 
