@@ -1,11 +1,12 @@
 #include "gateway/upstream_pool.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 
 #include <boost/asio/post.hpp>
+
+#include "server/loop_io.h"
 
 namespace sluice::gateway {
 namespace {
@@ -15,8 +16,7 @@ namespace {
 // One non-blocking peek, so a stale connection is noticed before a request is written to it.
 bool looksAlive(server::LoopSocket& socket) {
   if (!socket.is_open()) return false;
-  char byte = 0;
-  const ssize_t got = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  const ssize_t got = server::peekOneByte(socket.native_handle());
   return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 

@@ -1,7 +1,5 @@
 #include "server/http_server.h"
 
-#include <sys/socket.h>
-
 #include <cerrno>
 #include <charconv>
 #include <ctime>
@@ -20,6 +18,7 @@
 #include "server/accept_pause.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
+#include "server/loop_io.h"
 
 namespace sluice::server {
 
@@ -118,13 +117,8 @@ class Session : public std::enable_shared_from_this<Session> {
     return peek() > 0;
   }
 
-  // What one non-blocking peek at the socket sees: > 0 bytes waiting, 0 the peer's close (or
-  // half-close), < 0 nothing yet (errno EAGAIN) or an error.
-  ssize_t peek() {
-    if (!socket_.is_open()) return -1;
-    char byte = 0;
-    return ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  }
+  // peekOneByte (loop_io.h) on the client's socket; -1 once it is closed.
+  ssize_t peek() { return socket_.is_open() ? peekOneByte(socket_.native_handle()) : -1; }
 
   void doRead() {
     // Draining: a request already here (pipelined behind the last one) is still answered, with

@@ -2,6 +2,8 @@
 // thread (io_pool.h), and its connections and timers never leave it.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <chrono>
 
 #include <boost/asio/basic_stream_socket.hpp>
@@ -21,5 +23,13 @@ using LoopTimer =
     boost::asio::basic_waitable_timer<std::chrono::steady_clock,
                                       boost::asio::wait_traits<std::chrono::steady_clock>,
                                       boost::asio::io_context::executor_type>;
+
+// What one non-blocking peek at a connected socket sees: > 0 bytes wait to be read, 0 the peer
+// closed (or half-closed) its side, < 0 nothing yet (errno EAGAIN) or an error (errno says).
+// How the server and the gateway ask whether the other end is still there without reading.
+inline ssize_t peekOneByte(int native_handle) noexcept {
+  char byte = 0;
+  return ::recv(native_handle, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+}
 
 }  // namespace sluice::server
