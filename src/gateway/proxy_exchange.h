@@ -54,6 +54,7 @@ struct ProxySession::Exchange {
   bool retried = false;
   Framing request_framing = Framing::kNone;
   bool request_head_sent = false;
+  bool answered_early = false;  // the upstream spoke before the request body was all sent
   std::optional<
       boost::beast::http::response_parser<boost::beast::http::buffer_body, ArenaAllocator<char>>>
       response;

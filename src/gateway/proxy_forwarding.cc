@@ -1,7 +1,9 @@
 // The upstream half of ProxySession: connect (or reuse a parked connection), stream the request
 // body, stream the response back. One operation is outstanding at a time per session (besides
-// the client read that watches for a hang-up), so destroying the exchange from a handler
-// never leaves an operation behind on its socket.
+// the client read that watches for a hang-up, and the wait for an early answer while a body
+// streams, which touch no buffer of the exchange), so destroying the exchange from a handler
+// never leaves an operation behind that could write into it.
+#include <cerrno>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -75,7 +77,7 @@ void ProxySession::sendRequestHead() {
                                                    !isIdempotent(request_->get().method()));
   exchange.reused_connection = exchange.upstream != nullptr;
   if (exchange.upstream == nullptr) return connectUpstream();
-  pumpRequest();
+  startRequest();
 }
 
 void ProxySession::connectUpstream() {
@@ -88,8 +90,44 @@ void ProxySession::connectUpstream() {
                                      beast::error_code ignored;
                                      self->exchange_->upstream->set_option(
                                          net::ip::tcp::no_delay(true), ignored);
-                                     self->pumpRequest();
+                                     self->startRequest();
                                    });
+}
+
+// The upstream connection is ready: the request goes out, its body streamed while the upstream
+// is watched for an early answer. The watch starts before the first write, so that no answer
+// can come between the two unnoticed (the reactor is edge-triggered).
+void ProxySession::startRequest() {
+  if (!request_->is_done()) watchUpstream();
+  pumpRequest();
+}
+
+void ProxySession::watchUpstream() {
+  exchange_->upstream->async_wait(
+      net::socket_base::wait_read,
+      [self = shared_from_this(), generation = ++upstream_watch_](beast::error_code ec) {
+        self->onUpstreamReadable(ec, generation);
+      });
+}
+
+void ProxySession::onUpstreamReadable(beast::error_code ec, std::uint64_t generation) {
+  // Late: the body was all sent (readResponseHeader moved the generation on), or the exchange
+  // ended and closed its upstream socket (ec).
+  if (ec || generation != upstream_watch_ || exchange_ == nullptr) return;
+  Exchange& exchange = *exchange_;
+  char status_line[12];  // "HTTP/1.1 1xx": enough to tell an interim answer
+  const ssize_t got =
+      server::peekBytes(exchange.upstream->native_handle(), status_line, sizeof status_line);
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return watchUpstream();
+  // An interim answer (103 Early Hints) asks for nothing: it is read, as usual, after the body.
+  if (got == sizeof status_line && status_line[9] == '1') return;
+  // An answer, an end of stream or an error: the operation streaming the body (a read of the
+  // client or a write to the upstream, one at a time) is cancelled, and its handler, seeing
+  // answered_early, reads the answer instead of going on.
+  exchange.answered_early = true;
+  beast::error_code ignored;
+  client_.cancel(ignored);
+  exchange.upstream->cancel(ignored);
 }
 
 void ProxySession::pumpRequest() {
@@ -106,6 +144,7 @@ void ProxySession::pumpRequest() {
 }
 
 void ProxySession::onRequestChunk(beast::error_code ec) {
+  if (exchange_->answered_early) return readResponseHeader();  // the rest of the body is not sent
   if (ec == bhttp::error::need_buffer) ec = {};
   // The client went away or broke its body's framing mid-stream: the upstream has part of a
   // request, so both connections go.
@@ -135,9 +174,14 @@ void ProxySession::writeUpstream(std::size_t bytes) {
   arm(Watch::kUpstream, state_->settings.response_timeout_us);
   net::async_write(*exchange.upstream, buffers_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                     if (self->exchange_->answered_early) return self->readResponseHeader();
                      if (ec) {
                        ec = self->upstreamError(ec);
                        if (self->retryOnFreshConnection(ec)) return;
+                       // An upstream that closed the connection before taking the whole
+                       // request may have answered first: its answer is read before its
+                       // reset (and when there is none, the read reports the failure).
+                       if (ec != beast::error::timeout) return self->readResponseHeader();
                        return self->upstreamFailed(ec);
                      }
                      self->exchange_->request_head_sent = true;
@@ -147,7 +191,11 @@ void ProxySession::writeUpstream(std::size_t bytes) {
 
 void ProxySession::readResponseHeader() {
   Exchange& exchange = *exchange_;
-  watchClient();  // the request is fully read: from here on the client only waits
+  ++upstream_watch_;  // the body is all sent, or no more of it will be: the watch is over
+  // A fully read request's client only waits from here on; one whose body is left unread is
+  // not watched (what it still sends is its body, not a hang-up), and its connection closes
+  // after the answer.
+  if (request_->is_done()) watchClient();
   exchange.response.emplace(std::piecewise_construct, std::make_tuple(),
                             std::make_tuple(ArenaAllocator<char>(fields_)));
   exchange.response->header_limit(64 * 1024);
@@ -259,7 +307,10 @@ void ProxySession::finishExchange() {
   }
   const bool keep_alive = exchange.client_keep_alive;
   exchange_.reset();  // the permits go back here
-  keep_alive ? readHeader() : close();
+  if (keep_alive) return readHeader();
+  // Answered before its body was all read (the upstream spoke early): the client may still be
+  // sending it, and must get the answer before the connection closes.
+  request_->is_done() ? close() : lingerThenClose();
 }
 
 // A parked connection the upstream closed just as it was reused fails on first use. A request

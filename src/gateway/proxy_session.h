@@ -77,6 +77,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void forward();
   void connectUpstream();
   void sendRequestHead();
+  void startRequest();
   void pumpRequest();
   void onRequestChunk(boost::beast::error_code ec);
   void writeUpstream(std::size_t bytes);
@@ -87,6 +88,14 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void onResponseChunk(boost::beast::error_code ec);
   void finishExchange();
   void upstreamFailed(boost::beast::error_code ec);
+
+  // An upstream may answer before it has read the whole request body: a 413 for an upload too
+  // large, a 401 before an upload. Waiting to send the whole body first would turn that answer
+  // into a 502 (the upstream closes, the body's write fails) or a 504 (it stops reading and the
+  // write stalls). So while a body streams, a wait for the upstream's first bytes is out beside
+  // the streaming operation; when they come, the streaming stops and the answer is passed on.
+  void watchUpstream();
+  void onUpstreamReadable(boost::beast::error_code ec, std::uint64_t generation);
   bool retryOnFreshConnection(boost::beast::error_code ec);
 
   // Deadlines: one per connection for whichever operation is outstanding (there is one at a
@@ -118,6 +127,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   bool watching_client_ = false;        // a watchClient() read is outstanding
   bool header_after_watch_ = false;     // readHeader() waits for that read to complete
   std::uint64_t watch_generation_ = 0;  // tells a closed session's late completion apart
+  std::uint64_t upstream_watch_ = 0;    // the same for watchUpstream(): moved on when it ends
   bool client_gone_ = false;  // the client hung up during an upstream operation: end quietly
   // What is being written: a head or chunk framing, and the buffers of one gather write.
   std::string out_;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstddef>
 
 #include <boost/asio/basic_stream_socket.hpp>
 #include <boost/asio/basic_waitable_timer.hpp>
@@ -24,12 +25,17 @@ using LoopTimer =
                                       boost::asio::wait_traits<std::chrono::steady_clock>,
                                       boost::asio::io_context::executor_type>;
 
-// What one non-blocking peek at a connected socket sees: > 0 bytes wait to be read, 0 the peer
-// closed (or half-closed) its side, < 0 nothing yet (errno EAGAIN) or an error (errno says).
-// How the server and the gateway ask whether the other end is still there without reading.
+// What one non-blocking peek at a connected socket sees: > 0 that many bytes (at most `size`)
+// wait to be read and are copied to `into`, 0 the peer closed (or half-closed) its side, < 0
+// nothing yet (errno EAGAIN) or an error (errno says). How the server and the gateway look at
+// what the other end sent, or whether it is still there, without reading it.
+inline ssize_t peekBytes(int native_handle, char* into, std::size_t size) noexcept {
+  return ::recv(native_handle, into, size, MSG_PEEK | MSG_DONTWAIT);
+}
+
 inline ssize_t peekOneByte(int native_handle) noexcept {
   char byte = 0;
-  return ::recv(native_handle, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return peekBytes(native_handle, &byte, 1);
 }
 
 }  // namespace sluice::server

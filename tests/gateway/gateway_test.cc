@@ -66,6 +66,31 @@ class GatewayTest : public sluice::testing::GatewayFixture {
     return httpCall(endpoint_, http::verb::get, target, "", headers);
   }
 
+  // POSTs `body_bytes` to `target` on a new connection the way Python's http.client does (the
+  // whole body, then the answer; a failed write is not an error), and returns everything the
+  // gateway sent until it closed the connection.
+  std::string uploadThenRead(const std::string& target, std::size_t body_bytes) {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket socket(io);
+    socket.connect(endpoint_);
+    const std::string head =
+        "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body_bytes) +
+        "\r\n\r\n";
+    boost::system::error_code ec;
+    boost::asio::write(socket, boost::asio::buffer(head), ec);
+    const std::string chunk(1 << 20, 'x');
+    for (std::size_t sent = 0; sent < body_bytes && !ec; sent += chunk.size())
+      boost::asio::write(socket, boost::asio::buffer(chunk), ec);
+    std::string answer;
+    char bytes[4096];
+    for (;;) {  // until the gateway closes; its linger is bounded, and so is this
+      const std::size_t got = socket.read_some(boost::asio::buffer(bytes), ec);
+      if (ec) break;
+      answer.append(bytes, got);
+    }
+    return answer;
+  }
+
   // Connects `stream` and sends a request the upstream answers after 200 ms; returns once the
   // upstream has it, so what the client sends next arrives while the gateway waits.
   void startSlowRequest(boost::beast::tcp_stream& stream) {
@@ -128,28 +153,23 @@ TEST_F(GatewayTest, DeniesOverTheLimitWithJsonBody) {
 TEST_F(GatewayTest, ARefusedUploadStillGetsItsAnswer) {
   EXPECT_EQ(get("/limited").status, 200);
   EXPECT_EQ(get("/limited").status, 200);
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::socket socket(io);
-  socket.connect(endpoint_);
-  const std::size_t body_bytes = 16 << 20;
-  const std::string head =
-      "POST /limited HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body_bytes) +
-      "\r\n\r\n";
-  boost::system::error_code ec;
-  boost::asio::write(socket, boost::asio::buffer(head), ec);
-  ASSERT_FALSE(ec) << ec.message();
-  const std::string chunk(1 << 20, 'x');
-  for (std::size_t sent = 0; sent < body_bytes && !ec; sent += chunk.size())
-    boost::asio::write(socket, boost::asio::buffer(chunk), ec);
-  EXPECT_FALSE(ec) << "writing the body failed: " << ec.message();
-  std::string answer;
-  char bytes[4096];
-  for (;;) {  // until the gateway closes; its linger is bounded, and so is this
-    const std::size_t got = socket.read_some(boost::asio::buffer(bytes), ec);
-    if (ec) break;
-    answer.append(bytes, got);
+  const std::string answer = uploadThenRead("/limited", 16 << 20);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 429", 0), 0u) << answer.substr(0, 200);
+}
+
+// An upstream that answers before it has read the whole body (a 413 for an upload too large)
+// has its answer passed on, whether it then closes the connection (a reset: the body is unread)
+// or keeps it open and stops reading; not a 502 for the failed write, nor a 504 for the stalled
+// one. The connection closes after the answer.
+TEST_F(GatewayTest, AnAnswerBeforeTheWholeBodyIsPassedOn) {
+  for (const std::string target : {"/early-close", "/early-hold"}) {
+    const std::string answer = uploadThenRead(target, 8 << 20);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << target << ": " << answer.substr(0, 200);
+    EXPECT_NE(answer.find("Connection: close"), std::string::npos) << target;
+    EXPECT_TRUE(answer.ends_with("\r\n\r\ntoo large")) << target;
   }
-  EXPECT_EQ(answer.rfind("HTTP/1.1 429", 0), 0u) << answer.substr(0, 200) << " / " << ec.message();
+  EXPECT_EQ(gateway_->stats().upstream_failed, 0u);
+  EXPECT_EQ(gateway_->stats().upstream_timed_out, 0u);
 }
 
 // One kept-alive client connection to the gateway, for requests that must share it (and so the

@@ -10,6 +10,10 @@
 //   /until-close?bytes=N N bytes of the /big pattern with neither Content-Length nor chunking:
 //                        the body ends when the upstream closes, right after writing it
 //   /limits, /limits-garbage, /limits-slow?ms=N   dynamic-limit webhook answers
+//   /early-close         413 as soon as the request header is read, the body left unread, then
+//                        the connection is closed (the kernel resets it: unread data)
+//   /early-hold          the same 413, but the connection stays open and is never read again
+//                        (until the upstream stops), as an upstream that stops taking a body
 //   anything else        200 "ok", with the request headers echoed as for /echo
 #pragma once
 
@@ -18,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -84,13 +89,35 @@ class TestUpstream {
     void read() {
       parser.emplace();
       parser->body_limit(64 << 20);
-      boost::beast::http::async_read(
+      boost::beast::http::async_read_header(
           stream, buffer, *parser,
           [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
             if (ec) return;
-            ++self->upstream.requests;
-            ++self->upstream.in_flight;
-            self->handle(self->parser->release());
+            if (self->parser->get().target().starts_with("/early-")) return self->answerEarly();
+            boost::beast::http::async_read(self->stream, self->buffer, *self->parser,
+                                           [self](boost::beast::error_code read_ec, std::size_t) {
+                                             if (read_ec) return;
+                                             ++self->upstream.requests;
+                                             ++self->upstream.in_flight;
+                                             self->handle(self->parser->release());
+                                           });
+          });
+    }
+
+    // /early-close and /early-hold: 413 before reading the body.
+    void answerEarly() {
+      ++upstream.requests;
+      const bool hold = parser->get().target() == "/early-hold";
+      response = Response{boost::beast::http::status::payload_too_large, 11};
+      response.body() = "too large";
+      response.keep_alive(false);
+      response.prepare_payload();
+      boost::beast::http::async_write(
+          stream, response,
+          [self = shared_from_this(), hold](boost::beast::error_code, std::size_t) {
+            if (hold) return self->upstream.held_.push_back(self);  // open, never read
+            boost::beast::error_code ignored;
+            self->stream.socket().close(ignored);
           });
     }
 
@@ -171,6 +198,7 @@ class TestUpstream {
   }
 
   boost::asio::io_context io_;
+  std::vector<std::shared_ptr<Connection>> held_;  // /early-hold's, until the upstream stops
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::ip::tcp::endpoint endpoint_;
   std::thread thread_;
