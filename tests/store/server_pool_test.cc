@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 
 #include "support/frozen_redis.h"
@@ -140,6 +142,37 @@ TEST(ServerPoolTest, CommandsBeyondTheSocketBuffersWaitForRoomThenArriveWhole) {
         << "ECHO " << i << ": " << echoes[i]->substr(0, 80);
     EXPECT_EQ(echoes[i]->substr(0, 3), std::to_string(i).append("xx").substr(0, 3)) << "ECHO " << i;
   }
+}
+
+// A server that accepts each connection and closes it at once, before answering anything (as
+// Redis at maxclients does after its error, or a proxy whose backend is down): the reconnect
+// backoff keeps growing to its cap, instead of starting again at each successful TCP connect.
+TEST(RedisConnectionTest, BackoffGrowsAgainstAServerThatDropsEveryConnection) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor closer(
+      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  int accepted = 0;
+  std::function<void()> accept = [&] {
+    closer.async_accept([&](boost::system::error_code ec, boost::asio::ip::tcp::socket socket) {
+      if (ec) return;
+      ++accepted;
+      socket.close();
+      accept();
+    });
+  };
+  accept();
+  redis::ConnectionOptions options;
+  options.port = closer.local_endpoint().port();
+  options.on_connect = [](redis::RedisConnection& connection) {
+    const std::string_view ping[] = {"PING"};
+    connection.send(ping, [](const redisReply*, std::string_view) {});
+  };
+  const auto connection = redis::RedisConnection::create(io, options);
+  connection->start();
+  // 20 + 40 + 80 + 160 ms of backoff at most before the fifth connect, plus jitter's savings.
+  ASSERT_TRUE(runUntil(io, [&] { return accepted >= 5; })) << accepted << " connects";
+  EXPECT_EQ(connection->retryDelay(), options.last_retry);
+  connection->close();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "store/redis/redis_connection.h"
 
+#include <random>
 #include <vector>
 
 #include <boost/asio/post.hpp>
@@ -72,7 +73,11 @@ void RedisConnection::connect() {
 
 void RedisConnection::scheduleReconnect() {
   if (closing_) return;
-  timer_.expires_after(retry_delay_);
+  // Jitter, between half the delay and all of it: the connections of every node that lost the
+  // same Redis would otherwise come back to it in step.
+  thread_local std::minstd_rand random(std::random_device{}());
+  const auto half = retry_delay_ / 2;
+  timer_.expires_after(half + std::chrono::milliseconds(random() % (half.count() + 1)));
   retry_delay_ = std::min(retry_delay_ * 2, options_.last_retry);
   timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& error) {
     if (const auto self = weak.lock(); !error && self != nullptr && self->context_ == nullptr)
@@ -164,7 +169,7 @@ void RedisConnection::readArrived() {
 void RedisConnection::onConnected(int status) {
   if (status != REDIS_OK) return;  // hiredis frees the context next; cleanup reconnects
   connected_ = true;
-  retry_delay_ = options_.first_retry;
+  answered_ = false;  // the backoff starts again once Redis answers (see the header)
   timer_.cancel();
   if (options_.on_connect) options_.on_connect(*this);
 }
@@ -211,6 +216,12 @@ void RedisConnection::disconnectCallback(const redisAsyncContext* /*context*/, i
 
 void RedisConnection::replyCallback(redisAsyncContext* context, void* reply, void* handler) {
   std::unique_ptr<ReplyHandler> owned(static_cast<ReplyHandler*>(handler));
+  auto* self = context != nullptr ? static_cast<RedisConnection*>(context->data) : nullptr;
+  if (self != nullptr && reply != nullptr && !self->answered_ &&
+      static_cast<const redisReply*>(reply)->type != REDIS_REPLY_ERROR) {
+    self->answered_ = true;
+    self->retry_delay_ = self->options_.first_retry;
+  }
   if (reply == nullptr) {
     (*owned)(nullptr, context != nullptr && context->errstr != nullptr ? context->errstr
                                                                        : "connection lost");

@@ -1,6 +1,9 @@
 // One connection to one Redis server: a hiredis async context whose socket an Asio io_context
 // watches. Many commands may be in flight at once (pipelining); replies come back in order.
-// Reconnects in the background after any failure, with a capped backoff.
+// Reconnects in the background after any failure, with a capped backoff and jitter. The backoff
+// starts again from the first delay only once Redis has answered a command on the connection:
+// a server that accepts connections and then drops them (Redis at maxclients, a proxy whose
+// backend is down) would otherwise be reconnected to, and sent the script, every first delay.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +52,8 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   void close();
   [[nodiscard]] bool connected() const noexcept { return connected_; }
   [[nodiscard]] const ConnectionOptions& options() const noexcept { return options_; }
+  // The backoff the next failure waits (before jitter), from first_retry to last_retry.
+  [[nodiscard]] std::chrono::milliseconds retryDelay() const noexcept { return retry_delay_; }
 
   // Queues a command. False (and `handler` is not called) when not connected; otherwise
   // `handler` runs exactly once, on the loop.
@@ -91,6 +96,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // Bumped whenever the context goes away, so socket waits armed for it do nothing.
   std::uint64_t generation_ = 0;
   bool connected_ = false;
+  bool answered_ = false;  // Redis has answered a command since the last connect
   bool closing_ = false;
   bool want_read_ = false;
   bool want_write_ = false;

@@ -281,10 +281,9 @@ void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
     // the last sync failed: a round that asked Redis nothing cannot say it is back, so that
     // verdict stands (decisions stay degraded) until a sync that reaches Redis succeeds. The
     // next request's key is due a pull, so such a sync comes with the next use.
-    if (!collected.held_back && !last_sync_failed_.load(std::memory_order_relaxed)) {
-      last_sync_ok_us_.store(steady_us);
-    }
-    return finished(true);
+    const bool failed = last_sync_failed_.load(std::memory_order_relaxed);
+    if (!collected.held_back && !failed) last_sync_ok_us_.store(steady_us);
+    return finished(!failed);
   }
   if (late_calls_out_->load() > 0) {
     // A sync that timed out is still queued on the connection (Redis frozen, or the link gone

@@ -64,7 +64,8 @@ class SyncedStore final : public Store {
   // sync_interval do.
   enum class Push { kEverything, kDue };
 
-  // Thread-safe. Syncs now and waits for the reply (tests).
+  // Thread-safe. Syncs now and waits for the reply (tests). True when the node's shared view is
+  // current: the sync succeeded, or had nothing to ask and no earlier sync had failed.
   bool syncNow(Push push = Push::kEverything);
   [[nodiscard]] std::size_t keyCount() const noexcept;
   // Syncs that sent calls to Redis (failed ones too).
