@@ -127,12 +127,19 @@ GatewayStats Gateway::stats() const {
   const auto get = [](const std::atomic<std::uint64_t>& value) {
     return value.load(std::memory_order_relaxed);
   };
-  GatewayStats stats{get(c.forwarded),          get(c.denied),
-                     get(c.throttled),          get(c.shadow_denied),
-                     get(c.monitor_denied),     get(c.concurrency_denied),
-                     get(c.not_found),          get(c.upstream_failed),
-                     get(c.upstream_timed_out), get(c.client_gone),
-                     state_->guard.counters(),  {}};
+  GatewayStats stats{get(c.forwarded),
+                     get(c.denied),
+                     get(c.throttled),
+                     get(c.shadow_denied),
+                     get(c.monitor_denied),
+                     get(c.concurrency_denied),
+                     get(c.not_found),
+                     get(c.upstream_failed),
+                     get(c.upstream_timed_out),
+                     get(c.client_gone),
+                     state_->upstreams.parkedClosed(),
+                     state_->guard.counters(),
+                     {}};
   if (state_->webhook != nullptr) stats.webhook = state_->webhook->stats();
   return stats;
 }

@@ -34,6 +34,9 @@ std::string metricsText(const GatewayStats& stats) {
           {"upstream_failed", stats.upstream_failed},
           {"upstream_timed_out", stats.upstream_timed_out},
           {"client_gone", stats.client_gone}});
+  family(out, "sluice_gateway_upstream_connections_closed_total",
+         "Parked upstream connections closed before reuse.", "reason",
+         {{"upstream_closed_or_spoke", stats.upstream_idle_closed}});
   family(out, "sluice_gateway_guard_total", "Requests and connections the DDoS guard refused.",
          "reason",
          {{"over_global_rate", stats.guard.over_global_rate},

@@ -22,7 +22,8 @@ bool looksAlive(server::LoopSocket& socket) {
 
 }  // namespace
 
-UpstreamPool::UpstreamPool(const std::vector<Upstream>& upstreams) : idle_(upstreams.size()) {
+UpstreamPool::UpstreamPool(const std::vector<Upstream>& upstreams, ParkedClosedCount parked_closed)
+    : idle_(upstreams.size()), parked_closed_(std::move(parked_closed)) {
   for (const Upstream& upstream : upstreams) max_idle_.push_back(upstream.max_idle_per_thread);
 }
 
@@ -31,8 +32,9 @@ UpstreamConnection UpstreamPool::takeIdle(std::size_t upstream, bool verify) {
   while (!idle.empty()) {
     UpstreamConnection connection = std::move(idle.back());
     idle.pop_back();
-    if (verify ? looksAlive(*connection) : connection->is_open()) return connection;
     boost::system::error_code ignored;
+    connection->cancel(ignored);  // its parked wait: nothing came, and its handler does nothing
+    if (verify ? looksAlive(*connection) : connection->is_open()) return connection;
     connection->close(ignored);
   }
   return nullptr;
@@ -45,7 +47,25 @@ void UpstreamPool::giveBack(std::size_t upstream, UpstreamConnection connection)
     connection->close(ignored);
     return;
   }
+  const server::DrainAwareSocket* parked = connection.get();
+  connection->async_wait(boost::asio::socket_base::wait_read,
+                         [this, upstream, parked](const boost::system::error_code& error) {
+                           if (!error) closeParked(upstream, parked);
+                         });
   idle.push_back(std::move(connection));
+}
+
+void UpstreamPool::closeParked(std::size_t upstream, const server::DrainAwareSocket* connection) {
+  // Not found: taken already (its wait completed just before), or closed by closeAll.
+  std::vector<UpstreamConnection>& idle = idle_[upstream];
+  const auto found = std::find_if(idle.begin(), idle.end(), [connection](const auto& parked) {
+    return parked.get() == connection;
+  });
+  if (found == idle.end()) return;
+  boost::system::error_code ignored;
+  (*found)->close(ignored);
+  idle.erase(found);
+  parked_closed_->fetch_add(1, std::memory_order_relaxed);
 }
 
 void UpstreamPool::closeAll() {
@@ -69,10 +89,11 @@ class LoopPoolRegistry : public boost::asio::execution_context::service {
   explicit LoopPoolRegistry(boost::asio::execution_context& context)
       : boost::asio::execution_context::service(context) {}
 
-  UpstreamPool& poolFor(std::uint64_t gateway, const std::vector<Upstream>& upstreams) {
+  UpstreamPool& poolFor(std::uint64_t gateway, const std::vector<Upstream>& upstreams,
+                        const ParkedClosedCount& parked_closed) {
     std::lock_guard lock(mutex_);
     std::unique_ptr<UpstreamPool>& pool = pools_[gateway];
-    if (pool == nullptr) pool = std::make_unique<UpstreamPool>(upstreams);
+    if (pool == nullptr) pool = std::make_unique<UpstreamPool>(upstreams, parked_closed);
     return *pool;
   }
 
@@ -104,7 +125,7 @@ UpstreamPool& UpstreamPools::forLoop(boost::asio::io_context& loop) {
     std::lock_guard lock(mutex_);
     if (std::find(loops_.begin(), loops_.end(), &loop) == loops_.end()) loops_.push_back(&loop);
   }
-  return boost::asio::use_service<LoopPoolRegistry>(loop).poolFor(id_, upstreams_);
+  return boost::asio::use_service<LoopPoolRegistry>(loop).poolFor(id_, upstreams_, parked_closed_);
 }
 
 void UpstreamPools::closeIdle() {

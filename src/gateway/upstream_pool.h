@@ -3,7 +3,9 @@
 // it never changes threads.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -19,10 +21,20 @@ namespace sluice::gateway {
 
 using UpstreamConnection = std::unique_ptr<server::DrainAwareSocket>;
 
+// How many parked connections were closed because the upstream closed them or sent bytes while
+// they were parked: shared by a gateway's pools, which may outlive it (they live with their loop).
+using ParkedClosedCount = std::shared_ptr<std::atomic<std::uint64_t>>;
+
 // The idle connections of one loop. Not thread-safe: used only from its loop.
+//
+// A parked connection has a wait for readability out, as nginx's keepalive module does: nothing
+// may arrive on it while no request is out, so whatever does (an end of stream, a reset, or bytes
+// an upstream sent late, such as a body behind a HEAD answer or past its Content-Length) closes
+// it. Reused, those bytes would be read as the next request's answer, and every answer on that
+// connection after it would be one behind: one client's answer sent to another.
 class UpstreamPool {
  public:
-  explicit UpstreamPool(const std::vector<Upstream>& upstreams);
+  UpstreamPool(const std::vector<Upstream>& upstreams, ParkedClosedCount parked_closed);
 
   // A parked connection to `upstream`, or null. The newest first: it is the least likely to have
   // been closed by the upstream's idle timeout. With `verify`, one that still looks open (the
@@ -33,6 +45,8 @@ class UpstreamPool {
   // Parks a connection whose last response was complete and kept alive; closes it when the
   // upstream already has max_idle_per_thread parked.
   void giveBack(std::size_t upstream, UpstreamConnection connection);
+  // The parked wait of `connection` completed (not cancelled by takeIdle): closes it.
+  void closeParked(std::size_t upstream, const server::DrainAwareSocket* connection);
 
   // Closes every parked connection (shutdown).
   void closeAll();
@@ -44,6 +58,7 @@ class UpstreamPool {
  private:
   std::vector<std::size_t> max_idle_;
   std::vector<std::vector<UpstreamConnection>> idle_;
+  ParkedClosedCount parked_closed_;
 };
 
 // A gateway's pools, one per loop. Each pool belongs to its loop (an io_context service holds
@@ -62,10 +77,13 @@ class UpstreamPools {
   void closeIdle();
 
   [[nodiscard]] const std::vector<Upstream>& upstreams() const noexcept { return upstreams_; }
+  // Thread-safe: parked connections closed because the upstream spoke or closed on them.
+  [[nodiscard]] std::uint64_t parkedClosed() const noexcept { return parked_closed_->load(); }
 
  private:
   std::uint64_t id_;  // names this gateway's pools in each loop's registry
   std::vector<Upstream> upstreams_;
+  ParkedClosedCount parked_closed_ = std::make_shared<std::atomic<std::uint64_t>>(0);
   std::mutex mutex_;
   std::vector<boost::asio::io_context*> loops_;
 };
