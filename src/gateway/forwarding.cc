@@ -90,7 +90,10 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
   std::string forwarded_proto;
   for (const auto& field : request) {
     const std::string_view name = field.name_string();
-    if (isHopByHop(name, connection) || equalsIgnoreCase(name, "content-length") ||
+    // Host is the request's own (RFC 9112 3.2), whatever a Connection header lists: a client
+    // naming it there must not make the upstream guess which site is meant.
+    const bool host = field.name() == bhttp::field::host;
+    if ((!host && isHopByHop(name, connection)) || equalsIgnoreCase(name, "content-length") ||
         equalsIgnoreCase(name, "expect")) {
       continue;
     }

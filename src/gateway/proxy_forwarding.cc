@@ -146,10 +146,17 @@ void ProxySession::pumpRequest() {
 void ProxySession::onRequestChunk(beast::error_code ec) {
   if (exchange_->answered_early) return readResponseHeader();  // the rest of the body is not sent
   if (ec == bhttp::error::need_buffer) ec = {};
-  // The client went away or broke its body's framing mid-stream: the upstream has part of a
-  // request, so both connections go.
-  if (ec) return close();
-  writeUpstream(kChunkBytes - request_->get().body().size);
+  if (!ec) return writeUpstream(kChunkBytes - request_->get().body().size);
+  // A body whose framing is broken (a bad chunk size, say) before any of the request went
+  // upstream is the client's error, and it hears so; once part of it has gone, the upstream has
+  // a partial request, and both connections go, as they do when the client leaves mid-body.
+  const bool malformed =
+      ec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
+      ec != bhttp::error::partial_message;
+  if (malformed && !exchange_->request_head_sent) {
+    return respondLocal(400, "malformed request body", {});
+  }
+  close();
 }
 
 // Writes what is pending for the upstream in one gather write: the request head (first time),
@@ -217,7 +224,9 @@ void ProxySession::onResponseHeader(beast::error_code ec) {
   const auto& response = exchange.response->get();
   const unsigned status = response.result_int();
   if (status == 101) return upstreamFailed(bhttp::error::bad_value);  // it was never offered
-  if (status >= 100 && status < 200) return readResponseHeader();     // interim: not passed on
+  // RFC 9110 15: a status outside 100..599 is invalid, to be taken as a server error.
+  if (status < 100 || status > 599) return upstreamFailed(bhttp::error::bad_status);
+  if (status >= 100 && status < 200) return readResponseHeader();  // interim: not passed on
   Framing upstream_framing = Framing::kUntilClose;
   if (exchange.head_request || status == 204 || status == 304) {
     upstream_framing = Framing::kNone;

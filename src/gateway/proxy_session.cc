@@ -87,6 +87,20 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+// Why a request's header cannot be forwarded as it is framed and addressed, or null. RFC 9112:
+// a Transfer-Encoding whose last coding is not chunked leaves the body's end unknown (6.3), and
+// read as "no body" its bytes would be taken as a next request, smuggled past the guard and the
+// limits; two Host fields (3.2) leave the site in doubt, and the gateway and the upstream could
+// each pick another.
+template <class Header>
+const char* framingProblem(const Header& header, bool chunked) {
+  if (!chunked && header.find(bhttp::field::transfer_encoding) != header.end()) {
+    return "a request body must be sent with Content-Length or chunked as its last coding";
+  }
+  if (header.count(bhttp::field::host) > 1) return "the request has more than one Host field";
+  return nullptr;
+}
+
 // At most one log line a second per kind: a flood must not turn into a flood of logs.
 bool shouldLog(std::atomic<std::int64_t>& last_logged_s) {
   const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
@@ -277,6 +291,9 @@ void ProxySession::admit() {
   } else if (!header.target().starts_with('/') &&
              !(header.target() == "*" && header.method() == bhttp::verb::options)) {
     return respondLocal(400, "the request target must be a path", {});
+  }
+  if (const char* problem = framingProblem(header, request_->chunked())) {
+    return respondLocal(400, problem, {});
   }
   if (!state_->guard.admitGlobal()) {
     return respondLocal(503, "the gateway is over its request ceiling", {{"Retry-After", "1"}});

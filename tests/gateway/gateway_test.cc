@@ -91,6 +91,36 @@ class GatewayTest : public sluice::testing::GatewayFixture {
     return answer;
   }
 
+  // Sends `bytes` on a new connection (then half-closes it, when asked) and returns everything
+  // the gateway sent until it closed the connection.
+  std::string rawExchange(const std::string& bytes, bool half_close = false) {
+    boost::asio::io_context io;
+    boost::beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(10));
+    stream.connect(endpoint_);
+    boost::asio::write(stream, boost::asio::buffer(bytes));
+    boost::beast::error_code ec;
+    if (half_close) stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+    std::string answer;
+    char chunk[4096];
+    for (;;) {  // until the gateway closes, or the stream's 10 s expiry
+      const std::size_t got = stream.read_some(boost::asio::buffer(chunk), ec);
+      if (ec) break;
+      answer.append(chunk, got);
+    }
+    return answer;
+  }
+
+  // How many answers `raw` holds, by their status lines.
+  static int answers(const std::string& raw) {
+    int count = 0;
+    for (std::size_t at = raw.find("HTTP/1.1 "); at != std::string::npos;
+         at = raw.find("HTTP/1.1 ", at + 1)) {
+      ++count;
+    }
+    return count;
+  }
+
   // Connects `stream` and sends a request the upstream answers after 200 ms; returns once the
   // upstream has it, so what the client sends next arrives while the gateway waits.
   void startSlowRequest(boost::beast::tcp_stream& stream) {
@@ -337,6 +367,70 @@ HttpReply afterAClosedParkedConnection(const boost::asio::ip::tcp::endpoint& gat
   EXPECT_TRUE(waitForUpstreamClose(upstream));
   next.prepare_payload();
   return client.send(std::move(next));
+}
+
+// Bytes an upstream sends on a parked connection (here a second answer 20 ms after the first, as
+// a body written behind a HEAD answer or past a Content-Length would come) close it: the next
+// request on the same client connection goes out on a fresh upstream connection and gets its
+// own answer, not those bytes (and no later answer is one behind).
+TEST_F(GatewayTest, BytesOnAParkedConnectionCloseIt) {
+  ClientConnection client(endpoint_);
+  EXPECT_EQ(client.send(http::request<http::empty_body>{http::verb::get, "/late-extra", 11}).body,
+            "ok");
+  for (int i = 0; i < 400 && gateway_->stats().upstream_idle_closed == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded: 2 s
+  }
+  EXPECT_EQ(upstream_.late_extras.load(), 1);
+  EXPECT_EQ(gateway_->stats().upstream_idle_closed, 1u);
+  for (const char* marker : {"second", "third"}) {
+    http::request<http::empty_body> next{http::verb::get, "/hello", 11};
+    next.set("X-Marker", marker);
+    const HttpReply reply = client.send(std::move(next));
+    EXPECT_EQ(reply.body, "ok");
+    EXPECT_EQ(reply.header("x-echo-x-marker"), marker);
+  }
+  EXPECT_EQ(upstream_.connections.load(), 2);
+}
+
+// A Transfer-Encoding that does not end in chunked leaves the body's end unknown: 400 and the
+// connection closes, rather than taking the body as no body and its bytes as a next request
+// (which would reach the upstream past the guard and the limits). Two Host fields: 400.
+TEST_F(GatewayTest, AmbiguousFramingOrHostGets400) {
+  for (const std::string coding : {"gzip", "identity", "chunked, identity", ""}) {
+    const std::string raw =
+        rawExchange("POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                    "\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(raw.rfind("HTTP/1.1 400", 0), 0u) << coding << ": " << raw.substr(0, 100);
+    EXPECT_EQ(answers(raw), 1) << coding;
+  }
+  const std::string two_hosts = rawExchange("GET /hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
+  EXPECT_EQ(two_hosts.rfind("HTTP/1.1 400", 0), 0u) << two_hosts.substr(0, 100);
+  EXPECT_EQ(upstream_.requests.load(), 0);
+}
+
+// A body whose chunk framing is broken before any of it went upstream gets 400 (the client's
+// error), not a connection closed without a word.
+TEST_F(GatewayTest, AMalformedChunkedBodyGets400) {
+  const std::string raw = rawExchange(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", true);
+  EXPECT_EQ(raw.rfind("HTTP/1.1 400", 0), 0u) << raw.substr(0, 100);
+  EXPECT_EQ(upstream_.requests.load(), 0);
+}
+
+// Host goes upstream even when the client lists it in Connection (which names hop-by-hop
+// fields): the upstream must not be left to guess the site.
+TEST_F(GatewayTest, HostIsKeptWhateverConnectionLists) {
+  const std::string raw =
+      rawExchange("GET /hello HTTP/1.1\r\nHost: the-site\r\nConnection: host, close\r\n\r\n");
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw.substr(0, 100);
+  EXPECT_NE(raw.find("X-Echo-host: the-site\r\n"), std::string::npos) << raw;
+}
+
+// An upstream status outside 100..599 is invalid (RFC 9110 15): 502, never an invalid status
+// line passed on.
+TEST_F(GatewayTest, AnInvalidUpstreamStatusGets502) {
+  EXPECT_EQ(get("/bad-status").status, 502);
+  EXPECT_EQ(gateway_->stats().upstream_failed, 1u);
 }
 
 // A parked connection the upstream has closed: a request without a body is written to it, fails,

@@ -10,6 +10,10 @@
 //   /until-close?bytes=N N bytes of the /big pattern with neither Content-Length nor chunking:
 //                        the body ends when the upstream closes, right after writing it
 //   /limits, /limits-garbage, /limits-slow?ms=N   dynamic-limit webhook answers
+//   /late-extra          200 "ok", kept alive; 20 ms later, on the same connection, a second answer
+//                        nobody asked for (body "INJECTED"), as an upstream that writes a body
+//                        behind a HEAD answer or past its Content-Length does
+//   /bad-status          an answer with the invalid status 000, then the connection is closed
 //   /early-close         413 as soon as the request header is read, the body left unread, then
 //                        the connection is closed (the kernel resets it: unread data)
 //   /early-hold          the same 413, but the connection stays open and is never read again
@@ -49,6 +53,7 @@ class TestUpstream {
   std::atomic<int> connections{0};   // connections accepted
   std::atomic<int> in_flight{0};     // requests received and not yet answered
   std::atomic<int> closed_after{0};  // connections closed after answering /then-close
+  std::atomic<int> late_extras{0};   // unasked answers written after /late-extra
 
   TestUpstream() : acceptor_(io_) {
     namespace net = boost::asio;
@@ -85,6 +90,7 @@ class TestUpstream {
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser;
     Response response;
     bool close_after = false;
+    bool late_extra = false;
 
     void read() {
       parser.emplace();
@@ -102,6 +108,19 @@ class TestUpstream {
                                              self->handle(self->parser->release());
                                            });
           });
+    }
+
+    void writeLateExtra() {
+      static const std::string kExtra = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nINJECTED";
+      timer.expires_after(std::chrono::milliseconds(20));
+      timer.async_wait([self = shared_from_this()](boost::beast::error_code) {
+        boost::asio::async_write(self->stream, boost::asio::buffer(kExtra),
+                                 [self](boost::beast::error_code ec, std::size_t) {
+                                   if (ec) return;
+                                   ++self->upstream.late_extras;
+                                   self->read();
+                                 });
+      });
     }
 
     // /early-close and /early-hold: 413 before reading the body.
@@ -134,6 +153,17 @@ class TestUpstream {
         for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         response.set("X-Echo-" + name, field.value());
       }
+      if (path == "/bad-status") {
+        --upstream.in_flight;
+        static const std::string kBad = "HTTP/1.1 000 X\r\nContent-Length: 2\r\n\r\nok";
+        boost::asio::async_write(
+            stream, boost::asio::buffer(kBad),
+            [self = shared_from_this()](boost::beast::error_code, std::size_t) {
+              boost::beast::error_code ignored;
+              self->stream.socket().close(ignored);
+            });
+        return;
+      }
       if (path == "/fail") {
         --upstream.in_flight;
         boost::beast::error_code ignored;
@@ -162,6 +192,7 @@ class TestUpstream {
         response.content_length(length);
       }
       close_after = path == "/then-close";
+      late_extra = path == "/late-extra";
       const bool slow = path == "/slow" || path == "/limits-slow";
       timer.expires_after(std::chrono::milliseconds(slow ? number : 0));
       timer.async_wait([self = shared_from_this()](boost::beast::error_code) { self->write(); });
@@ -182,6 +213,7 @@ class TestUpstream {
               ++self->upstream.closed_after;
               return;
             }
+            if (self->late_extra) return self->writeLateExtra();
             self->read();
           });
     }
