@@ -87,18 +87,39 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// Why a request's header cannot be forwarded as it is framed and addressed, or null. RFC 9112:
-// a Transfer-Encoding whose last coding is not chunked leaves the body's end unknown (6.3), and
-// read as "no body" its bytes would be taken as a next request, smuggled past the guard and the
-// limits; two Host fields (3.2) leave the site in doubt, and the gateway and the upstream could
-// each pick another.
+struct FramingProblem {
+  unsigned status;
+  const char* message;
+};
+
+// Why a request's header cannot be forwarded as it is framed and addressed, or nullopt. RFC
+// 9112: a Transfer-Encoding whose last coding is not chunked leaves the body's end unknown
+// (6.3), and read as "no body" its bytes would be taken as a next request, smuggled past the
+// guard and the limits; in HTTP/1.0 any Transfer-Encoding is faulty framing (6.1); a coding
+// before chunked (gzip, chunked) would reach the upstream undeclared, since the gateway sends
+// the body chunked only, so it is not implemented (501, as nginx answers); two Host fields
+// (3.2) leave the site in doubt, and the gateway and the upstream could each pick another.
 template <class Header>
-const char* framingProblem(const Header& header, bool chunked) {
-  if (!chunked && header.find(bhttp::field::transfer_encoding) != header.end()) {
-    return "a request body must be sent with Content-Length or chunked as its last coding";
+std::optional<FramingProblem> framingProblem(const Header& header, bool chunked) {
+  const auto [first, last] = header.equal_range(bhttp::field::transfer_encoding);
+  if (first != last) {
+    if (!chunked || header.version() < 11) {
+      return FramingProblem{400,
+                            "a request body needs a Content-Length, or chunked as its last "
+                            "transfer coding (and not in HTTP/1.0)"};
+    }
+    std::string_view coding = first->value();
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+      coding.remove_suffix(1);
+    }
+    if (std::next(first) != last || !beast::iequals(coding, "chunked")) {
+      return FramingProblem{501, "the gateway takes no transfer coding but chunked"};
+    }
   }
-  if (header.count(bhttp::field::host) > 1) return "the request has more than one Host field";
-  return nullptr;
+  if (header.count(bhttp::field::host) > 1) {
+    return FramingProblem{400, "the request has more than one Host field"};
+  }
+  return std::nullopt;
 }
 
 // At most one log line a second per kind: a flood must not turn into a flood of logs.
@@ -292,8 +313,8 @@ void ProxySession::admit() {
              !(header.target() == "*" && header.method() == bhttp::verb::options)) {
     return respondLocal(400, "the request target must be a path", {});
   }
-  if (const char* problem = framingProblem(header, request_->chunked())) {
-    return respondLocal(400, problem, {});
+  if (const auto problem = framingProblem(header, request_->chunked())) {
+    return respondLocal(problem->status, problem->message, {});
   }
   if (!state_->guard.admitGlobal()) {
     return respondLocal(503, "the gateway is over its request ceiling", {{"Retry-After", "1"}});

@@ -403,6 +403,13 @@ TEST_F(GatewayTest, AmbiguousFramingOrHostGets400) {
     EXPECT_EQ(raw.rfind("HTTP/1.1 400", 0), 0u) << coding << ": " << raw.substr(0, 100);
     EXPECT_EQ(answers(raw), 1) << coding;
   }
+  for (const std::string request :
+       {"POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        "POST /hello HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"}) {
+    const std::string raw = rawExchange(request, true);
+    EXPECT_TRUE(raw.starts_with("HTTP/1.1 501") || raw.starts_with("HTTP/1.0 400"))
+        << request << ": " << raw.substr(0, 100);
+  }
   const std::string two_hosts = rawExchange("GET /hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
   EXPECT_EQ(two_hosts.rfind("HTTP/1.1 400", 0), 0u) << two_hosts.substr(0, 100);
   EXPECT_EQ(upstream_.requests.load(), 0);
