@@ -139,6 +139,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void onHeader(beast::error_code ec, std::size_t bytes) {
     if (ec) return onRead(ec, bytes);
     const auto& header = parser_->get();
+    if (!bodyIsFramed()) {
+      busy_ = true;
+      return write(plainResponse(
+          http::status::bad_request,
+          "the body's length is unknown: Transfer-Encoding must end with chunked", 11));
+    }
     const bool wants_continue =
         header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");
     if (!wants_continue || parser_->is_done()) {
@@ -152,6 +158,17 @@ class Session : public std::enable_shared_from_this<Session> {
                        http::async_read(self->socket_, self->buffer_, *self->parser_,
                                         beast::bind_front_handler(&Session::onRead, self));
                      });
+  }
+
+  // Whether the body's length is known. With a Transfer-Encoding whose final coding is not
+  // chunked (gzip, identity, "chunked, identity", empty), or any Transfer-Encoding in HTTP/1.0,
+  // it is not (RFC 9112 6.1, 6.3): the parser would read no body, and the body's bytes would be
+  // taken for a next request, one smuggled past whatever stands in front. Such a request gets
+  // 400 and the connection closes, unread.
+  bool bodyIsFramed() const {
+    const auto& header = parser_->get();
+    if (header.find(http::field::transfer_encoding) == header.end()) return true;
+    return header.version() >= 11 && parser_->chunked();
   }
 
   void onRead(beast::error_code ec, std::size_t /*bytes*/) {

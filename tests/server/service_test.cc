@@ -1,6 +1,7 @@
 // The service end to end over loopback: a real server on 127.0.0.1, real HTTP.
 #include "server/service.h"
 
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -417,6 +418,51 @@ TEST_F(ServiceTest, HttpDetails) {
       httpCall(api_endpoint_, http::verb::post, "/v1/check", R"({"limit": "per-ip", "key": "e"})",
                {{"Expect", "100-continue"}});
   EXPECT_EQ(continued.status, 200) << continued.body;
+}
+
+// What the server answers on a new connection to `request`, until it closes (nullopt: it did not).
+std::optional<std::string> exchangeUntilClosed(const tcp::endpoint& server,
+                                               const std::string& request) {
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(server);
+  boost::asio::write(socket, boost::asio::buffer(request));
+  return readUntilClosed(socket);
+}
+
+// A Transfer-Encoding whose final coding is not chunked leaves the body's length unknown
+// (RFC 9112 6.3): such a request gets 400 and the connection closes, so that its body is never
+// read as a next request, one smuggled past a proxy that framed the body another way.
+TEST_F(ServiceTest, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
+  const std::string smuggled =
+      "GET /v1/auth HTTP/1.1\r\nHost: x\r\nX-Original-URI: /te\r\n"
+      "X-Forwarded-For: 192.0.2.60\r\n\r\n";
+  for (const std::string coding : {"gzip", "identity", "chunked, identity", ""}) {
+    const std::optional<std::string> received = exchangeUntilClosed(
+        api_endpoint_, "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                           "\r\n\r\n" + smuggled);
+    ASSERT_TRUE(received.has_value()) << coding << ": the connection stayed open";
+    EXPECT_TRUE(received->starts_with("HTTP/1.1 400")) << coding << ": " << *received;
+    EXPECT_EQ(received->find("HTTP/1.", 1), std::string::npos)
+        << coding << ": the body was answered as a request: " << *received;
+  }
+  // None of the bodies took a unit of 192.0.2.60's 3/min.
+  EXPECT_EQ(auth("/te", "192.0.2.60").header("x-ratelimit-remaining"), "2");
+
+  // A chunked body is read as one in HTTP/1.1; HTTP/1.0 has no Transfer-Encoding (RFC 9112 6.1).
+  const std::string body = R"({"limit": "per-ip", "key": "te"})";
+  char size_hex[16] = {};
+  std::to_chars(size_hex, size_hex + sizeof size_hex, body.size(), 16);
+  const std::string chunked = "Host: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+                              std::string(size_hex) + "\r\n" + body + "\r\n0\r\n\r\n";
+  const std::optional<std::string> answer =
+      exchangeUntilClosed(api_endpoint_, "POST /v1/check HTTP/1.1\r\n" + chunked);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_TRUE(answer->starts_with("HTTP/1.1 200")) << *answer;
+  const std::optional<std::string> refused =
+      exchangeUntilClosed(api_endpoint_, "POST /v1/check HTTP/1.0\r\n" + chunked);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_TRUE(refused->starts_with("HTTP/1.1 400")) << *refused;
 }
 
 }  // namespace
