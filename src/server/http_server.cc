@@ -13,6 +13,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "server/accept_pause.h"
@@ -60,6 +61,14 @@ HttpResponse plainResponse(http::status status, std::string_view message, unsign
   response.keep_alive(false);
   response.prepare_payload();
   return response;
+}
+
+// Whether a handler asked to close the connection after `answer`: a close token in its
+// Connection field. (Not !answer.keep_alive(), which for an HTTP/1.0 answer is true unless it
+// carries keep-alive, as one built in the request's version does not.)
+bool asksToClose(const HttpResponse& answer) {
+  const auto connection = answer.find(http::field::connection);
+  return connection != answer.end() && http::token_list{connection->value()}.exists("close");
 }
 
 // The IMF-fixdate for the Date header (RFC 9110 5.6.7), formatted once per second per thread.
@@ -200,7 +209,10 @@ class Session : public std::enable_shared_from_this<Session> {
           // answer from a timer elsewhere is carried over to it.
           net::dispatch(self->socket_.get_executor(), [self, keep_alive,
                                                        answer = std::move(response)]() mutable {
-            answer.keep_alive(keep_alive && answer.keep_alive() && !self->state_->draining.load());
+            // Whether the connection persists is the request's to say (RFC 9112 9.3: HTTP/1.1
+            // unless it says close, HTTP/1.0 when it says keep-alive); the answer can only
+            // close it. keep_alive() then writes the Connection field the version needs.
+            answer.keep_alive(keep_alive && !asksToClose(answer) && !self->state_->draining.load());
             self->write(std::move(answer));
           });
         },

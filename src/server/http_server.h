@@ -24,9 +24,11 @@ namespace sluice::server {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
-// Answers one request: called exactly once, from any thread. A handler that holds a request
-// (a throttle waiting for its slot) can also ask whether the client is still there, so that a
-// client that hung up meanwhile is not decided for, and not counted, when the wait ends.
+// Answers one request: called exactly once, from any thread. The connection stays open after the
+// answer when the request asked for it (HTTP/1.1 unless Connection: close, HTTP/1.0 with
+// Connection: keep-alive), unless the answer carries Connection: close. A handler that holds a
+// request (a throttle waiting for its slot) can also ask whether the client is still there, so that
+// a client that hung up meanwhile is not decided for, and not counted, when the wait ends.
 class Respond {
  public:
   using Send = std::function<void(HttpResponse&&)>;

@@ -241,7 +241,9 @@ void Service::respondClientGone(const Pending& pending) {
   // ends the connection's bookkeeping.
   HttpResponse response{static_cast<http::status>(499), pending.version};
   response.reason("Client Closed Request");
-  response.keep_alive(false);
+  // The close token in any version: keep_alive(false) writes none for HTTP/1.0, and the
+  // server would keep an HTTP/1.0 keep-alive connection open.
+  response.set(http::field::connection, "close");
   response.prepare_payload();
   pending.respond(std::move(response));
 }
