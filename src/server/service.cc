@@ -5,12 +5,10 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
-#include <boost/json/array.hpp>
-#include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 
 #include "http/auth_subrequest.h"
 #include "http/check_api.h"
+#include "http/json_string.h"
 #include "policy/policy_loader.h"
 #include "server/loop_io.h"
 
@@ -35,12 +33,32 @@ HttpResponse jsonResponse(http::status status, std::string body, unsigned versio
   return response;
 }
 
+// {"error":…,"message":…}. Written with appendJsonString, which makes any bytes valid UTF-8:
+// a message can quote a file's or a client's bytes, and boost::json::serialize passes them on
+// as they are, which makes the body invalid JSON.
+std::string errorBody(std::string_view error, std::string_view message) {
+  std::string body = R"({"error":)";
+  sluice::http::appendJsonString(body, error);
+  body += R"(,"message":)";
+  sluice::http::appendJsonString(body, message);
+  body += '}';
+  return body;
+}
+
 HttpResponse errorResponse(http::status status, std::string_view message, unsigned version) {
-  return jsonResponse(
-      status,
-      boost::json::serialize(boost::json::object{
-          {"error", std::string(http::obsolete_reason(status))}, {"message", message}}),
-      version);
+  return jsonResponse(status, errorBody(http::obsolete_reason(status), message), version);
+}
+
+// {"reloaded":…,"errors":[…]}; the errors quote the configuration files, in whatever encoding.
+std::string reloadBody(const std::vector<std::string>& errors) {
+  std::string body =
+      errors.empty() ? R"({"reloaded":true,"errors":[)" : R"({"reloaded":false,"errors":[)";
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (i > 0) body += ',';
+    sluice::http::appendJsonString(body, errors[i]);
+  }
+  body += "]}";
+  return body;
 }
 
 // Says the decision was made without the shared store, by the limits' on_error policies.
@@ -282,8 +300,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
   sluice::http::HeaderList headers;
   for (std::size_t i = 0; i < pending->decisions.size(); ++i) {
     if (!pending->errors[i].empty()) {
-      rendered.push_back(boost::json::serialize(
-          boost::json::object{{"error", "bad_request"}, {"message", pending->errors[i]}}));
+      rendered.push_back(errorBody("bad_request", pending->errors[i]));
       continue;
     }
     const policy::PolicyDecision& decision = *pending->decisions[i];
@@ -345,13 +362,9 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
       return respond(std::move(response));
     }
     const std::vector<std::string> errors = reload();
-    boost::json::array list;
-    for (const std::string& error : errors) list.push_back(boost::json::string(error));
     return respond(
         jsonResponse(errors.empty() ? http::status::ok : http::status::unprocessable_entity,
-                     boost::json::serialize(boost::json::object{{"reloaded", errors.empty()},
-                                                                {"errors", std::move(list)}}),
-                     version));
+                     reloadBody(errors), version));
   }
   respond(errorResponse(http::status::not_found, "unknown admin path", version));
 }

@@ -311,6 +311,21 @@ TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
   EXPECT_EQ(auth("/z", "192.0.2.91").header("x-ratelimit-limit"), "7");
 }
 
+// A reload error that quotes the file's bytes, here half of a UTF-8 é after a backslash (YAML's
+// unknown escape) and a Latin-1 byte from a hook, still gives a body that is JSON.
+TEST_F(ServiceTest, ReloadErrorsQuotingRawBytesAreValidJson) {
+  service_->addReloadHook([] { return std::vector<std::string>{"hook: name \"caf\xe9\""}; });
+  writeConfig("limits: \"\\\xc3\xa9\"\n");
+  const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(refused.status, 422);
+  boost::system::error_code ec;
+  const boost::json::value body = boost::json::parse(refused.body, ec);
+  ASSERT_FALSE(ec) << ec.message() << ": " << refused.body;
+  const boost::json::array& errors = body.at("errors").as_array();
+  ASSERT_EQ(errors.size(), 2u) << refused.body;
+  EXPECT_EQ(errors[1].as_string(), "hook: name \"caf\xef\xbf\xbd\"");  // U+FFFD for the é
+}
+
 // POST /admin/reload runs the other doors' reload hooks as SIGHUP does: their errors make it a
 // 422 and are listed, while a good policy still takes effect.
 TEST_F(ServiceTest, AdminReloadRunsTheReloadHooks) {
