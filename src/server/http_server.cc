@@ -130,22 +130,46 @@ class Session : public std::enable_shared_from_this<Session> {
   ssize_t peek() { return socket_.is_open() ? peekOneByte(socket_.native_handle()) : -1; }
 
   void doRead() {
+    skipEmptyLines();
     // Draining: a request already here (pipelined behind the last one) is still answered, with
     // Connection: close; an idle connection closes.
     if (state_->draining.load() && !receiving()) return close();
-    parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
-    parser_->body_limit(state_->limits.max_body_bytes);
     armDeadline();
     busy_ = false;
     head_request_ = false;
+    readHeader();
+  }
+
+  void readHeader() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
+    parser_->body_limit(state_->limits.max_body_bytes);
     http::async_read_header(socket_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::onHeader, shared_from_this()));
+  }
+
+  // Drops the empty lines (CRLF, or a bare LF) ahead of a request-line: RFC 9112 2.2 has a server
+  // ignore them, as some clients send one after a POST body, and the parser takes them for a
+  // malformed request (a 400 and the close would lose the requests pipelined behind). Whether it
+  // dropped any.
+  bool skipEmptyLines() {
+    const auto* bytes = static_cast<const char*>(buffer_.data().data());
+    std::size_t empty = 0;
+    while (empty < buffer_.size() && (bytes[empty] == '\r' || bytes[empty] == '\n')) ++empty;
+    buffer_.consume(empty);
+    return empty > 0;
   }
 
   // The header block is in: answer `Expect: 100-continue` before reading the body, or a client
   // that waits for it would stall until its own timeout.
   void onHeader(beast::error_code ec, std::size_t bytes) {
+    // Empty lines that came after the read began fail the parse, which took nothing: read again
+    // without them, within the same deadline (a stream of empty lines gets no more time).
+    if (ec && ec != http::error::end_of_stream &&
+        ec.category() == http::make_error_code(http::error::bad_method).category() &&
+        skipEmptyLines()) {
+      return readHeader();
+    }
     if (ec) return onRead(ec, bytes);
     const auto& header = parser_->get();
     if (!bodyIsFramed()) {

@@ -531,5 +531,34 @@ TEST_F(ServiceTest, Http10KeepAliveIsHonoured) {
   EXPECT_EQ(answers[6][http::field::connection], "");
 }
 
+// Empty lines before a request-line are skipped (RFC 9112 2.2): a client that ends a POST body
+// with CRLF, or sends one (or a bare LF) ahead of its first request, still has its pipelined
+// requests answered.
+TEST_F(ServiceTest, EmptyLinesBeforeARequestAreSkipped) {
+  const std::optional<std::string> received = exchangeUntilClosed(
+      api_endpoint_,
+      "\r\nPOST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok\r\n"
+      "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n\n\r\n\r\n"
+      "GET /elsewhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  ASSERT_TRUE(received.has_value()) << "the connection stayed open";
+  const auto answers = parseAnswers(*received);
+  ASSERT_EQ(answers.size(), 3u) << *received;
+  EXPECT_EQ(answers[0].result_int(), 400);  // "ok" is not JSON
+  EXPECT_EQ(answers[1].result_int(), 404) << *received;
+  EXPECT_EQ(answers[2].result_int(), 404) << *received;
+
+  // Empty lines that arrive on their own, while the server waits for a request.
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(api_endpoint_);
+  boost::asio::write(socket, boost::asio::buffer(std::string("\r\n\r\n")));
+  boost::asio::write(socket, boost::asio::buffer(std::string("\n")));
+  boost::asio::write(socket, boost::asio::buffer(std::string(
+                                 "GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")));
+  const std::optional<std::string> answer = readUntilClosed(socket);
+  ASSERT_TRUE(answer.has_value()) << "the connection stayed open";
+  EXPECT_TRUE(answer->starts_with("HTTP/1.1 404")) << *answer;
+}
+
 }  // namespace
 }  // namespace sluice::server
