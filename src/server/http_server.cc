@@ -281,10 +281,39 @@ class Session : public std::enable_shared_from_this<Session> {
     armDeadline();
     net::async_write(socket_, net::buffer(out_),
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       if (ec || !self->keep_alive_) return self->close();
+                       if (ec) return self->close();
+                       if (!self->keep_alive_)
+                         return self->requestUnread() ? self->linger() : self->close();
                        self->doRead();
                      });
   }
+
+  // Whether the client may still be sending the request just answered: its body over the
+  // limit, a refused framing, a malformed header.
+  bool requestUnread() const { return parser_.has_value() && !parser_->is_done(); }
+
+  // A close with unread bytes in the socket makes the kernel send a reset, which can destroy the
+  // answer before the client reads it (a client that sends its whole body first, as Python's
+  // http.client does, then sees a broken pipe instead of its 413). So, as nginx's lingering
+  // close does: the sending side is shut, and what still comes is read and dropped until the
+  // client closes, for at most kLingerUs.
+  void linger() {
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    deadline_.armAfter(kLingerUs);  // closes the socket, which ends the read below
+    discardInput();
+  }
+
+  void discardInput() {
+    buffer_.clear();
+    socket_.async_read_some(buffer_.prepare(64 * 1024),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->close();  // the client's end, or kLingerUs
+                              self->discardInput();
+                            });
+  }
+
+  static constexpr Micros kLingerUs = 5 * kMicrosPerSecond;
 
   void close() {
     deadline_.stop();

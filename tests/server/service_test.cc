@@ -442,7 +442,34 @@ std::optional<std::string> exchangeUntilClosed(const tcp::endpoint& server,
   tcp::socket socket(io);
   socket.connect(server);
   boost::asio::write(socket, boost::asio::buffer(request));
+  // Done sending: a server that lingers after refusing a request (reading what the client
+  // still sends) closes as soon as it sees this end.
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
   return readUntilClosed(socket);
+}
+
+// A body over max_body_bytes gets its 413 even when the client sends the whole body before it
+// reads (as Python's http.client does): the server reads and drops the rest before closing,
+// where a close with the body unread made the kernel reset the connection, and the client saw a
+// broken pipe instead of the answer.
+TEST_F(ServiceTest, ABodyOverTheLimitStillGetsItsAnswer) {
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(api_endpoint_);
+  const std::size_t body_bytes = 8 << 20;
+  const std::string head =
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body_bytes) +
+      "\r\n\r\n";
+  boost::system::error_code ec;
+  boost::asio::write(socket, boost::asio::buffer(head), ec);
+  const std::string chunk(1 << 20, 'x');
+  for (std::size_t sent = 0; sent < body_bytes && !ec; sent += chunk.size())
+    boost::asio::write(socket, boost::asio::buffer(chunk), ec);
+  EXPECT_FALSE(ec) << "writing the body failed: " << ec.message();
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  const std::string received = readUntilClosed(socket).value_or("(the server did not close)");
+  EXPECT_TRUE(received.starts_with("HTTP/1.1 413")) << received.substr(0, 200);
 }
 
 // A Transfer-Encoding whose final coding is not chunked leaves the body's length unknown
