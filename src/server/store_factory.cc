@@ -90,8 +90,15 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
       RedisClusterStoreOptions{.seeds = settings.addresses,
                                .connections = settings.connections,
                                .timeout_us = settings.timeout_us,
-                               .key_prefix = settings.key_prefix});
-  instance.store = std::make_unique<FailoverStore>(std::move(cluster), failoverOptions(settings));
+                               .key_prefix = settings.key_prefix,
+                               .breaker_failures = settings.breaker_failures,
+                               .breaker_cooldown_us = settings.breaker_cooldown_us});
+  // The cluster store breaks per master, so a dead master fails only its own slots' requests;
+  // one breaker over every call on top would let those failures take the healthy masters'
+  // requests to on_error as well.
+  FailoverOptions failover = failoverOptions(settings);
+  failover.use_breaker = false;
+  instance.store = std::make_unique<FailoverStore>(std::move(cluster), failover);
   instance.key_count = [] { return std::size_t{0}; };  // the keys live in the cluster
   instance.description = "redis cluster " + settings.addresses.front();
   return instance;

@@ -21,13 +21,13 @@ FailoverStore::~FailoverStore() {
 
 StoreStatus FailoverStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
                                  std::span<Outcome> outcomes) noexcept {
-  if (shared_ == nullptr || !breaker_.allow(clock.now())) return fallBack(checks, clock, outcomes);
+  if (!mayCallShared(clock.now())) return fallBack(checks, clock, outcomes);
   return settle(shared_->apply(checks, clock, outcomes), checks, clock, outcomes);
 }
 
 void FailoverStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                                std::span<Outcome> outcomes, StoreCallback done) noexcept {
-  if (shared_ == nullptr || !breaker_.allow(clock.now())) {
+  if (!mayCallShared(clock.now())) {
     return done(fallBack(checks, clock, outcomes));
   }
   shared_->applyAsync(checks, clock, outcomes,
@@ -36,13 +36,17 @@ void FailoverStore::applyAsync(std::span<const LimitCheck> checks, const Clock& 
                       });
 }
 
+bool FailoverStore::mayCallShared(Micros now_us) noexcept {
+  return shared_ != nullptr && (!options_.use_breaker || breaker_.allow(now_us));
+}
+
 StoreStatus FailoverStore::settle(StoreStatus status, std::span<const LimitCheck> checks,
                                   const Clock& clock, std::span<Outcome> outcomes) noexcept {
   if (status != StoreStatus::kUnavailable) {
-    breaker_.onSuccess();
+    if (options_.use_breaker) breaker_.onSuccess();
     return status;
   }
-  breaker_.onFailure(clock.now());
+  if (options_.use_breaker) breaker_.onFailure(clock.now());
   return fallBack(checks, clock, outcomes);
 }
 

@@ -19,6 +19,10 @@ struct FailoverOptions {
   std::size_t sluice_nodes = 1;  // on_error: local enforces limit / sluice_nodes here
   std::size_t breaker_failures = 5;
   Micros breaker_cooldown_us = 1'000'000;
+  // False for a shared store with a breaker per server of its own (Redis Cluster: one per
+  // master). One breaker over all its calls would let a dead master's fast failures open it and
+  // send the healthy masters' requests to on_error too.
+  bool use_breaker = true;
   std::size_t local_max_keys = 100'000;
   // What a denied-for-unavailability request is told to wait.
   Micros unavailable_retry_after_us = 1'000'000;
@@ -45,6 +49,8 @@ class FailoverStore final : public Store {
   [[nodiscard]] bool breakerOpen() const noexcept { return breaker_.open(); }
 
  private:
+  // Whether the shared store may be called now: the breaker, when used, is closed or probing.
+  [[nodiscard]] bool mayCallShared(Micros now_us) noexcept;
   // Records the shared store's status; on failure decides by on_error and says kDegraded.
   StoreStatus settle(StoreStatus status, std::span<const LimitCheck> checks, const Clock& clock,
                      std::span<Outcome> outcomes) noexcept;

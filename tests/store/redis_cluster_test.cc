@@ -1,7 +1,7 @@
 // RedisClusterStore against a real three-master Redis Cluster: atomic decisions within a slot,
 // consume-then-refund across slots, discovery from one seed, MOVED after a slot migration, ASK
-// during one, and a killed master. The script reads Redis TIME, and every limit is per day, so
-// no limit refills during a test.
+// during one, a killed master, and one that was dead from the start. The script reads Redis TIME,
+// and every limit is per day, so no limit refills during a test.
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/store_factory.h"
 #include "sluice/decision.h"
 #include "store/redis/cluster_slots.h"
 #include "store/redis/cluster_store.h"
@@ -285,6 +286,76 @@ TEST_F(RedisClusterStoreTest, ADenialStandsWhenAnotherSlotFails) {
   EXPECT_EQ(outcomes[0].reason, DenyReason::kOverLimit);
   EXPECT_FALSE(outcomes[1].allowed);
   EXPECT_EQ(outcomes[1].reason, DenyReason::kStoreUnavailable);
+}
+
+// One master dead, as the factory builds the store (FailoverStore around the cluster store):
+// the requests for its slots fail and go to on_error, but the requests for the live masters'
+// slots are still decided by Redis. (One breaker over every call opened on the dead master's
+// failures and sent the live masters' requests to on_error for its whole cooldown.) The node
+// timeout is long, so the live masters keep serving.
+TEST_F(RedisClusterStoreTest, ADeadMasterLeavesTheLiveMastersDecidedByRedis) {
+  policy::StoreSettings settings;
+  settings.type = policy::StoreSettings::Type::kRedisCluster;
+  settings.addresses.clear();
+  for (std::size_t i = 0; i < cluster_->size(); ++i)
+    settings.addresses.push_back(cluster_->address(i));
+  settings.timeout_us = 300'000;
+  settings.key_prefix = kPrefix;
+  // Longer than the test: a breaker the dead master opens is still open at the end.
+  settings.breaker_cooldown_us = 600'000'000;
+  Result<server::StoreInstance> made = server::makeStore(settings);
+  ASSERT_TRUE(made.ok()) << made.error();
+  Store& store = *made.value().store;
+  const std::string live_groups[] = {groupOnNode("live", 0), groupOnNode("live", 2)};
+  const std::string lost_group = groupOnNode("lost", 1);
+  const LimitCheck live[] = {{"live", &day_, 1, live_groups[0]},
+                             {"live", &day_, 1, live_groups[1]}};
+  const LimitCheck lost{"lost", &day_, 1, lost_group};
+  // Polling until the store has the slot table and a connection to each master, not timing it.
+  const auto decided = [&](const LimitCheck& check) {
+    Outcome outcome;
+    return store.apply({&check, 1}, clock_, {&outcome, 1}) == StoreStatus::kOk;
+  };
+  for (const LimitCheck& check : {live[0], live[1], lost}) {
+    bool answered = false;
+    for (int attempt = 0; attempt < 100 && !answered; ++attempt) answered = decided(check);
+    ASSERT_TRUE(answered) << check.group;
+  }
+  cluster_->kill(1);
+  for (int i = 0; i < 20; ++i) {
+    Outcome outcome;
+    EXPECT_EQ(store.apply({&lost, 1}, clock_, {&outcome, 1}), StoreStatus::kDegraded) << i;
+    EXPECT_TRUE(outcome.allowed) << i;  // on_error: allow, the default
+  }
+  for (int i = 0; i < 20; ++i) {
+    for (const LimitCheck& check : live) {
+      Outcome outcome;
+      EXPECT_EQ(store.apply({&check, 1}, clock_, {&outcome, 1}), StoreStatus::kOk)
+          << check.group << " " << i;
+    }
+  }
+}
+
+// A master that was dead before the store started (it never connected to it): the requests for
+// its slots fail at once, once its first connects have been refused, instead of each waiting
+// for a connection until its deadline; the other masters' slots keep deciding.
+TEST_F(RedisClusterStoreTest, AMasterNeverConnectedToFailsFast) {
+  constexpr Micros kTimeoutUs = 2'000'000;
+  const std::string lost_group = groupOnNode("lost", 1);
+  const std::string kept_group = groupOnNode("kept", 0);
+  const LimitCheck lost{"lost", &day_, 1, lost_group};
+  const LimitCheck kept{"kept", &day_, 1, kept_group};
+  cluster_->kill(1);
+  auto store = makeStore({}, kTimeoutUs);
+  for (int i = 0; i < 3; ++i) {
+    Outcome outcome;
+    const auto started = steady_clock::now();
+    EXPECT_EQ(store->apply({&lost, 1}, clock_, {&outcome, 1}), StoreStatus::kUnavailable);
+    // Nothing but the elapsed time tells a fast failure from one at the deadline, so the bound
+    // is generous: half the timeout, where waiting for a connection takes all of it.
+    EXPECT_LT(steady_clock::now() - started, std::chrono::microseconds(kTimeoutUs / 2)) << i;
+  }
+  EXPECT_TRUE(decide(*store, kept).allowed);
 }
 
 // Redirections are read from Redis's error text; an omitted host is the asked node's.

@@ -42,8 +42,10 @@ struct RoutedCall {
   std::chrono::steady_clock::time_point deadline;
   // The final reply: null when the call failed; an error reply when the cluster refused it.
   std::function<void(const redisReply*)> handler;
-  // A decide: a reply that comes after its attempt was given up on is refunded (undoLate).
-  bool refund_if_late = false;
+  // A decide, not a refund: a reply that comes after its attempt was given up on is refunded
+  // (undoLate), and while its node's breaker is open it fails at once. A refund is sent
+  // whatever the breaker says: it must land, or the limit stays over-counted.
+  bool decide = false;
   int redirects = 0;
   std::string ask_address;  // when set, the next attempt goes there, after ASKING
 };
@@ -97,6 +99,13 @@ std::shared_ptr<ClusterRequest> makeRequest(std::span<const LimitCheck> checks,
   }
   for (SlotGroup& group : request->groups) group.outcomes.resize(group.checks.size());
   return request;
+}
+
+// The breakers' time: any steady count of microseconds will do, as they only compare instants.
+Micros steadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             SteadyClock::now().time_since_epoch())
+      .count();
 }
 
 // A group that consumed and was refunded reports its state as it is now: as many units back as
@@ -164,6 +173,8 @@ RedisClusterStore::Node* RedisClusterStore::node(const std::string& address) {
   const std::optional<redis::HostPort> parsed = redis::splitHostPort(address);
   if (!parsed) return nullptr;
   Node& made = nodes_[address];
+  made.breaker =
+      std::make_unique<CircuitBreaker>(options_.breaker_failures, options_.breaker_cooldown_us);
   made.host = parsed->host;
   made.pool = std::make_unique<redis::ServerPool>(loop_.io(), parsed->host, parsed->port,
                                                   options_.connections);
@@ -184,7 +195,7 @@ void RedisClusterStore::start(const std::shared_ptr<ClusterRequest>& request) {
     routed->slot = group.slot;
     routed->deadline = request->deadline;
     routed->handler = [this, request, g](const redisReply* reply) { onDecided(request, g, reply); };
-    routed->refund_if_late = true;
+    routed->decide = true;
     route(routed);
   }
 }
@@ -303,9 +314,20 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
     requestRefresh();
     return retryLater(routed);  // the table is not fetched yet, or names no master for the slot
   }
-  if (!target->pool->connected()) {
-    if (!target->ever_connected) return retryLater(routed);  // its first connect is under way
-    // A master that went away: fail fast, and look for the replica that may replace it.
+  const bool connected = target->pool->connected();
+  // Its first connects are under way: wait for them, within the request's time.
+  if (!connected && !target->ever_connected && !target->pool->everyConnectionTried()) {
+    return retryLater(routed);
+  }
+  const Micros now_us = steadyMicros();
+  if (routed->decide && !target->breaker->allow(now_us)) {
+    requestRefresh();  // a replica may have replaced it
+    return routed->handler(nullptr);
+  }
+  if (!connected) {
+    // A master that went away, or that refused every first connect: fail fast, and look for
+    // the replica that may replace it.
+    target->breaker->onFailure(now_us);
     requestRefresh();
     return routed->handler(nullptr);
   }
@@ -316,25 +338,27 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
   const bool asking = !routed->ask_address.empty();
   target->pool->call(
       routed->call, remaining,
-      [this, routed, host = target->host](const redisReply* reply, std::string_view) {
-        onRouted(routed, reply, host);
+      [this, routed, target](const redisReply* reply, std::string_view) {
+        onRouted(routed, reply, *target);
       },
       [this, routed](const redisReply* reply) {
-        if (routed->refund_if_late) undoLate(*routed->call, routed->slot, reply);
+        if (routed->decide) undoLate(*routed->call, routed->slot, reply);
       },
       asking);
 }
 
 void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, const redisReply* reply,
-                                 const std::string& asked_host) {
+                                 Node& asked) {
   routed->ask_address.clear();  // an ASK holds for one attempt only
   if (stopping_) return routed->handler(nullptr);
   if (reply == nullptr) {
+    asked.breaker->onFailure(steadyMicros());
     requestRefresh();  // timed out or lost the connection: the master may have failed over
     return routed->handler(nullptr);
   }
+  asked.breaker->onSuccess();  // any reply, an error or a redirection included: it answers
   const std::optional<redis::Redirect> redirect =
-      redis::readRedirect(redis::errorText(reply), asked_host);
+      redis::readRedirect(redis::errorText(reply), asked.host);
   // TRYAGAIN, CLUSTERDOWN and script errors end here, as error replies the caller rejects.
   if (!redirect) return routed->handler(reply);
   if (++routed->redirects > kMaxRedirects) {

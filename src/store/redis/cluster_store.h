@@ -8,6 +8,9 @@
 // MOVED, periodically, and with a backoff while no node answers); MOVED updates the slot and
 // retries on its new master; ASK retries once on the importing node with ASKING. TRYAGAIN and
 // CLUSTERDOWN make the call unavailable. Everything a request does is bounded by the timeout.
+//
+// Each node has its own circuit breaker, so a dead master costs only the requests for its
+// slots: they fail at once, as do those for a master whose first connects were all refused.
 #pragma once
 
 #include <array>
@@ -23,6 +26,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "store/circuit_breaker.h"
 #include "store/redis/loop_thread.h"
 #include "store/redis/redis_keys.h"
 #include "store/redis/server_pool.h"
@@ -42,6 +46,11 @@ struct RedisClusterStoreOptions {
   bool use_caller_clock = false;
   // How often the slot table is fetched again when nothing else asks for it.
   Micros refresh_interval_us = 10'000'000;
+  // A circuit breaker per node: this many failures in a row on one master make the calls for
+  // its slots fail at once for the cooldown (then one probes), while the other masters' slots
+  // keep deciding.
+  std::size_t breaker_failures = 5;
+  Micros breaker_cooldown_us = 1'000'000;
 };
 
 namespace redis {
@@ -73,6 +82,8 @@ class RedisClusterStore final : public Store {
   // A master (or seed) and the connections to it. Kept for the store's life once seen: a
   // cluster has a bounded number of nodes, and in-flight calls may still be on its pool.
   struct Node {
+    // Declared before the pool, so it outlives the calls the pool fails as it is destroyed.
+    std::unique_ptr<CircuitBreaker> breaker;
     std::unique_ptr<redis::ServerPool> pool;
     std::string host;
     bool ever_connected = false;  // after that, a lost connection fails calls at once
@@ -97,7 +108,7 @@ class RedisClusterStore final : public Store {
   // Sends a script call to its slot's master, following redirections, until its deadline.
   void route(const std::shared_ptr<redis::RoutedCall>& routed);
   void onRouted(const std::shared_ptr<redis::RoutedCall>& routed, const redisReply* reply,
-                const std::string& asked_host);
+                Node& asked);
   void retryLater(const std::shared_ptr<redis::RoutedCall>& routed);
 
   void requestRefresh();

@@ -72,6 +72,7 @@ void RedisConnection::connect() {
 }
 
 void RedisConnection::scheduleReconnect() {
+  tried_connecting_ = true;  // every failed attempt, and every lost connection, comes here
   if (closing_) return;
   // Jitter, between half the delay and all of it: the connections of every node that lost the
   // same Redis would otherwise come back to it in step.
@@ -169,6 +170,7 @@ void RedisConnection::readArrived() {
 void RedisConnection::onConnected(int status) {
   if (status != REDIS_OK) return;  // hiredis frees the context next; cleanup reconnects
   connected_ = true;
+  tried_connecting_ = true;
   answered_ = false;  // the backoff starts again once Redis answers (see the header)
   timer_.cancel();
   if (options_.on_connect) options_.on_connect(*this);

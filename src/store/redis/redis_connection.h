@@ -51,6 +51,9 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // Fails pending commands and stops reconnecting.
   void close();
   [[nodiscard]] bool connected() const noexcept { return connected_; }
+  // Whether a connect attempt has ended, connected or not: until then, not being connected
+  // says nothing about the server.
+  [[nodiscard]] bool triedConnecting() const noexcept { return tried_connecting_; }
   [[nodiscard]] const ConnectionOptions& options() const noexcept { return options_; }
   // The backoff the next failure waits (before jitter), from first_retry to last_retry.
   [[nodiscard]] std::chrono::milliseconds retryDelay() const noexcept { return retry_delay_; }
@@ -96,6 +99,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // Bumped whenever the context goes away, so socket waits armed for it do nothing.
   std::uint64_t generation_ = 0;
   bool connected_ = false;
+  bool tried_connecting_ = false;
   bool answered_ = false;  // Redis has answered a command since the last connect
   bool closing_ = false;
   bool want_read_ = false;

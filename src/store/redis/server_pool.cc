@@ -91,6 +91,13 @@ bool ServerPool::connected() const noexcept {
   return false;
 }
 
+bool ServerPool::everyConnectionTried() const noexcept {
+  for (const auto& connection : connections_) {
+    if (!connection->triedConnecting()) return false;
+  }
+  return true;
+}
+
 RedisConnection* ServerPool::pick() noexcept {
   for (std::size_t tried = 0; tried < connections_.size(); ++tried) {
     RedisConnection* connection = connections_[next_++ % connections_.size()].get();

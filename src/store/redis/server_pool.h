@@ -31,6 +31,9 @@ class ServerPool {
 
   void start();
   [[nodiscard]] bool connected() const noexcept;
+  // Whether every connection has ended at least one connect attempt: not connected then means
+  // the server refused or did not answer, not that the first connects are still under way.
+  [[nodiscard]] bool everyConnectionTried() const noexcept;
   [[nodiscard]] const std::string& address() const noexcept { return address_; }
 
   // A reply that came after its call's deadline: the script ran, though the caller was told it
