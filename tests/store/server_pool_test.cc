@@ -1,5 +1,6 @@
 // ServerPool's deadline against a real redis-server, on an io_context the test runs by hand so
-// it can choose which handlers run in which order.
+// it can choose which handlers run in which order; and its connections on a path that goes
+// silent, through a proxy that black-holes them, against a Redis that is frozen.
 #include "store/redis/server_pool.h"
 
 #include <hiredis/hiredis.h>
@@ -9,6 +10,8 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -21,6 +24,8 @@
 
 #include "support/frozen_redis.h"
 #include "support/redis_server.h"
+#include "support/specs.h"
+#include "support/tcp_proxy.h"
 
 namespace sluice {
 namespace {
@@ -81,6 +86,111 @@ TEST(ServerPoolTest, AReplyReceivedBeforeTheDeadlineRunsIsOnTime) {
   });
   io.poll();
   EXPECT_EQ(answer, "PONG");
+}
+
+// Starts a pool of two connections through `proxy` and waits until both are up and answered.
+bool startThroughProxy(boost::asio::io_context& io, redis::ServerPool& pool,
+                       const testing::TcpProxy& proxy) {
+  if (!startAndWarmUp(io, pool)) return false;
+  return runUntil(io, [&] { return proxy.accepted() == 2; });
+}
+
+// Sends PINGs that each time out after 20 ms, one after another, until one is answered PONG or
+// `stop()` says so (at most `tries` of them, or 20 seconds). Says whether one was answered.
+template <typename Stop>
+bool pingUntilAnswered(boost::asio::io_context& io, redis::ServerPool& pool, int tries, Stop stop) {
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  for (int attempt = 0; attempt < tries && !stop(); ++attempt) {
+    if (std::chrono::steady_clock::now() > give_up) break;
+    std::optional<std::string> answer;
+    ping(pool, 20ms, answer);
+    runUntil(io, [&] { return answer.has_value(); });
+    if (answer == "PONG") return true;
+    io.run_for(5ms);  // a connection dropped just now reconnects meanwhile
+  }
+  return false;
+}
+
+// The connections a pool has through a black-holed path (no FIN, no RST: everything sent on
+// them vanishes) stay "connected" until the kernel gives up on them, and every call on them
+// times out. A fresh connection's PING is answered, so the pool drops them and reconnects.
+TEST(ServerPoolTest, ConnectionsOnASilentPathAreReplaced) {
+  testing::RedisServer server;
+  testing::TcpProxy proxy(server.port());
+  boost::asio::io_context io;
+  redis::ServerPool pool(io, "127.0.0.1", proxy.port(), 2);
+  ASSERT_TRUE(startThroughProxy(io, pool, proxy));
+
+  proxy.blackHole();
+  EXPECT_TRUE(pingUntilAnswered(io, pool, 300, [] { return false; }));
+  // The probe's connection and the new ones, made through the proxy after the black hole.
+  EXPECT_GT(proxy.accepted(), 2u);
+}
+
+// The ids of the clients connected to `server` now, but for `admin`'s own.
+std::set<std::string> clientIds(testing::RedisConnection& admin) {
+  const std::string own = std::to_string(admin.command({"CLIENT", "ID"}).integer);
+  std::istringstream lines(admin.command({"CLIENT", "LIST"}).text);
+  std::set<std::string> ids;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("id=", 0) != 0) continue;
+    const std::string id = line.substr(3, line.find(' ') - 3);
+    if (id != own) ids.insert(id);
+  }
+  return ids;
+}
+
+// A frozen Redis (a slow command, a paused VM) is silent too, but a fresh connection's PING is
+// not answered either: the pool keeps its connections, so the calls queued on them run when
+// Redis resumes, and their late replies come (for the caller to refund).
+TEST(ServerPoolTest, AFrozenRedisKeepsItsConnections) {
+  testing::RedisServer server;
+  testing::RedisConnection admin = server.connect();
+  const pid_t pid = testing::redisPid(server);
+  const std::set<std::string> before = clientIds(admin);
+  testing::TcpProxy proxy(server.port());
+  boost::asio::io_context io;
+  redis::ServerPool pool(io, "127.0.0.1", proxy.port(), 2);
+  ASSERT_TRUE(startThroughProxy(io, pool, proxy));
+  std::set<std::string> pool_clients;
+  for (const std::string& id : clientIds(admin)) {
+    if (!before.contains(id)) pool_clients.insert(id);
+  }
+  ASSERT_EQ(pool_clients.size(), 2u);
+
+  const LimitSpec day = testing::spec(Algorithm::kFixedWindow, "100/day");
+  const LimitCheck check{"frozen", &day, 1, {}};
+  auto decide = std::make_shared<const redis::ScriptCall>(
+      redis::ScriptCall::make("decide", "test:", {&check, 1}, std::nullopt));
+  int sent = 0;
+  int late = 0;
+  {
+    testing::Frozen frozen(pid);
+    // Calls time out one after another for longer than the silence limit: past its first
+    // second a probe is opened. Then none for longer than the probe's timeout, so that it has
+    // gone unanswered, and no other is running, when Redis resumes.
+    const auto frozen_at = std::chrono::steady_clock::now();
+    for (int attempt = 0; attempt < 200 && std::chrono::steady_clock::now() < frozen_at + 1500ms;
+         ++attempt) {
+      std::optional<std::string> failed;
+      pool.call(
+          decide, 20ms,
+          [&failed](const redisReply* reply, std::string_view error) {
+            failed = reply == nullptr ? std::string(error) : "answered";
+          },
+          [&late](const redisReply*) { ++late; });
+      ++sent;
+      runUntil(io, [&] { return failed.has_value(); });
+      EXPECT_EQ(failed, "timed out");
+    }
+    EXPECT_GT(proxy.accepted(), 2u) << "no probe was opened";
+    io.run_until(frozen_at + 2800ms);
+  }
+  // Every call queued while Redis was frozen runs now, on the connections it was sent on.
+  runUntil(io, [&] { return late == sent; });
+  EXPECT_EQ(late, sent);
+  const std::set<std::string> after = clientIds(admin);
+  for (const std::string& id : pool_clients) EXPECT_TRUE(after.contains(id)) << "client " << id;
 }
 
 // The most a loopback connection's two socket buffers can hold in one direction: the largest

@@ -37,6 +37,10 @@ void RedisConnection::close() {
   if (context_ != nullptr) redisAsyncFree(context_);
 }
 
+void RedisConnection::reset() {
+  if (context_ != nullptr) redisAsyncFree(context_);  // fails pending commands; cleanup reconnects
+}
+
 void RedisConnection::connect() {
   if (closing_) return;
   redisAsyncContext* context = redisAsyncConnect(options_.host.c_str(), options_.port);
@@ -159,6 +163,7 @@ bool RedisConnection::send(std::span<const std::string_view> argv, ReplyHandler 
     delete owned;
     return false;
   }
+  if (unanswered_++ == 0) waiting_since_ = std::chrono::steady_clock::now();
   return true;
 }
 
@@ -176,9 +181,19 @@ void RedisConnection::onConnected(int status) {
   if (options_.on_connect) options_.on_connect(*this);
 }
 
+void RedisConnection::onReply(const redisReply* reply) {
+  if (!answered_ && reply->type != REDIS_REPLY_ERROR) {
+    answered_ = true;
+    retry_delay_ = options_.first_retry;
+  }
+  // Only while more wait: one clock read per reply at most, none when the pipeline empties.
+  if (unanswered_ > 0 && --unanswered_ > 0) waiting_since_ = std::chrono::steady_clock::now();
+}
+
 void RedisConnection::onCleanup() {
   ++generation_;
   connected_ = false;
+  unanswered_ = 0;  // hiredis failed them all
   want_read_ = want_write_ = read_armed_ = write_armed_ = false;
   context_ = nullptr;
   // hiredis owns the descriptor and closes it; only stop watching it.
@@ -219,11 +234,7 @@ void RedisConnection::disconnectCallback(const redisAsyncContext* /*context*/, i
 void RedisConnection::replyCallback(redisAsyncContext* context, void* reply, void* handler) {
   std::unique_ptr<ReplyHandler> owned(static_cast<ReplyHandler*>(handler));
   auto* self = context != nullptr ? static_cast<RedisConnection*>(context->data) : nullptr;
-  if (self != nullptr && reply != nullptr && !self->answered_ &&
-      static_cast<const redisReply*>(reply)->type != REDIS_REPLY_ERROR) {
-    self->answered_ = true;
-    self->retry_delay_ = self->options_.first_retry;
-  }
+  if (self != nullptr && reply != nullptr) self->onReply(static_cast<const redisReply*>(reply));
   if (reply == nullptr) {
     (*owned)(nullptr, context != nullptr && context->errstr != nullptr ? context->errstr
                                                                        : "connection lost");

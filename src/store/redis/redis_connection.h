@@ -6,6 +6,7 @@
 // backend is down) would otherwise be reconnected to, and sent the script, every first delay.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,6 +51,9 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   void start();
   // Fails pending commands and stops reconnecting.
   void close();
+  // Drops the connection, failing pending commands, and reconnects after the backoff, as after
+  // any lost connection. Not from inside one of this connection's own reply handlers.
+  void reset();
   [[nodiscard]] bool connected() const noexcept { return connected_; }
   // Whether a connect attempt has ended, connected or not: until then, not being connected
   // says nothing about the server.
@@ -61,6 +65,15 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // Queues a command. False (and `handler` is not called) when not connected; otherwise
   // `handler` runs exactly once, on the loop.
   bool send(std::span<const std::string_view> argv, ReplyHandler handler);
+
+  // How long the oldest command still unanswered has gone without any reply on this
+  // connection: since it was sent, or since the last reply if one came later. Zero when every
+  // command is answered. It grows on a path that went silent (no FIN or RST) as on a frozen
+  // Redis; ServerPool tells the two apart.
+  [[nodiscard]] std::chrono::steady_clock::duration silence(
+      std::chrono::steady_clock::time_point now) const noexcept {
+    return unanswered_ == 0 ? std::chrono::steady_clock::duration::zero() : now - waiting_since_;
+  }
 
   // Reads the replies that have already arrived, without waiting, and runs their handlers. A
   // deadline calls this before giving up: its handler may have waited in the loop's queue (the
@@ -78,6 +91,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   void waitWritable();
   void write();
   void onConnected(int status);
+  void onReply(const redisReply* reply);
   void onCleanup();
 
   // hiredis's C hooks; `data` is the RedisConnection.
@@ -100,7 +114,10 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   std::uint64_t generation_ = 0;
   bool connected_ = false;
   bool tried_connecting_ = false;
-  bool answered_ = false;  // Redis has answered a command since the last connect
+  bool answered_ = false;       // Redis has answered a command since the last connect
+  std::size_t unanswered_ = 0;  // commands sent on this context and not answered yet
+  // When the oldest unanswered command was sent, or the last reply came if later.
+  std::chrono::steady_clock::time_point waiting_since_;
   bool closing_ = false;
   bool want_read_ = false;
   bool want_write_ = false;

@@ -4,18 +4,27 @@
 #include <csignal>
 #include <mutex>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 namespace sluice::redis {
 namespace {
 
+// A connection that has waited this long for any reply, while a call timed out, is suspect: it
+// may be on a path that went silent. Far above a round trip, and above a pause for a big key.
+constexpr std::chrono::seconds kSilenceLimit{1};
+// How long the probe's fresh connection has to connect and answer PING.
+constexpr std::chrono::seconds kProbeTimeout{1};
+
+}  // namespace
+
 // One call in flight: finished by its reply or its deadline, whichever comes first.
-struct InFlight {
-  explicit InFlight(boost::asio::io_context& io, ServerPool::CallHandler on_done)
+struct ServerPool::InFlight {
+  explicit InFlight(boost::asio::io_context& io, CallHandler on_done)
       : deadline(io), handler(std::move(on_done)) {}
   boost::asio::steady_timer deadline;
-  ServerPool::CallHandler handler;
-  ServerPool::LateReplyHandler late;
+  CallHandler handler;
+  LateReplyHandler late;
   std::weak_ptr<RedisConnection> connection;  // the one the reply will come on
   bool finished = false;
 
@@ -33,30 +42,40 @@ struct InFlight {
   }
 };
 
-std::shared_ptr<InFlight> startDeadline(boost::asio::io_context& io,
-                                        std::chrono::microseconds timeout,
-                                        RedisConnection& connection,
-                                        ServerPool::CallHandler handler) {
-  auto flight = std::make_shared<InFlight>(io, std::move(handler));
+// A fresh connection's PING, asking whether Redis answers by a new path. Shared with its
+// handlers, which do nothing once `done` is set (the probe ended, or the pool is gone).
+struct ServerPool::Probe {
+  explicit Probe(boost::asio::io_context& io) : deadline(io) {}
+  std::shared_ptr<RedisConnection> connection;
+  boost::asio::steady_timer deadline;
+  bool done = false;
+};
+
+std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::microseconds timeout,
+                                                                RedisConnection& connection,
+                                                                CallHandler handler) {
+  auto flight = std::make_shared<InFlight>(io_, std::move(handler));
   flight->connection = connection.weak_from_this();
   flight->deadline.expires_after(timeout);
-  flight->deadline.async_wait([flight](const boost::system::error_code& error) {
+  // `this` is used only while the call is unfinished: the pool's destructor fails every call
+  // (closing their connections), so an unfinished call means the pool is still there.
+  flight->deadline.async_wait([this, flight](const boost::system::error_code& error) {
     // Finished: the reply came after this handler was queued (cancel() cannot recall it).
     if (error || flight->finished) return;
     // A reply that reached the socket while this handler waited in the loop's queue (the loop
     // busy, or the process descheduled) is taken as on time: it came no later than the loop
     // could have looked.
     if (const auto receiving = flight->connection.lock()) receiving->readArrived();
-    flight->finish(nullptr, "timed out");  // nothing if that read finished it
+    if (flight->finished) return;  // that read finished it
+    onCallTimedOut();  // first: the caller's handler may go on to anything
+    flight->finish(nullptr, "timed out");
   });
   return flight;
 }
 
-}  // namespace
-
 ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
                        std::size_t connections)
-    : io_(io), address_(host + ":" + std::to_string(port)) {
+    : io_(io), host_(host), port_(port), address_(host + ":" + std::to_string(port)) {
   // hiredis writes with write(2): a write to a Redis that just died raises SIGPIPE, whose
   // default action kills the process. A rate limiter must outlive its store, so ignore it
   // (process-wide, as every network server does; Asio's own sockets never raise it).
@@ -77,6 +96,11 @@ ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint1
 }
 
 ServerPool::~ServerPool() {
+  if (probe_ != nullptr) {
+    probe_->done = true;  // its handlers must not touch this pool any more
+    probe_->deadline.cancel();
+    probe_->connection->close();
+  }
   for (const auto& connection : connections_) connection->close();
 }
 
@@ -110,7 +134,7 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
                       CallHandler handler, LateReplyHandler late, bool asking) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
-  auto flight = startDeadline(io_, timeout, *connection, std::move(handler));
+  auto flight = startDeadline(timeout, *connection, std::move(handler));
   flight->late = std::move(late);
   if (asking) {
     const std::string_view argv[] = {"ASKING"};
@@ -143,12 +167,67 @@ void ServerPool::command(std::vector<std::string> argv, std::chrono::microsecond
                          CallHandler handler) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
-  auto flight = startDeadline(io_, timeout, *connection, std::move(handler));
+  auto flight = startDeadline(timeout, *connection, std::move(handler));
   const std::vector<std::string_view> views(argv.begin(), argv.end());
   if (!connection->send(views, [flight](const redisReply* reply, std::string_view error) {
         flight->finish(reply, error);
       })) {
     flight->finish(nullptr, "could not send to " + address_);
+  }
+}
+
+void ServerPool::onCallTimedOut() {
+  if (probe_ != nullptr) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& connection : connections_) {
+    if (connection->connected() && connection->silence(now) >= kSilenceLimit) return openProbe();
+  }
+}
+
+void ServerPool::openProbe() {
+  auto probe = std::make_shared<Probe>(io_);
+  probe_ = probe;
+  ConnectionOptions options;
+  options.host = host_;
+  options.port = port_;
+  options.connect_timeout = kProbeTimeout;
+  // No script load: PING is all it sends. Weak, as the connection keeps its options.
+  options.on_connect = [this, weak = std::weak_ptr<Probe>(probe)](RedisConnection& connection) {
+    const std::string_view ping[] = {"PING"};
+    connection.send(ping, [this, weak](const redisReply* reply, std::string_view) {
+      const auto running = weak.lock();
+      if (running == nullptr || running->done) return;
+      endProbe(running, reply != nullptr && reply->type != REDIS_REPLY_ERROR);
+    });
+  };
+  probe->connection = RedisConnection::create(io_, std::move(options));
+  probe->deadline.expires_after(kProbeTimeout);
+  probe->deadline.async_wait([this, probe](const boost::system::error_code& error) {
+    if (!error && !probe->done) endProbe(probe, false);
+  });
+  probe->connection->start();
+}
+
+void ServerPool::endProbe(const std::shared_ptr<Probe>& probe, bool answered) {
+  probe->done = true;
+  probe->deadline.cancel();
+  probe_.reset();
+  // Closed on the loop's next turn: this may run inside the probe's own reply callback.
+  boost::asio::post(io_, [connection = probe->connection] { connection->close(); });
+  if (answered) resetSilentConnections();
+}
+
+void ServerPool::resetSilentConnections() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto silent = [now](const RedisConnection& connection) {
+    return connection.connected() && connection.silence(now) >= kSilenceLimit;
+  };
+  for (const auto& connection : connections_) {
+    if (!silent(*connection)) continue;
+    // A Redis resuming from a freeze answers the commands already queued on these connections
+    // before the probe, which it has yet to accept: replies in the socket mean the path works.
+    connection->readArrived();
+    if (silent(*connection)) connection->reset();
   }
 }
 

@@ -1,5 +1,13 @@
 // A few pipelined connections to one Redis server, and script calls over them with a deadline.
 // Lives on one loop thread: every member runs there.
+//
+// A connection whose path goes silent (no FIN or RST: a moved pod, a VIP failover, a proxy whose
+// backend died) would stay "connected" for as long as the kernel keeps it, and calls on it would
+// all time out. So when a call times out while a connection has waited a second or more for
+// any reply, the pool probes: a fresh connection sends PING. Answered, Redis is reachable by a
+// new path, and the silent connections are dropped and reconnected. Unanswered, Redis itself is
+// frozen or down (a slow command, SIGSTOP, a paused VM): its connections stay, so what it runs
+// when it resumes is answered on them, and late replies can be refunded.
 #pragma once
 
 #include <chrono>
@@ -11,6 +19,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "store/redis/redis_connection.h"
 #include "store/redis/script_call.h"
@@ -55,12 +64,26 @@ class ServerPool {
                CallHandler handler);
 
  private:
+  struct InFlight;
+  struct Probe;
+
   RedisConnection* pick() noexcept;
+  // Finishes the call as failed at `timeout` unless its reply has come.
+  std::shared_ptr<InFlight> startDeadline(std::chrono::microseconds timeout,
+                                          RedisConnection& connection, CallHandler handler);
+  // A call timed out: probe when a connection has gone silent (see the top of this file).
+  void onCallTimedOut();
+  void openProbe();
+  void endProbe(const std::shared_ptr<Probe>& probe, bool answered);
+  void resetSilentConnections();
 
   boost::asio::io_context& io_;
+  std::string host_;
+  std::uint16_t port_;
   std::string address_;
   std::vector<std::shared_ptr<RedisConnection>> connections_;
   std::size_t next_ = 0;
+  std::shared_ptr<Probe> probe_;  // the probe running, if any
 };
 
 }  // namespace sluice::redis
