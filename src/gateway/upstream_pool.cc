@@ -28,51 +28,38 @@ UpstreamPool::UpstreamPool(const std::vector<Upstream>& upstreams, ParkedClosedC
 }
 
 UpstreamConnection UpstreamPool::takeIdle(std::size_t upstream, bool verify) {
-  std::vector<UpstreamConnection>& idle = idle_[upstream];
+  std::vector<Parked>& idle = idle_[upstream];
+  if (idle.empty()) return nullptr;
+  const auto quiet_since = std::chrono::steady_clock::now() - kQuietCheckAfter;
   while (!idle.empty()) {
-    UpstreamConnection connection = std::move(idle.back());
+    Parked parked = std::move(idle.back());
     idle.pop_back();
+    const bool peek = verify || parked.since <= quiet_since;
+    if (peek ? looksAlive(*parked.connection) : parked.connection->is_open()) {
+      return std::move(parked.connection);
+    }
+    if (peek) parked_closed_->fetch_add(1, std::memory_order_relaxed);
     boost::system::error_code ignored;
-    connection->cancel(ignored);  // its parked wait: nothing came, and its handler does nothing
-    if (verify ? looksAlive(*connection) : connection->is_open()) return connection;
-    connection->close(ignored);
+    parked.connection->close(ignored);
   }
   return nullptr;
 }
 
 void UpstreamPool::giveBack(std::size_t upstream, UpstreamConnection connection) {
-  std::vector<UpstreamConnection>& idle = idle_[upstream];
+  std::vector<Parked>& idle = idle_[upstream];
   if (idle.size() >= max_idle_[upstream] || !connection->is_open()) {
     boost::system::error_code ignored;
     connection->close(ignored);
     return;
   }
-  const server::DrainAwareSocket* parked = connection.get();
-  connection->async_wait(boost::asio::socket_base::wait_read,
-                         [this, upstream, parked](const boost::system::error_code& error) {
-                           if (!error) closeParked(upstream, parked);
-                         });
-  idle.push_back(std::move(connection));
-}
-
-void UpstreamPool::closeParked(std::size_t upstream, const server::DrainAwareSocket* connection) {
-  // Not found: taken already (its wait completed just before), or closed by closeAll.
-  std::vector<UpstreamConnection>& idle = idle_[upstream];
-  const auto found = std::find_if(idle.begin(), idle.end(), [connection](const auto& parked) {
-    return parked.get() == connection;
-  });
-  if (found == idle.end()) return;
-  boost::system::error_code ignored;
-  (*found)->close(ignored);
-  idle.erase(found);
-  parked_closed_->fetch_add(1, std::memory_order_relaxed);
+  idle.push_back({std::move(connection), std::chrono::steady_clock::now()});
 }
 
 void UpstreamPool::closeAll() {
   for (auto& idle : idle_) {
-    for (UpstreamConnection& connection : idle) {
+    for (Parked& parked : idle) {
       boost::system::error_code ignored;
-      connection->close(ignored);
+      parked.connection->close(ignored);
     }
     idle.clear();
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,26 +28,30 @@ using ParkedClosedCount = std::shared_ptr<std::atomic<std::uint64_t>>;
 
 // The idle connections of one loop. Not thread-safe: used only from its loop.
 //
-// A parked connection has a wait for readability out, as nginx's keepalive module does: nothing
-// may arrive on it while no request is out, so whatever does (an end of stream, a reset, or bytes
-// an upstream sent late, such as a body behind a HEAD answer or past its Content-Length) closes
-// it. Reused, those bytes would be read as the next request's answer, and every answer on that
-// connection after it would be one behind: one client's answer sent to another.
+// Nothing may arrive on a parked connection while no request is out on it. Whatever does (an
+// end of stream, a reset, or bytes an upstream sent late, such as a body behind a HEAD answer or
+// past its Content-Length) would be read as the next request's answer, and every answer on that
+// connection after it would be one behind: one client's answer sent to another. So a connection
+// parked for kQuietCheckAfter or longer is peeked at before reuse, and closed if anything came.
+// One parked for less is reused unpeeked: under load connections come back within a fraction of
+// a millisecond, and a peek per request (a system call) cost more than the check is worth there;
+// bytes that come that soon, or after the connection is taken, are not caught (nor by nginx's
+// keepalive module, which watches parked connections for the same purpose).
 class UpstreamPool {
  public:
   UpstreamPool(const std::vector<Upstream>& upstreams, ParkedClosedCount parked_closed);
 
   // A parked connection to `upstream`, or null. The newest first: it is the least likely to have
   // been closed by the upstream's idle timeout. With `verify`, one that still looks open (the
-  // peer has not closed it), at the cost of a system call: for a request that could not be sent
-  // again on a fresh connection if this one turned out dead.
+  // peer has not closed it) however briefly it was parked, at the cost of a system call: for a
+  // request that could not be sent again on a fresh connection if this one turned out dead.
   [[nodiscard]] UpstreamConnection takeIdle(std::size_t upstream, bool verify);
+
+  static constexpr std::chrono::milliseconds kQuietCheckAfter{1};
 
   // Parks a connection whose last response was complete and kept alive; closes it when the
   // upstream already has max_idle_per_thread parked.
   void giveBack(std::size_t upstream, UpstreamConnection connection);
-  // The parked wait of `connection` completed (not cancelled by takeIdle): closes it.
-  void closeParked(std::size_t upstream, const server::DrainAwareSocket* connection);
 
   // Closes every parked connection (shutdown).
   void closeAll();
@@ -56,8 +61,13 @@ class UpstreamPool {
   }
 
  private:
+  struct Parked {
+    UpstreamConnection connection;
+    std::chrono::steady_clock::time_point since;
+  };
+
   std::vector<std::size_t> max_idle_;
-  std::vector<std::vector<UpstreamConnection>> idle_;
+  std::vector<std::vector<Parked>> idle_;
   ParkedClosedCount parked_closed_;
 };
 
