@@ -258,12 +258,7 @@ beast::error_code ProxySession::upstreamError(beast::error_code ec) const {
 void ProxySession::readHeader() {
   busy_ = false;
   if (state_->draining.load(std::memory_order_relaxed)) return close();
-  request_.reset();
-  if (exchange_ == nullptr) fields_.rewind();  // neither parser holds fields any more
-  request_.emplace(std::piecewise_construct, std::make_tuple(),
-                   std::make_tuple(ArenaAllocator<char>(fields_)));
-  request_->header_limit(static_cast<std::uint32_t>(state_->settings.max_header_bytes));
-  request_->body_limit(boost::none);  // streamed through a fixed buffer, never held whole
+  newRequestParser();
   arm(Watch::kClient, state_->settings.client_timeout_us);
   if (watching_client_) {
     header_after_watch_ = true;  // the watch's read is this request's first
@@ -272,12 +267,33 @@ void ProxySession::readHeader() {
   readHeaderFromBuffer();
 }
 
+void ProxySession::newRequestParser() {
+  request_.reset();
+  if (exchange_ == nullptr) fields_.rewind();  // neither parser holds fields any more
+  request_.emplace(std::piecewise_construct, std::make_tuple(),
+                   std::make_tuple(ArenaAllocator<char>(fields_)));
+  request_->header_limit(static_cast<std::uint32_t>(state_->settings.max_header_bytes));
+  request_->body_limit(boost::none);  // streamed through a fixed buffer, never held whole
+}
+
 // Parses what client_buffer_ holds and reads on as needed (Beast reads only when the buffer
 // holds less than a whole header).
 void ProxySession::readHeaderFromBuffer() {
+  skipEmptyLines();
   bhttp::async_read_header(
       client_, client_buffer_, *request_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+}
+
+// Drops the empty lines (CRLF, or a bare LF) ahead of a request-line, as RFC 9112 2.2 has a
+// server do: some clients send one after a POST body, and the parser takes it for a malformed
+// request (a 400 and the close would lose the requests pipelined behind). Whether any went.
+bool ProxySession::skipEmptyLines() {
+  const auto* bytes = static_cast<const char*>(client_buffer_.data().data());
+  std::size_t empty = 0;
+  while (empty < client_buffer_.size() && (bytes[empty] == '\r' || bytes[empty] == '\n')) ++empty;
+  client_buffer_.consume(empty);
+  return empty > 0;
 }
 
 void ProxySession::onHeader(beast::error_code ec) {
@@ -285,6 +301,14 @@ void ProxySession::onHeader(beast::error_code ec) {
   if (ec == bhttp::error::end_of_stream || ec == net::error::operation_aborted ||
       ec == beast::error::timeout || ec == net::error::eof || ec == net::error::connection_reset) {
     return close();
+  }
+  // Empty lines that arrived once the read had begun fail the parse without being taken: read
+  // again without them, with a fresh parser and the same deadline.
+  if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
+      skipEmptyLines()) {
+    busy_ = false;
+    newRequestParser();
+    return readHeaderFromBuffer();
   }
   exchange_ = std::make_unique<Exchange>();
   exchange_->version = request_->get().version() == 10 ? 10 : 11;

@@ -70,7 +70,9 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   // for every wait, while a read that finds nothing just parks in the reactor.)
   void watchClient();
   void onClientRead(boost::beast::error_code ec, std::size_t bytes, std::uint64_t generation);
+  void newRequestParser();
   void readHeaderFromBuffer();
+  bool skipEmptyLines();
   void clientGone();
 
   // Upstream side: connect, stream the request, stream the response (proxy_forwarding.cc).

@@ -415,6 +415,33 @@ TEST_F(GatewayTest, AmbiguousFramingOrHostGets400) {
   EXPECT_EQ(upstream_.requests.load(), 0);
 }
 
+// Empty lines before a request-line are skipped (RFC 9112 2.2), whether they come behind a body
+// or alone before a request: each request is answered, none gets 400.
+TEST_F(GatewayTest, EmptyLinesBeforeARequestAreSkipped) {
+  const std::string raw = rawExchange(
+      "\r\nPOST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok\r\n"
+      "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n\n"
+      "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(answers(raw), 3) << raw;
+  EXPECT_EQ(raw.find("HTTP/1.1 400"), std::string::npos) << raw;
+  EXPECT_EQ(upstream_.requests.load(), 3);
+
+  // An empty line on its own, after an answer: it fails the parse that waits for the next
+  // request, which starts again without it.
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(endpoint_);
+  boost::beast::flat_buffer buffer;
+  const std::string request = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+  boost::asio::write(stream, boost::asio::buffer(request));
+  EXPECT_EQ(sluice::testing::readReply(stream, buffer).status, 200);
+  boost::asio::write(stream, boost::asio::buffer(std::string_view("\r\n")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // lets it arrive on its own
+  boost::asio::write(stream, boost::asio::buffer(request));
+  EXPECT_EQ(sluice::testing::readReply(stream, buffer).status, 200);
+}
+
 // A body whose chunk framing is broken before any of it went upstream gets 400 (the client's
 // error), not a connection closed without a word.
 TEST_F(GatewayTest, AMalformedChunkedBodyGets400) {
