@@ -255,8 +255,10 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
 
 void Service::respondClientGone(const Pending& pending) {
   metrics_.countClientGone();
-  // nginx's code for a request whose client closed first; it goes to a closed socket, and only
-  // ends the connection's bookkeeping.
+  // nginx's code for a request whose client closed first. A client that closed reads nothing; one
+  // that only half-closed its side (shutdown after sending) reads this 499 instead of a
+  // decision: as with nginx's default (proxy_ignore_client_abort off), a half-close while the
+  // request is held counts as leaving.
   HttpResponse response{static_cast<http::status>(499), pending.version};
   response.reason("Client Closed Request");
   // The close token in any version: keep_alive(false) writes none for HTTP/1.0, and the
