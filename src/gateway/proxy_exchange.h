@@ -54,6 +54,10 @@ struct ProxySession::Exchange {
   bool retried = false;
   Framing request_framing = Framing::kNone;
   bool request_head_sent = false;
+  // Every byte of the request went upstream. Only then may the connection be reused: after an
+  // early answer or a failed write, the upstream holds part of a request, and would take the
+  // next one's bytes for the rest of it.
+  bool request_sent = false;
   bool answered_early = false;  // the upstream spoke before the request body was all sent
   std::optional<
       boost::beast::http::response_parser<boost::beast::http::buffer_body, ArenaAllocator<char>>>

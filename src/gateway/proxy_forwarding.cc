@@ -177,7 +177,11 @@ void ProxySession::writeUpstream(std::size_t bytes) {
   if (frame_.size() > chunk_header) {
     buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
   }
-  if (buffers_.empty()) return done ? readResponseHeader() : pumpRequest();
+  if (buffers_.empty()) {
+    if (!done) return pumpRequest();
+    exchange.request_sent = true;
+    return readResponseHeader();
+  }
   arm(Watch::kUpstream, state_->settings.response_timeout_us);
   net::async_write(*exchange.upstream, buffers_,
                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -185,6 +189,7 @@ void ProxySession::writeUpstream(std::size_t bytes) {
                      if (ec) {
                        ec = self->upstreamError(ec);
                        if (self->retryOnFreshConnection(ec)) return;
+                       if (self->client_gone_) return self->close();  // nobody to answer
                        // An upstream that closed the connection before taking the whole
                        // request may have answered first: its answer is read before its
                        // reset (and when there is none, the read reports the failure).
@@ -192,7 +197,9 @@ void ProxySession::writeUpstream(std::size_t bytes) {
                        return self->upstreamFailed(ec);
                      }
                      self->exchange_->request_head_sent = true;
-                     self->request_->is_done() ? self->readResponseHeader() : self->pumpRequest();
+                     if (!self->request_->is_done()) return self->pumpRequest();
+                     self->exchange_->request_sent = true;
+                     self->readResponseHeader();
                    });
 }
 
@@ -310,8 +317,8 @@ void ProxySession::finishExchange() {
   // which must not go back to the pool, and there is no next request.
   if (client_gone_) return close();
   // Only a connection that ended a complete, kept-alive exchange with nothing unread goes back.
-  if (exchange.response->keep_alive() && !exchange.response->need_eof() &&
-      upstream_buffer_.size() == 0 && request_->is_done()) {
+  if (exchange.request_sent && exchange.response->keep_alive() && !exchange.response->need_eof() &&
+      upstream_buffer_.size() == 0) {
     pool_.giveBack(exchange.route->upstream, std::move(exchange.upstream));
   }
   const bool keep_alive = exchange.client_keep_alive;
