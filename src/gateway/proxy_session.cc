@@ -530,7 +530,12 @@ void ProxySession::respondLocal(unsigned status, std::string_view message,
   out_ += "\r\n";
   if (exchange_ == nullptr || !exchange_->head_request) out_ += body;
   exchange_.reset();  // nothing is forwarded: the permits go back now
-  const bool body_unread = request_->is_header_done() && !request_->is_done();
+  // A refused Transfer-Encoding (gzip, say) leaves its body unread although the parser, taking
+  // it for no body, says the request is done.
+  const bool body_unread =
+      request_->is_header_done() &&
+      (!request_->is_done() ||
+       request_->get().find(bhttp::field::transfer_encoding) != request_->get().end());
   writeClient([self = shared_from_this(), keep_alive, body_unread] {
     if (keep_alive) return self->readHeader();
     body_unread ? self->lingerThenClose() : self->close();

@@ -290,7 +290,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Whether the client may still be sending the request just answered: its body over the
   // limit, a refused framing, a malformed header.
-  bool requestUnread() const { return parser_.has_value() && !parser_->is_done(); }
+  // A refused Transfer-Encoding (gzip, say) leaves its body unread although the parser, taking
+  // it for no body, says the request is done.
+  bool requestUnread() const {
+    return parser_.has_value() &&
+           (!parser_->is_done() ||
+            parser_->get().find(http::field::transfer_encoding) != parser_->get().end());
+  }
 
   // A close with unread bytes in the socket makes the kernel send a reset, which can destroy the
   // answer before the client reads it (a client that sends its whole body first, as Python's
