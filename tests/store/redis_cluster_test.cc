@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include "server/store_factory.h"
 #include "sluice/decision.h"
@@ -356,6 +358,35 @@ TEST_F(RedisClusterStoreTest, AMasterNeverConnectedToFailsFast) {
     EXPECT_LT(steady_clock::now() - started, std::chrono::microseconds(kTimeoutUs / 2)) << i;
   }
   EXPECT_TRUE(decide(*store, kept).allowed);
+}
+
+// A cluster none of whose seeds can be reached (no slot table, ever): once the seeds' first
+// connects have been refused, each request fails at once instead of waiting its whole timeout
+// for a table; before, with no breaker in front of the cluster store, each took the timeout.
+TEST(RedisClusterStoreUnreachable, FailsFastWithoutATable) {
+  constexpr Micros kTimeoutUs = 2'000'000;
+  // Ports nothing listens on: bound, then closed, by the kernel's choice.
+  std::vector<std::string> seeds;
+  for (int i = 0; i < 2; ++i) {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor probe(
+        io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    seeds.push_back("127.0.0.1:" + std::to_string(probe.local_endpoint().port()));
+  }
+  RedisClusterStore store(
+      RedisClusterStoreOptions{.seeds = seeds, .connections = 1, .timeout_us = kTimeoutUs});
+  const LimitSpec day = spec(Algorithm::kFixedWindow, "100/day");
+  const LimitCheck check{"k", &day, 1};
+  SystemClock clock;
+  for (int i = 0; i < 3; ++i) {
+    Outcome outcome;
+    const auto started = steady_clock::now();
+    EXPECT_EQ(store.apply({&check, 1}, clock, {&outcome, 1}), StoreStatus::kUnavailable);
+    // Nothing but the elapsed time tells a fast failure from one at the deadline, so the bound
+    // is generous: half the timeout, where waiting for a table takes all of it.
+    EXPECT_LT(steady_clock::now() - started, std::chrono::microseconds(kTimeoutUs / 2)) << i;
+  }
+  EXPECT_FALSE(store.ready());
 }
 
 // Redirections are read from Redis's error text; an omitted host is the asked node's.

@@ -312,7 +312,11 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
   Node* target = routed->ask_address.empty() ? slots_[routed->slot] : node(routed->ask_address);
   if (target == nullptr) {
     requestRefresh();
-    return retryLater(routed);  // the table is not fetched yet, or names no master for the slot
+    // No master known for the slot. While the first table is on its way, wait for it; once a
+    // table names none (the slot is not covered), or every node has refused its connects,
+    // waiting would spend each request's whole time: fail at once.
+    if (ready_.load() || !anyNodeMayAnswer()) return routed->handler(nullptr);
+    return retryLater(routed);
   }
   const bool connected = target->pool->connected();
   // Its first connects are under way: wait for them, within the request's time.
@@ -345,6 +349,13 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
         if (routed->decide) undoLate(*routed->call, routed->slot, reply);
       },
       asking);
+}
+
+bool RedisClusterStore::anyNodeMayAnswer() const {
+  return std::any_of(nodes_.begin(), nodes_.end(), [](const auto& entry) {
+    const redis::ServerPool& pool = *entry.second.pool;
+    return pool.connected() || !pool.everyConnectionTried();
+  });
 }
 
 void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, const redisReply* reply,

@@ -110,6 +110,8 @@ class RedisClusterStore final : public Store {
   void onRouted(const std::shared_ptr<redis::RoutedCall>& routed, const redisReply* reply,
                 Node& asked);
   void retryLater(const std::shared_ptr<redis::RoutedCall>& routed);
+  // Whether some node is connected, or still making its first connects.
+  [[nodiscard]] bool anyNodeMayAnswer() const;
 
   void requestRefresh();
   void armRefresh(Deadline at);
