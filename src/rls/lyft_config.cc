@@ -187,6 +187,11 @@ bool loadReplaces(const YAML::Node& list, RateLimitRule& rule, Errors& errors) {
 // Turns YAML into a LyftConfig, reporting every problem to `errors` and carrying on.
 class LyftConfigBuilder {
  public:
+  // YAML aliases repeat a subtree without repeating its text, so a few KB nested a few levels
+  // deep can stand for millions of descriptors (lyft's YAML library refuses such files as
+  // "excessive aliasing"). Real configs have hundreds; past this bound the file is refused.
+  static constexpr std::size_t kMaxNodesPerFile = 100'000;
+
   explicit LyftConfigBuilder(LyftConfig& config) : config_(config) {}
 
   void addDomain(const YAML::Node& root, Errors& errors);
@@ -198,11 +203,14 @@ class LyftConfigBuilder {
                                          Errors& errors);
   std::optional<RateLimitRule> loadRule(const YAML::Node& node, Errors& errors);
   static void index(DescriptorLevel& level, const YAML::Node& yaml, Errors& errors);
+  bool countNode(const YAML::Node& yaml, Errors& errors);
 
   LyftConfig& config_;
+  std::size_t nodes_in_file_ = 0;
 };
 
 void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
+  nodes_in_file_ = 0;
   if (!policy::isMap(root, "a lyft/ratelimit config file", errors)) return;
   policy::checkKeys(root, "the config file", {"domain", "descriptors"}, errors);
   std::optional<std::string> name;
@@ -231,11 +239,23 @@ void LyftConfigBuilder::loadLevel(const YAML::Node& list, const std::string& sta
     return;
   }
   for (const YAML::Node& item : list) {
+    if (!countNode(item, errors)) return;
     std::optional<DescriptorNode> node = loadNode(item, stat_prefix, errors);
     if (!node) continue;
     level.nodes.push_back(std::move(*node));
     index(level, item, errors);
   }
+}
+
+// False once the file has built kMaxNodesPerFile descriptors: reported once, at the descriptor
+// that went past, and every level then stops, so the work done is bounded too.
+bool LyftConfigBuilder::countNode(const YAML::Node& yaml, Errors& errors) {
+  if (nodes_in_file_ > kMaxNodesPerFile) return false;
+  if (++nodes_in_file_ <= kMaxNodesPerFile) return true;
+  errors.add(yaml, "more than " + std::to_string(kMaxNodesPerFile) +
+                       " descriptors in one file (YAML aliases repeat their subtree each time they "
+                       "are used); the file is refused");
+  return false;
 }
 
 std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml,
@@ -373,6 +393,9 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
       builder.addDomain(document, errors);
     } catch (const YAML::Exception& error) {
       errors.add(error.mark, error.msg);
+    } catch (const std::exception& error) {
+      // Out of memory, most likely: the file is refused, and a reload keeps the old config.
+      errors.add(YAML::Mark::null_mark(), std::string("cannot be loaded: ") + error.what());
     }
     for (std::string& error : errors.take()) all_errors.push_back(std::move(error));
   }
@@ -407,21 +430,29 @@ Result<std::vector<LyftSource>> readConfigDir(const std::string& dir) {
 }  // namespace
 
 LyftLoadResult loadLyftConfigDir(const std::string& dir) {
-  Result<std::vector<LyftSource>> sources = readConfigDir(dir);
-  if (!sources.ok()) return {nullptr, {sources.error()}};
-  return loadLyftConfigTexts(sources.value());
+  try {
+    Result<std::vector<LyftSource>> sources = readConfigDir(dir);
+    if (!sources.ok()) return {nullptr, {sources.error()}};
+    return loadLyftConfigTexts(sources.value());
+  } catch (const std::exception& error) {  // reading the files ran out of memory, say
+    return {nullptr, {dir + ": cannot be loaded: " + error.what()}};
+  }
 }
 
 std::optional<std::size_t> lyftConfigDirDigest(const std::string& dir) {
-  const Result<std::vector<LyftSource>> sources = readConfigDir(dir);
-  if (!sources.ok()) return std::nullopt;
-  std::string all;
-  for (const LyftSource& source : sources.value()) {
-    // Length-prefixed, so that no split of the same bytes between files reads the same.
-    all += std::to_string(source.name.size()) + ':' + source.name;
-    all += std::to_string(source.yaml.size()) + ':' + source.yaml;
+  try {
+    const Result<std::vector<LyftSource>> sources = readConfigDir(dir);
+    if (!sources.ok()) return std::nullopt;
+    std::string all;
+    for (const LyftSource& source : sources.value()) {
+      // Length-prefixed, so that no split of the same bytes between files reads the same.
+      all += std::to_string(source.name.size()) + ':' + source.name;
+      all += std::to_string(source.yaml.size()) + ':' + source.yaml;
+    }
+    return std::hash<std::string>{}(all);
+  } catch (const std::exception&) {  // as unreadable: the watcher looks again next time
+    return std::nullopt;
   }
-  return std::hash<std::string>{}(all);
 }
 
 }  // namespace sluice::rls

@@ -171,7 +171,8 @@ struct LyftSource {
   std::string name;  // used in messages, e.g. the file path
   std::string yaml;
 };
-// The same from texts in memory; each text is one domain.
+// The same from texts in memory; each text is one domain. A file that stands for more than
+// 100,000 descriptors (each use of a YAML alias repeats its subtree) is refused.
 [[nodiscard]] LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources);
 
 // True when `text` matches `pattern`, where each '*' stands for zero or more characters.

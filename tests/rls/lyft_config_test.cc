@@ -236,6 +236,28 @@ TEST(LyftConfigErrorsTest, DuplicateKeys) {
   EXPECT_TRUE(anyContains(errorsOf("domain: d\ndomain: e\n"), "key \"domain\" appears twice"));
 }
 
+// Aliases nested 6 deep and used 10 times at each level stand for a million descriptors in a
+// few KB of YAML: the file is refused, with its name and where the bound was passed, instead of
+// being built until memory runs out.
+TEST(LyftConfigErrorsTest, RefusesExcessiveAliasing) {
+  std::string node = "&n0 {key: k0}";
+  const auto uses = [](int anchor) {
+    std::string text;
+    for (int i = 0; i < 9; ++i) text += ", *n" + std::to_string(anchor);
+    return text;
+  };
+  for (int depth = 1; depth <= 5; ++depth) {
+    node = "&n" + std::to_string(depth) + " {key: k" + std::to_string(depth) + ", descriptors: [" +
+           node + uses(depth - 1) + "]}";
+  }
+  const LyftSource source{"bomb.yaml", "domain: d\ndescriptors: [" + node + uses(5) + "]\n"};
+  ASSERT_LT(source.yaml.size(), 4096u);
+  const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+  EXPECT_EQ(loaded.config, nullptr);
+  EXPECT_TRUE(anyContains(loaded.errors, "bomb.yaml:2:"));
+  EXPECT_TRUE(anyContains(loaded.errors, "descriptors in one file"));
+}
+
 // Two files may not define the same domain.
 TEST(LyftConfigErrorsTest, DuplicateDomain) {
   const LyftSource sources[] = {{"one.yaml", "domain: d\n"}, {"two.yaml", "domain: d\n"}};
