@@ -211,7 +211,11 @@ class LyftConfigBuilder {
 
 void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
   nodes_in_file_ = 0;
-  if (!policy::isMap(root, "a lyft/ratelimit config file", errors)) return;
+  // Every file under config_dir is read, whatever its name, so a stray one lands here.
+  if (!policy::isMap(root, "a lyft/ratelimit config file (every file under config_dir is one)",
+                     errors)) {
+    return;
+  }
   policy::checkKeys(root, "the config file", {"domain", "descriptors"}, errors);
   std::optional<std::string> name;
   if (!root["domain"]) {
@@ -405,15 +409,26 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
 
 namespace {
 
-// The domain files of `dir` in name order, read; or the error.
+// Names starting with '.' are what a Kubernetes ConfigMap mount keeps beside its files (`..data`,
+// a symlink to `..2024_01_01_...`, which hold the same files again) and what editors leave
+// (`.config.yaml.swp`); lyft is run with dot files ignored for the same reason.
+bool isHidden(const std::filesystem::path& path) {
+  return path.filename().string().starts_with('.');
+}
+
+// Every regular file under `dir`, recursively, as lyft's runtime loader reads the tree: any
+// name, not only *.yaml. Symlinks to files are followed (a ConfigMap's files are symlinks into
+// `..data`); symlinks to directories are not entered. Sorted by path, read; or the error.
 Result<std::vector<LyftSource>> readConfigDir(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> paths;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string extension = it->path().extension().string();
-    if ((extension == ".yaml" || extension == ".yml") && it->is_regular_file(ec)) {
-      paths.push_back(it->path().string());
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (isHidden(it->path())) {
+      it.disable_recursion_pending();
+      continue;
     }
+    if (it->is_regular_file(ec)) paths.push_back(it->path().string());
   }
   if (ec) return Error{dir + ": cannot read the directory: " + ec.message()};
   std::sort(paths.begin(), paths.end());

@@ -157,12 +157,15 @@ struct LyftLoadResult {
   std::vector<std::string> errors;  // "file:line:column: message"
 };
 
-// Reads every *.yaml and *.yml file directly in `dir` (sorted by name; subdirectories are not
-// read), each one domain. An empty directory is a valid config with no domains. Never throws.
+// Reads every regular file under `dir`, recursively and whatever its name, as lyft does
+// (sorted by path), each one domain; names starting with '.' (files and directories) are
+// skipped, as a Kubernetes ConfigMap mount's `..data` holds the same files again. A file that
+// is not a lyft config is an error naming it. An empty directory is a valid config with no
+// domains. Never throws.
 [[nodiscard]] LyftLoadResult loadLyftConfigDir(const std::string& dir);
 
-// What loadLyftConfigDir would read from `dir`, as one number: the names and contents of its
-// .yaml and .yml files. Two reads of an unchanged directory give the same number; an edit, an
+// What loadLyftConfigDir would read from `dir`, as one number: the names and contents of the
+// files it reads. Two reads of an unchanged directory give the same number; an edit, an
 // added or removed file, or a swapped symlink (as Kubernetes updates a ConfigMap) changes it.
 // nullopt when the directory or a file cannot be read.
 [[nodiscard]] std::optional<std::size_t> lyftConfigDirDigest(const std::string& dir);

@@ -1,5 +1,7 @@
 #include "rls/lyft_config.h"
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -272,6 +274,75 @@ TEST(LyftConfigErrorsTest, Directories) {
   const LyftLoadResult empty = loadLyftConfigTexts({});
   ASSERT_NE(empty.config, nullptr);
   EXPECT_EQ(empty.config->domainCount(), 0u);
+}
+
+// A fresh directory under the system's temporary one, removed with the object.
+class TempDir {
+ public:
+  TempDir()
+      : path_(std::filesystem::temp_directory_path() /
+              ("sluice-lyft-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+               "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)))) {
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  void write(const std::string& relative, const std::string& text) const {
+    std::filesystem::create_directories((path_ / relative).parent_path());
+    std::ofstream(path_ / relative) << text;
+  }
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Every regular file under the directory is read, as lyft reads its tree: any name, in
+// subdirectories too. Names starting with '.' are skipped, so a Kubernetes ConfigMap mount
+// (files that are symlinks into `..data`, itself a symlink to a `..<timestamp>` directory) gives
+// each domain once, and a swap of `..data` changes what is read.
+TEST(LyftConfigDirTest, ReadsEveryFileButDotFilesAsLyftDoes) {
+  const TempDir dir;
+  dir.write("plain", "domain: plain\n");
+  dir.write("team/nested.conf", "domain: nested\n");
+  dir.write(".editor.swp", "{{{ not yaml");
+  dir.write(".git/config", "[core]\n");
+  dir.write("..2024_01_01/cm.yaml", "domain: first\n");
+  std::filesystem::create_directory_symlink("..2024_01_01", dir.path() / "..data");
+  std::filesystem::create_symlink("..data/cm.yaml", dir.path() / "cm.yaml");
+  const LyftLoadResult loaded = loadLyftConfigDir(dir.path().string());
+  ASSERT_NE(loaded.config, nullptr) << loaded.errors.front();
+  EXPECT_EQ(loaded.config->domainCount(), 3u);
+  EXPECT_NE(loaded.config->domain("plain"), nullptr);
+  EXPECT_NE(loaded.config->domain("nested"), nullptr);
+  EXPECT_NE(loaded.config->domain("first"), nullptr);
+
+  // The ConfigMap is updated: a new timestamped directory, then `..data` renamed over.
+  const std::optional<std::size_t> before = lyftConfigDirDigest(dir.path().string());
+  dir.write("..2024_02_02/cm.yaml", "domain: second\n");
+  std::filesystem::create_directory_symlink("..2024_02_02", dir.path() / "..data_tmp");
+  std::filesystem::rename(dir.path() / "..data_tmp", dir.path() / "..data");
+  EXPECT_NE(lyftConfigDirDigest(dir.path().string()), before);
+  const LyftLoadResult swapped = loadLyftConfigDir(dir.path().string());
+  ASSERT_NE(swapped.config, nullptr) << swapped.errors.front();
+  EXPECT_NE(swapped.config->domain("second"), nullptr);
+  EXPECT_EQ(swapped.config->domain("first"), nullptr);
+}
+
+// A file that is not a lyft config (a README beside the domains) is an error naming it, as in
+// lyft, rather than silently skipped.
+TEST(LyftConfigDirTest, AStrayFileIsAnErrorNamingIt) {
+  const TempDir dir;
+  dir.write("edge.yaml", "domain: edge\n");
+  dir.write("docs/README.md", "# Rate limits\nSee the wiki.\n");
+  const LyftLoadResult loaded = loadLyftConfigDir(dir.path().string());
+  EXPECT_EQ(loaded.config, nullptr);
+  const std::string readme = (dir.path() / "docs/README.md").string();
+  ASSERT_FALSE(loaded.errors.empty());
+  EXPECT_EQ(loaded.errors[0].rfind(readme + ":", 0), 0u) << loaded.errors[0];
+  EXPECT_TRUE(anyContains(loaded.errors, "every file under config_dir"));
 }
 
 }  // namespace
