@@ -1,6 +1,7 @@
 #include "rls/rls_server.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
@@ -89,6 +90,9 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
     server_.reset();
     return Error{"envoy_rls.listen " + settings_.listen + ": cannot listen there"};
   }
+  // lyft registers its service name too, and an Envoy cluster's grpc_health_check may ask for
+  // it (service_name: ratelimit). gRPC's shutdown turns every name NOT_SERVING.
+  server_->GetHealthCheckService()->SetServingStatus("ratelimit", true);
   const std::size_t colon = settings_.listen.rfind(':');
   std::string host = settings_.listen.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);

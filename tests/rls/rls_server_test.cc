@@ -115,30 +115,45 @@ TEST(LabelValueTest, EscapesBackslashQuoteAndNewline) {
   EXPECT_EQ(labelValue("back\\slash"), "back\\\\slash");
 }
 
-// The standard gRPC health service answers SERVING, as lyft/ratelimit's does: Envoy's gRPC
-// health checks and Kubernetes probes mark a host without it unhealthy.
-TEST_F(RlsServerTest, HealthServiceAnswersServing) {
-  grpc::GenericStub generic(channel_);
+// grpc.health.v1.Health/Check for `service`, over a generic call: the status and the reply's
+// bytes.
+std::pair<grpc::Status, std::string> healthCheck(const std::shared_ptr<grpc::Channel>& channel,
+                                                 const std::string& service) {
+  grpc::GenericStub generic(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::ByteBuffer empty_request;  // HealthCheckRequest{service: ""} encodes to no bytes
-  grpc::Slice nothing;
-  empty_request = grpc::ByteBuffer(&nothing, 1);
+  // HealthCheckRequest{service}: field 1, length-delimited; "" encodes to no bytes.
+  const std::string encoded =
+      service.empty() ? "" : "\x0a" + std::string(1, static_cast<char>(service.size())) + service;
+  grpc::Slice slice(encoded);
+  grpc::ByteBuffer request(&slice, 1);
   std::promise<std::pair<grpc::Status, std::string>> answered;
   grpc::ByteBuffer reply;
-  generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &empty_request,
-                    &reply, [&](grpc::Status status) {
+  generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &reply,
+                    [&](grpc::Status status) {
                       std::vector<grpc::Slice> slices;
                       std::string bytes;
                       if (status.ok() && reply.Dump(&slices).ok()) {
-                        for (const grpc::Slice& slice : slices)
-                          bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+                        for (const grpc::Slice& part : slices)
+                          bytes.append(reinterpret_cast<const char*>(part.begin()), part.size());
                       }
                       answered.set_value({status, bytes});
                     });
-  const auto [status, bytes] = answered.get_future().get();
-  ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
-  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // HealthCheckResponse{status: SERVING}
+  return answered.get_future().get();
+}
+
+// The standard gRPC health service answers SERVING, as lyft/ratelimit's does: Envoy's gRPC
+// health checks and Kubernetes probes mark a host without it unhealthy. Both the server as a
+// whole ("") and lyft's service name, which an Envoy cluster's grpc_health_check may name.
+TEST_F(RlsServerTest, HealthServiceAnswersServing) {
+  for (const std::string service : {"", "ratelimit"}) {
+    const auto [status, bytes] = healthCheck(channel_, service);
+    ASSERT_TRUE(status.ok()) << service << ": " << status.error_code() << " "
+                             << status.error_message();
+    EXPECT_EQ(bytes, std::string("\x08\x01", 2)) << service;  // {status: SERVING}
+  }
+  // Any other name is unknown.
+  EXPECT_EQ(healthCheck(channel_, "other").first.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // Bad requests come back as gRPC errors with a message.
