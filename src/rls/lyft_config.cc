@@ -48,21 +48,28 @@ const DescriptorNode* findAt(const DescriptorLevel& level, const EntryView& entr
 
 void RuleStats::addDetailed(std::string_view tuple, std::uint64_t hits, bool over, bool shadow) {
   std::lock_guard lock(mutex_);
-  auto found = detailed_.find(tuple);
-  if (found == detailed_.end()) {
-    if (detailed_.size() >= kMaxDetailed) return;
-    found = detailed_.emplace(std::string(tuple), Counts{}).first;
+  Counts* counts = nullptr;
+  if (tuple.size() <= kMaxDetailedBytes) {
+    auto found = detailed_.find(tuple);
+    if (found == detailed_.end() && detailed_.size() < kMaxDetailed) {
+      found = detailed_.emplace(std::string(tuple), Counts{}).first;
+    }
+    if (found != detailed_.end()) counts = &found->second;
   }
-  found->second.total_hits += hits;
-  if (over) ++(shadow ? found->second.shadow_over_limit : found->second.over_limit);
+  if (counts == nullptr) counts = &(overflow_ ? *overflow_ : overflow_.emplace());
+  counts->total_hits += hits;
+  if (over) ++(shadow ? counts->shadow_over_limit : counts->over_limit);
 }
 
-void RuleStats::forEachDetailed(
-    const std::function<void(const std::string&, std::uint64_t, std::uint64_t, std::uint64_t)>&
-        visit) const {
+void RuleStats::forEachDetailed(const std::string& overflow_name,
+                                const DetailedVisitor& visit) const {
   std::lock_guard lock(mutex_);
   for (const auto& [tuple, counts] : detailed_) {
     visit(tuple, counts.total_hits, counts.over_limit, counts.shadow_over_limit);
+  }
+  if (overflow_) {
+    visit(overflow_name, overflow_->total_hits, overflow_->over_limit,
+          overflow_->shadow_over_limit);
   }
 }
 

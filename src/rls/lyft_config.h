@@ -51,15 +51,19 @@ struct RuleCounts {
 
 struct RuleStats : RuleCounts {
   // detailed_metric rules also count per request tuple ("domain.key_value.key_value"), up to
-  // kMaxDetailed tuples per rule: the values come from requests, so the series must be bounded.
+  // kMaxDetailed tuples per rule of at most kMaxDetailedBytes each: the values come from
+  // requests, so the series, and what /metrics prints, must be bounded. A tuple that is too long,
+  // or new once kMaxDetailed are tracked, is counted in the rule's one overflow series.
   static constexpr std::size_t kMaxDetailed = 1000;
+  static constexpr std::size_t kMaxDetailedBytes = 256;
 
-  // Thread-safe. Adds to the tuple's counts, unless the bound is reached (then only the
-  // rule's own counts, kept by the caller, grow).
+  // Thread-safe. Adds to the tuple's counts, or to the overflow counts.
   void addDetailed(std::string_view tuple, std::uint64_t hits, bool over, bool shadow);
-  // Thread-safe. Calls `visit` with each tuple's counts, sorted by tuple.
-  void forEachDetailed(const std::function<void(const std::string&, std::uint64_t, std::uint64_t,
-                                                std::uint64_t)>& visit) const;
+  using DetailedVisitor =
+      std::function<void(const std::string&, std::uint64_t, std::uint64_t, std::uint64_t)>;
+  // Thread-safe. Calls `visit` with each tuple's counts, sorted by tuple, then with
+  // `overflow_name` and the overflow counts when something overflowed.
+  void forEachDetailed(const std::string& overflow_name, const DetailedVisitor& visit) const;
 
  private:
   struct Counts {
@@ -67,6 +71,7 @@ struct RuleStats : RuleCounts {
   };
   mutable std::mutex mutex_;
   std::map<std::string, Counts, std::less<>> detailed_;
+  std::optional<Counts> overflow_;
 };
 
 struct RateLimitRule {

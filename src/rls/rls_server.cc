@@ -176,8 +176,9 @@ std::string RlsServer::metricsText() const {
     add(node.stat_key, stats.total_hits.load(std::memory_order_relaxed),
         stats.over_limit.load(std::memory_order_relaxed),
         stats.shadow_over_limit.load(std::memory_order_relaxed));
-    // detailed_metric: one more series per request tuple seen (bounded, see RuleStats).
-    if (node.detailed_metric) stats.forEachDetailed(add);
+    // detailed_metric: one more series per request tuple seen, and one for the tuples over the
+    // bounds of RuleStats (too long, or too many).
+    if (node.detailed_metric) stats.forEachDetailed(node.stat_key + "#overflow", add);
   });
   text +=
       "# HELP sluice_rls_rule_hits_total Hits counted per lyft rule (domain.key_value path).\n"

@@ -137,6 +137,33 @@ TEST_F(LyftConfigTest, ReadsFlagsAndRules) {
   EXPECT_EQ(config_->domain("other")->descriptors.nodes[0].rate_limit->unit, Unit::kMinute);
 }
 
+// Past kMaxDetailed tuples, new ones are counted in the overflow series, so the detailed counts
+// still add up to the rule's.
+TEST(RuleStatsTest, DetailedTuplesBeyondTheBoundOverflow) {
+  RuleStats stats;
+  for (std::size_t i = 0; i < RuleStats::kMaxDetailed + 5; ++i) {
+    stats.addDetailed("d.k_" + std::to_string(i), 1, false, false);
+  }
+  stats.addDetailed("d.k_0", 2, true, false);
+  stats.addDetailed(std::string(RuleStats::kMaxDetailedBytes + 1, 'x'), 3, true, true);
+  std::size_t series = 0;
+  std::uint64_t hits = 0, over = 0, shadow = 0;
+  stats.forEachDetailed("overflow", [&](const std::string& name, std::uint64_t total,
+                                        std::uint64_t over_limit, std::uint64_t shadow_over) {
+    ++series;
+    hits += total;
+    over += over_limit;
+    shadow += shadow_over;
+    if (name == "overflow") {
+      EXPECT_EQ(total, 5u + 3u);
+    }
+  });
+  EXPECT_EQ(series, RuleStats::kMaxDetailed + 1);
+  EXPECT_EQ(hits, RuleStats::kMaxDetailed + 5 + 2 + 3);
+  EXPECT_EQ(over, 1u);
+  EXPECT_EQ(shadow, 1u);
+}
+
 // Units are case-insensitive names of the response enum, including week, month and year.
 TEST(LyftUnitTest, ParsesUnits) {
   EXPECT_EQ(parseUnit("second"), Unit::kSecond);

@@ -106,6 +106,30 @@ TEST_F(RlsServerTest, DetailedMetricSeries) {
   EXPECT_EQ(metrics.find("remote_address_"), std::string::npos);  // not detailed: no values
 }
 
+// Request values are not bounded, so detailed series are: a tuple longer than a few hundred
+// bytes is counted in the rule's overflow series, and /metrics stays small, the counts adding up.
+TEST_F(RlsServerTest, DetailedMetricSeriesAreBounded) {
+  RateLimitResponse response;
+  ASSERT_TRUE(call(request("envoy", "detailed", "alice"), response).ok());
+  constexpr int kLong = 40;
+  for (int i = 0; i < kLong; ++i) {
+    const std::string value = std::to_string(i) + std::string(100'000, 'v');
+    ASSERT_TRUE(call(request("envoy", "detailed", value), response).ok());
+  }
+  const std::string metrics = server_->metricsText();
+  EXPECT_LT(metrics.size(), 16'384u);
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed\"} " +
+                         std::to_string(kLong + 1)),
+            std::string::npos)
+      << metrics.substr(0, 4096);
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed_alice\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed#overflow\"} " +
+                         std::to_string(kLong)),
+            std::string::npos)
+      << metrics.substr(0, 4096);
+}
+
 // Label values keep every character, escaped as the Prometheus text format says.
 TEST(LabelValueTest, EscapesBackslashQuoteAndNewline) {
   EXPECT_EQ(labelValue("plain.rule_1"), "plain.rule_1");
