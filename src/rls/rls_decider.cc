@@ -267,6 +267,9 @@ void RlsPlan::addHeaders(std::span<const Decision> decisions, const DeciderOptio
     Outcome outcome;
     if (planned.kind == Kind::kLimited) {
       outcome = decisions[planned.group].statuses[planned.index];
+      // A denied cost may be more than what is left (3/min, 2 asked with 1 left): the status
+      // then says limit_remaining 0, as lyft's does, and so must the header.
+      if (!outcome.allowed) outcome.remaining = 0;
     } else {
       outcome.allowed = planned.hits == 0;
       outcome.reason = outcome.allowed ? DenyReason::kNone : DenyReason::kCostExceedsLimit;

@@ -270,6 +270,17 @@ TEST_F(RlsDeciderTest, ResponseHeaders) {
   EXPECT_EQ(header(over, "Retry-After"), "1");
 }
 
+// A request denied for asking more than is left (2 of 3, then 2 with 1 left) says 0 remaining in
+// its header as in its status, as lyft's does.
+TEST_F(RlsDeciderTest, OverLimitHeaderSaysNothingRemains) {
+  options_.response_headers = true;
+  EXPECT_EQ(overall({kAddress}, 2), RateLimitResponse::OK);
+  const RateLimitResponse over = decide({kAddress}, 2);
+  EXPECT_EQ(over.overall_code(), RateLimitResponse::OVER_LIMIT);
+  EXPECT_EQ(over.statuses(0).limit_remaining(), 0u);
+  EXPECT_EQ(header(over, "X-RateLimit-Remaining"), "0");
+}
+
 // Global shadow mode answers OK even when a limit is over.
 TEST_F(RlsDeciderTest, GlobalShadowMode) {
   options_.shadow_mode = true;
