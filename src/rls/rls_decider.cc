@@ -35,7 +35,6 @@ std::optional<RpcError> validate(const RateLimitRequest& request, const DeciderO
   for (int i = 0; i < request.descriptors_size(); ++i) {
     const Descriptor& descriptor = request.descriptors(i);
     const auto index = static_cast<std::size_t>(i);
-    if (descriptor.entries_size() == 0) return invalid(where(index) + " has no entries");
     if (static_cast<std::size_t>(descriptor.entries_size()) > options.max_entries) {
       return invalid(where(index) + " has more than " + std::to_string(options.max_entries) +
                      " entries");

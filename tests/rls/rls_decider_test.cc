@@ -281,6 +281,18 @@ TEST_F(RlsDeciderTest, OverLimitHeaderSaysNothingRemains) {
   EXPECT_EQ(header(over, "X-RateLimit-Remaining"), "0");
 }
 
+// A descriptor without entries matches nothing: OK without a limit, as lyft answers it, and the
+// request's other descriptors are decided as usual.
+TEST_F(RlsDeciderTest, DescriptorWithoutEntriesMatchesNothing) {
+  const DescriptorSpec empty{{}, {}, {}};
+  const RateLimitResponse response = decide({empty, kAddress});
+  EXPECT_EQ(response.overall_code(), RateLimitResponse::OK);
+  ASSERT_EQ(response.statuses_size(), 2);
+  EXPECT_EQ(response.statuses(0).code(), RateLimitResponse::OK);
+  EXPECT_FALSE(response.statuses(0).has_current_limit());
+  EXPECT_EQ(response.statuses(1).limit_remaining(), 2u);
+}
+
 // Global shadow mode answers OK even when a limit is over.
 TEST_F(RlsDeciderTest, GlobalShadowMode) {
   options_.shadow_mode = true;
@@ -295,13 +307,14 @@ TEST_F(RlsDeciderTest, BadRequests) {
   };
   EXPECT_EQ(code(makeRequest("", {kAddress})), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(code(makeRequest("envoy", {})), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(code(makeRequest("envoy", {{{}, {}, {}}})), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(code(makeRequest("envoy", {{{{"", "x"}}, {}, {}}})),
             grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(code(makeRequest("envoy", {{kAddress.entries, {}, std::pair{1u, 0}}})),
             grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(code(makeRequest("envoy", std::vector<DescriptorSpec>(65, kAddress))),
             grpc::StatusCode::INVALID_ARGUMENT);
+  const DescriptorSpec long_tuple{std::vector<Entry>(33, Entry{"k", "v"}), {}, {}};
+  EXPECT_EQ(code(makeRequest("envoy", {long_tuple})), grpc::StatusCode::INVALID_ARGUMENT);
   const auto unknown = failure(makeRequest("nope", {kAddress}));
   ASSERT_TRUE(unknown.has_value());
   EXPECT_EQ(unknown->code, grpc::StatusCode::NOT_FOUND);
