@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "rls/protobuf_log.h"
 
 namespace sluice::rls {
 namespace {
@@ -76,6 +77,7 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
                  settings_.config_dir);
   }
   config_.store(std::move(loaded.config), std::memory_order_release);
+  forwardProtobufLogs();  // before serving: undecodable requests would flood the log
   service_ = std::make_unique<Service>(*this);
   // grpc.health.v1.Health, as lyft/ratelimit serves it: Envoy's gRPC health checks and
   // Kubernetes probes ask it, and mark a host without it unhealthy. Process-wide, before build.
