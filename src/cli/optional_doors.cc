@@ -1,5 +1,7 @@
 #include "cli/optional_doors.h"
 
+#include <spdlog/spdlog.h>
+
 #include "server/http_server.h"
 
 #ifdef SLUICE_WITH_GATEWAY
@@ -24,7 +26,12 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " rls=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return rls_->metricsText(); });
-    service.addReloadHook([this] {
+    service.addReloadHook([this, path] {
+      // Live reconfiguration of the door (its port, shadow mode, ...) is not done: say so
+      // rather than log a reload that silently left the section's edits unapplied.
+      if (const auto warning = rls::restartOnlyChange(rls_->settings(), path)) {
+        spdlog::warn("{}", *warning);
+      }
       std::vector<std::string> errors = rls_->reload();
       for (std::string& error : errors) error = "envoy_rls: " + error;
       return errors;

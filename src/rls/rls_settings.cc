@@ -104,7 +104,10 @@ Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
   try {
     const YAML::Node root = YAML::Load(yaml);
     present = root.IsMap() && root["envoy_rls"];
-    if (present) loadSection(root["envoy_rls"], base_dir, settings, errors);
+    if (present) {
+      loadSection(root["envoy_rls"], base_dir, settings, errors);
+      settings.section_text = YAML::Dump(root["envoy_rls"]);
+    }
   } catch (const YAML::Exception& error) {
     errors.add(error.mark, error.msg);
   }
@@ -123,6 +126,20 @@ Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path) {
   if (!ok) return Error{path + ": cannot read the file"};
   const std::size_t slash = path.rfind('/');
   return loadRlsSettingsText(text, path, slash == std::string::npos ? "" : path.substr(0, slash));
+}
+
+std::optional<std::string> restartOnlyChange(const RlsSettings& running, const std::string& path) {
+  const Result<std::optional<RlsSettings>> now = loadRlsSettings(path);
+  const std::string kept =
+      "; the Envoy door keeps its settings until restart (only the lyft files under "
+      "config_dir reload)";
+  if (!now.ok()) return "envoy_rls: the section now has errors" + kept + ":\n" + now.error();
+  if (!now.value()) return "envoy_rls: the section was removed" + kept;
+  if (now.value()->section_text != running.section_text) {
+    return "envoy_rls: settings changed; they take effect at restart (only the lyft files under "
+           "config_dir reload)";
+  }
+  return std::nullopt;
 }
 
 }  // namespace sluice::rls

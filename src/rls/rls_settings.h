@@ -24,6 +24,9 @@ struct RlsSettings {
   // them (lyft/ratelimit picks up its files' changes too). 0: only on SIGHUP or POST reload.
   Micros watch_interval_us = kMicrosPerSecond;
   DeciderOptions decider;
+  // The section as YAML wrote it back (comments and layout aside), so that a reload can tell
+  // whether it changed: these settings are read at start only.
+  std::string section_text;
 };
 
 // Reads the `envoy_rls` section of the Sluice config at `path`. nullopt when the file has no
@@ -35,5 +38,12 @@ struct RlsSettings {
 [[nodiscard]] Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
                                                                      const std::string& source,
                                                                      const std::string& base_dir);
+
+// For a reload, which reloads the lyft files but not these settings: a warning when the
+// envoy_rls section of the config at `path` is no longer the one `running` was read from
+// (changed, removed, or now in error), saying it takes effect at restart; nullopt when it is
+// the same. Never throws.
+[[nodiscard]] std::optional<std::string> restartOnlyChange(const RlsSettings& running,
+                                                           const std::string& path);
 
 }  // namespace sluice::rls

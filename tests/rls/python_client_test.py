@@ -209,9 +209,10 @@ def run_checks(port):
     channel.close()
 
 
-def run_reload_checks(port, admin_port, config_dir):
+def run_reload_checks(port, admin_port, config_dir, work):
     """POST /admin/reload picks up the lyft files as SIGHUP does (the watcher is off here), and
-    a broken file is refused with its name while the old config keeps serving."""
+    a broken file is refused with its name while the old config keeps serving. An edit to the
+    envoy_rls section itself is not applied, and the log says it takes effect at restart."""
     import grpc
     import urllib.error
     import urllib.request
@@ -253,6 +254,19 @@ def run_reload_checks(port, admin_port, config_dir):
     status, body = admin_reload()
     check(status == 422 and "broken.yaml" in body, "admin reload with a broken lyft file: %d %s" % (status, body))
     check(code_of_reloaded_domain() == grpc.StatusCode.OK, "the old config keeps serving after a refused reload")
+    os.remove(os.path.join(config_dir, "broken.yaml"))
+    with open(os.path.join(work, "sluice.yaml"), "a") as out:
+        out.write("  shadow_mode: true\n")  # the file ends inside the envoy_rls section
+    status, body = admin_reload()
+    check(status == 200, "admin reload after an envoy_rls edit: %d %s" % (status, body))
+    warned = False
+    for _ in range(100):  # bounded: 5 s for the line to reach the file
+        with open(os.path.join(work, "server.out")) as log:
+            warned = "take effect at restart" in log.read()
+        if warned:
+            break
+        time.sleep(0.05)
+    check(warned, "a reload that finds envoy_rls edited warns that it takes effect at restart")
     channel.close()
 
 
@@ -286,7 +300,7 @@ def main():
             try:
                 run_checks(port)
                 if admin_port is not None:
-                    run_reload_checks(port, admin_port, config_dir)
+                    run_reload_checks(port, admin_port, config_dir, work)
             finally:
                 stop_server(process)
         finally:

@@ -1,5 +1,8 @@
 #include "rls/rls_settings.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "policy/policy_loader.h"
@@ -99,6 +102,33 @@ TEST(RlsSettingsTest, EnvoyExampleLoads) {
   const LyftLoadResult lyft = loadLyftConfigDir(settings.value()->config_dir);
   ASSERT_NE(lyft.config, nullptr) << lyft.errors.front();
   EXPECT_NE(lyft.config->domain("edge"), nullptr);
+}
+
+// A reload reloads the lyft files only: an edit to the envoy_rls section itself is reported as
+// taking effect at restart, and an edit elsewhere (or to comments) is not.
+TEST(RlsSettingsTest, ReloadWarnsThatSectionEditsWaitForRestart) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("sluice-rls-settings-" +
+                     std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".yaml");
+  const auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+  const std::string section = "envoy_rls:\n  config_dir: /srv/rl\n  shadow_mode: false\n";
+  write("limits: []\n" + section);
+  const auto running = loadRlsSettings(path.string());
+  ASSERT_TRUE(running.ok() && running.value()) << running.error();
+  const RlsSettings& settings = *running.value();
+  EXPECT_EQ(restartOnlyChange(settings, path.string()), std::nullopt);
+  write("limits: [] # other limits\n" + section + "  # a comment\n");
+  EXPECT_EQ(restartOnlyChange(settings, path.string()), std::nullopt);
+  for (const std::string& edited :
+       {std::string("envoy_rls:\n  config_dir: /srv/rl\n  shadow_mode: true\n"),
+        std::string("envoy_rls:\n  config_dir: /srv/other\n  shadow_mode: false\n"),
+        section + "  colour: red\n", std::string("server: {}\n")}) {
+    write("limits: []\n" + edited);
+    const auto warning = restartOnlyChange(settings, path.string());
+    ASSERT_TRUE(warning.has_value()) << edited;
+    EXPECT_NE(warning->find("restart"), std::string::npos) << *warning;
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace
