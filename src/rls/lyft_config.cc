@@ -1,8 +1,8 @@
 #include "rls/lyft_config.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <limits>
+#include <unordered_map>
 
 #include "policy/key_selector.h"
 #include "policy/yaml_fields.h"
@@ -210,14 +210,12 @@ class LyftConfigBuilder {
                                          Errors& errors);
   std::optional<RateLimitRule> loadRule(const YAML::Node& node, Errors& errors);
   static void index(DescriptorLevel& level, const YAML::Node& yaml, Errors& errors);
-  bool countNode(const YAML::Node& yaml, Errors& errors);
+  static bool withinBounds(const YAML::Node& list, Errors& errors);
 
   LyftConfig& config_;
-  std::size_t nodes_in_file_ = 0;
 };
 
 void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
-  nodes_in_file_ = 0;
   // Every file under config_dir is read, whatever its name, so a stray one lands here.
   if (!policy::isMap(root, "a lyft/ratelimit config file (every file under config_dir is one)",
                      errors)) {
@@ -233,7 +231,9 @@ void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
   }
   Domain domain;
   if (name) domain.name = *name;
-  if (root["descriptors"]) loadLevel(root["descriptors"], domain.name, domain.descriptors, errors);
+  if (root["descriptors"] && withinBounds(root["descriptors"], errors)) {
+    loadLevel(root["descriptors"], domain.name, domain.descriptors, errors);
+  }
   if (!name) return;
   if (config_.domains_.contains(*name)) {
     errors.add(root["domain"], "domain \"" + *name + "\" is already defined by another file");
@@ -250,7 +250,6 @@ void LyftConfigBuilder::loadLevel(const YAML::Node& list, const std::string& sta
     return;
   }
   for (const YAML::Node& item : list) {
-    if (!countNode(item, errors)) return;
     std::optional<DescriptorNode> node = loadNode(item, stat_prefix, errors);
     if (!node) continue;
     level.nodes.push_back(std::move(*node));
@@ -258,15 +257,43 @@ void LyftConfigBuilder::loadLevel(const YAML::Node& list, const std::string& sta
   }
 }
 
-// False once the file has built kMaxNodesPerFile descriptors: reported once, at the descriptor
-// that went past, and every level then stops, so the work done is bounded too.
-bool LyftConfigBuilder::countNode(const YAML::Node& yaml, Errors& errors) {
-  if (nodes_in_file_ > kMaxNodesPerFile) return false;
-  if (++nodes_in_file_ <= kMaxNodesPerFile) return true;
-  errors.add(yaml, "more than " + std::to_string(kMaxNodesPerFile) +
-                       " descriptors in one file (YAML aliases repeat their subtree each time they "
-                       "are used); the file is refused");
-  return false;
+namespace {
+
+constexpr std::size_t kCounting = std::numeric_limits<std::size_t>::max();
+
+// How many descriptors `list` (a `descriptors:` value) stands for once its aliases are expanded,
+// counted up to `bound` + 1; kCounting when an alias makes a list contain itself. Each distinct
+// list is counted once (by its place in the text, which its aliases share), so this takes time
+// in the size of the text, not of the expansion.
+std::size_t expandedSize(const YAML::Node& list, std::size_t bound,
+                         std::unordered_map<std::size_t, std::size_t>& sizes) {
+  if (!list.IsSequence()) return 0;
+  const auto [known, fresh] = sizes.emplace(list.Mark().pos, kCounting);
+  if (!fresh) return known->second;  // kCounting while still being counted: a cycle
+  std::size_t size = 0;
+  for (const YAML::Node& item : list) {
+    const std::size_t children =
+        item.IsMap() && item["descriptors"] ? expandedSize(item["descriptors"], bound, sizes) : 0;
+    if (children == kCounting) return kCounting;
+    size = std::min(size + 1 + children, bound + 1);
+  }
+  sizes[list.Mark().pos] = size;
+  return size;
+}
+
+}  // namespace
+
+bool LyftConfigBuilder::withinBounds(const YAML::Node& list, Errors& errors) {
+  std::unordered_map<std::size_t, std::size_t> sizes;
+  const std::size_t size = expandedSize(list, kMaxNodesPerFile, sizes);
+  if (size == kCounting) {
+    errors.add(list, "descriptors: a YAML alias makes a descriptor list contain itself");
+  } else if (size > kMaxNodesPerFile) {
+    errors.add(list, "descriptors: more than " + std::to_string(kMaxNodesPerFile) +
+                         " descriptors once YAML aliases are expanded (each use repeats its "
+                         "subtree); the file is refused");
+  }
+  return size <= kMaxNodesPerFile;
 }
 
 std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml,
@@ -412,69 +439,6 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
   }
   if (!all_errors.empty()) return {nullptr, std::move(all_errors)};
   return {std::move(config), {}};
-}
-
-namespace {
-
-// Names starting with '.' are what a Kubernetes ConfigMap mount keeps beside its files (`..data`,
-// a symlink to `..2024_01_01_...`, which hold the same files again) and what editors leave
-// (`.config.yaml.swp`); lyft is run with dot files ignored for the same reason.
-bool isHidden(const std::filesystem::path& path) {
-  return path.filename().string().starts_with('.');
-}
-
-// Every regular file under `dir`, recursively, as lyft's runtime loader reads the tree: any
-// name, not only *.yaml. Symlinks to files are followed (a ConfigMap's files are symlinks into
-// `..data`); symlinks to directories are not entered. Sorted by path, read; or the error.
-Result<std::vector<LyftSource>> readConfigDir(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> paths;
-  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (isHidden(it->path())) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file(ec)) paths.push_back(it->path().string());
-  }
-  if (ec) return Error{dir + ": cannot read the directory: " + ec.message()};
-  std::sort(paths.begin(), paths.end());
-  std::vector<LyftSource> sources;
-  for (const std::string& path : paths) {
-    bool ok = false;
-    std::string text = policy::readFile(path, ok);
-    if (!ok) return Error{path + ": cannot read the file"};
-    sources.push_back({path, std::move(text)});
-  }
-  return sources;
-}
-
-}  // namespace
-
-LyftLoadResult loadLyftConfigDir(const std::string& dir) {
-  try {
-    Result<std::vector<LyftSource>> sources = readConfigDir(dir);
-    if (!sources.ok()) return {nullptr, {sources.error()}};
-    return loadLyftConfigTexts(sources.value());
-  } catch (const std::exception& error) {  // reading the files ran out of memory, say
-    return {nullptr, {dir + ": cannot be loaded: " + error.what()}};
-  }
-}
-
-std::optional<std::size_t> lyftConfigDirDigest(const std::string& dir) {
-  try {
-    const Result<std::vector<LyftSource>> sources = readConfigDir(dir);
-    if (!sources.ok()) return std::nullopt;
-    std::string all;
-    for (const LyftSource& source : sources.value()) {
-      // Length-prefixed, so that no split of the same bytes between files reads the same.
-      all += std::to_string(source.name.size()) + ':' + source.name;
-      all += std::to_string(source.yaml.size()) + ':' + source.yaml;
-    }
-    return std::hash<std::string>{}(all);
-  } catch (const std::exception&) {  // as unreadable: the watcher looks again next time
-    return std::nullopt;
-  }
 }
 
 }  // namespace sluice::rls

@@ -180,7 +180,8 @@ struct LyftSource {
   std::string yaml;
 };
 // The same from texts in memory; each text is one domain. A file that stands for more than
-// 100,000 descriptors (each use of a YAML alias repeats its subtree) is refused.
+// 100,000 descriptors (each use of a YAML alias repeats its subtree), or whose aliases make a
+// list contain itself, is refused with one error, before anything is built.
 [[nodiscard]] LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources);
 
 // True when `text` matches `pattern`, where each '*' stands for zero or more characters.
