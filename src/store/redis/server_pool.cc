@@ -67,7 +67,7 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
     // could have looked.
     if (const auto receiving = flight->connection.lock()) receiving->readArrived();
     if (flight->finished) return;  // that read finished it
-    onCallTimedOut();  // first: the caller's handler may go on to anything
+    onCallTimedOut();              // first: the caller's handler may go on to anything
     flight->finish(nullptr, "timed out");
   });
   return flight;
