@@ -178,6 +178,11 @@ class Session : public std::enable_shared_from_this<Session> {
           http::status::bad_request,
           "the body's length is unknown: Transfer-Encoding must end with chunked", 11));
     }
+    if (!onlyChunked()) {
+      busy_ = true;
+      return write(plainResponse(http::status::not_implemented,
+                                 "no transfer coding but chunked is taken", 11));
+    }
     const bool wants_continue =
         header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");
     if (!wants_continue || parser_->is_done()) {
@@ -202,6 +207,20 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& header = parser_->get();
     if (header.find(http::field::transfer_encoding) == header.end()) return true;
     return header.version() >= 11 && parser_->chunked();
+  }
+
+  // Whether a framed body has no coding but chunked. Another one before it (gzip, chunked)
+  // would reach the handler still encoded, and decoding it is not implemented: 501 (RFC 9112
+  // 6.1), as nginx and the gateway answer.
+  bool onlyChunked() const {
+    const auto& header = parser_->get();
+    const auto [first, last] = header.equal_range(http::field::transfer_encoding);
+    if (first == last) return true;
+    std::string_view coding = first->value();
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+      coding.remove_suffix(1);
+    }
+    return std::next(first) == last && beast::iequals(coding, "chunked");
   }
 
   void onRead(beast::error_code ec, std::size_t /*bytes*/) {

@@ -493,6 +493,12 @@ TEST_F(ServiceTest, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
     EXPECT_EQ(received->find("HTTP/1.", 1), std::string::npos)
         << coding << ": the body was answered as a request: " << *received;
   }
+  // A coding before chunked would reach the handler still encoded: 501, not decided.
+  const std::optional<std::string> gzipped = exchangeUntilClosed(
+      api_endpoint_,
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
+  ASSERT_TRUE(gzipped.has_value());
+  EXPECT_TRUE(gzipped->starts_with("HTTP/1.1 501")) << *gzipped;
   // None of the bodies took a unit of 192.0.2.60's 3/min.
   EXPECT_EQ(auth("/te", "192.0.2.60").header("x-ratelimit-remaining"), "2");
 
