@@ -13,6 +13,7 @@
 
 #include "policy/api_key_hash.h"
 #include "policy/duration.h"
+#include "policy/header_settings_loader.h"
 #include "policy/limit_loader.h"
 #include "policy/store_loader.h"
 #include "policy/yaml_fields.h"
@@ -78,37 +79,6 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
     boost::asio::ip::make_address(host, bad_address);
     if (colon == std::string::npos || bad_address) {
       errors.add(node, std::string(name) + " must be an IP address and port, e.g. 127.0.0.1:8080");
-    }
-  }
-}
-
-void loadHeaders(const YAML::Node& node, HeaderSettings& headers, Errors& errors) {
-  if (!isMap(node, "headers", errors)) return;
-  checkKeys(node, "headers", {"x_ratelimit", "ietf", "retry_after", "names"}, errors);
-  if (node["x_ratelimit"]) {
-    headers.x_ratelimit =
-        boolValue(node["x_ratelimit"], "headers.x_ratelimit", errors).value_or(true);
-  }
-  if (node["ietf"]) headers.ietf = boolValue(node["ietf"], "headers.ietf", errors).value_or(true);
-  if (node["retry_after"]) {
-    headers.retry_after =
-        boolValue(node["retry_after"], "headers.retry_after", errors).value_or(true);
-  }
-  if (const YAML::Node names = node["names"]) {
-    if (!isMap(names, "headers.names", errors)) return;
-    checkKeys(names, "headers.names",
-              {"limit", "remaining", "reset", "retry_after", "ratelimit", "ratelimit_policy"},
-              errors);
-    for (const auto& entry : names) {
-      const std::string where = "headers.names." + entry.first.Scalar();
-      if (auto value = scalar(entry.second, where, errors)) {
-        const bool token = !value->empty() && std::all_of(value->begin(), value->end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) ||
-                 std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-        });
-        if (!token) errors.add(entry.second, where + " \"" + *value + "\" is not a header name");
-        headers.names[entry.first.Scalar()] = *value;
-      }
     }
   }
 }
@@ -279,7 +249,7 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
               errors);
     if (root["server"]) loadServer(root["server"], policy->server, errors);
     if (root["store"]) loadStore(root["store"], policy->store, errors);
-    if (root["headers"]) loadHeaders(root["headers"], policy->headers, errors);
+    if (root["headers"]) loadHeaderSettings(root["headers"], "headers", policy->headers, errors);
     if (root["tiers"]) loadTiers(root["tiers"], *policy, errors);
     std::string keys_file;
     YAML::Node keys_file_node;

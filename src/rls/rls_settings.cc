@@ -2,6 +2,8 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include "http/rate_limit_headers.h"
+#include "policy/header_settings_loader.h"
 #include "policy/yaml_fields.h"
 
 namespace sluice::rls {
@@ -32,20 +34,16 @@ void loadHeaderSwitch(const YAML::Node& node, DeciderOptions& options, Errors& e
         policy::boolValue(node, "envoy_rls.response_headers", errors).value_or(false);
     return;
   }
-  if (!policy::isMap(node, "envoy_rls.response_headers", errors)) return;
-  policy::checkKeys(node, "envoy_rls.response_headers", {"x_ratelimit", "ietf", "retry_after"},
-                    errors);
+  // The policy's `headers:` vocabulary, with this door's defaults (no IETF pair). `names`
+  // gives lyft's own set: {limit: RateLimit-Limit, remaining: RateLimit-Remaining, reset:
+  // RateLimit-Reset}.
+  policy::HeaderSettings settings{.x_ratelimit = options.headers.x_ratelimit,
+                                  .ietf = options.headers.ietf,
+                                  .retry_after = options.headers.retry_after,
+                                  .names = {}};
+  policy::loadHeaderSettings(node, "envoy_rls.response_headers", settings, errors);
   options.response_headers = true;
-  http::HeaderOptions& headers = options.headers;
-  for (const auto& [key, field] :
-       {std::pair{"x_ratelimit", &headers.x_ratelimit}, std::pair{"ietf", &headers.ietf},
-        std::pair{"retry_after", &headers.retry_after}}) {
-    if (node[key]) {
-      *field =
-          policy::boolValue(node[key], std::string("envoy_rls.response_headers.") + key, errors)
-              .value_or(*field);
-    }
-  }
+  options.headers = http::headerOptionsFor(settings);
 }
 
 void loadSection(const YAML::Node& node, const std::string& base_dir, RlsSettings& settings,

@@ -270,6 +270,20 @@ TEST_F(RlsDeciderTest, ResponseHeaders) {
   EXPECT_EQ(header(over, "Retry-After"), "1");
 }
 
+// Renamed headers (lyft's set) carry the same values under the new names.
+TEST_F(RlsDeciderTest, RenamedResponseHeaders) {
+  options_.response_headers = true;
+  options_.headers.names.limit = "RateLimit-Limit";
+  options_.headers.names.remaining = "RateLimit-Remaining";
+  options_.headers.names.reset = "RateLimit-Reset";
+  const DescriptorSpec generic{{{"generic_key", "g"}}, {}, {}};
+  const RateLimitResponse ok = decide({kAddress, generic});
+  EXPECT_EQ(header(ok, "RateLimit-Limit"), "2");
+  EXPECT_EQ(header(ok, "RateLimit-Remaining"), "1");
+  EXPECT_EQ(header(ok, "RateLimit-Reset"), "1");
+  EXPECT_EQ(header(ok, "X-RateLimit-Limit"), "<absent>");
+}
+
 // A request denied for asking more than is left (2 of 3, then 2 with 1 left) says 0 remaining in
 // its header as in its status, as lyft's does.
 TEST_F(RlsDeciderTest, OverLimitHeaderSaysNothingRemains) {

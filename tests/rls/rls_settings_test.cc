@@ -49,6 +49,32 @@ TEST(RlsSettingsTest, HeaderFamilies) {
   EXPECT_TRUE(value.decider.unknown_domain_is_error);
 }
 
+// response_headers may rename the headers, as the policy's headers.names does: lyft's own
+// RateLimit-Limit / -Remaining / -Reset for clients written against lyft/ratelimit. A name that
+// is not an HTTP token is an error at its line.
+TEST(RlsSettingsTest, HeaderNames) {
+  const auto settings = loadRlsSettingsText(
+      "envoy_rls:\n  config_dir: /srv/rl\n  response_headers:\n    names: {limit: RateLimit-Limit, "
+      "remaining: RateLimit-Remaining, reset: RateLimit-Reset}\n",
+      "s.yaml", "/etc/sluice");
+  ASSERT_TRUE(settings.ok()) << settings.error();
+  const DeciderOptions& decider = settings.value()->decider;
+  EXPECT_TRUE(decider.response_headers);
+  EXPECT_TRUE(decider.headers.x_ratelimit);
+  EXPECT_FALSE(decider.headers.ietf);
+  EXPECT_EQ(decider.headers.names.limit, "RateLimit-Limit");
+  EXPECT_EQ(decider.headers.names.remaining, "RateLimit-Remaining");
+  EXPECT_EQ(decider.headers.names.reset, "RateLimit-Reset");
+  EXPECT_EQ(decider.headers.names.retry_after, "Retry-After");
+  const auto bad = loadRlsSettingsText(
+      "envoy_rls:\n  config_dir: /srv/rl\n  response_headers: {names: {limit: \"Rate Limit\"}}\n",
+      "s.yaml", "/x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("s.yaml:3:"), std::string::npos) << bad.error();
+  EXPECT_NE(bad.error().find("envoy_rls.response_headers.names.limit"), std::string::npos)
+      << bad.error();
+}
+
 // The directory is watched every second unless told otherwise; 0 turns it off, and an interval
 // outside 10ms..1h is an error at its line.
 TEST(RlsSettingsTest, WatchInterval) {
