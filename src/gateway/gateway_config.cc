@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "policy/limit_loader.h"
+#include "policy/request_view.h"
 #include "policy/yaml_fields.h"
 #include "server/http_server.h"
 
@@ -141,7 +142,7 @@ void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
     } else {
       guard.patterns.clear();
       for (std::string pattern : policy::stringList(patterns, "gateway.guard.patterns", errors)) {
-        if (pattern == "default") {
+        if (policy::equalsIgnoreCase(pattern, "default")) {
           for (const std::string& builtin : GuardSettings::defaultPatterns())
             guard.patterns.push_back(builtin);
           continue;

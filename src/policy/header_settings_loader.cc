@@ -5,6 +5,8 @@
 #include <string_view>
 #include <utility>
 
+#include "policy/request_view.h"
+
 namespace sluice::policy {
 namespace {
 
@@ -16,6 +18,31 @@ bool isToken(std::string_view value) {
   });
 }
 
+// Headers the answer's framing, connection or identity depend on: a rate-limit header renamed
+// to one of them would give a message two Content-Lengths, say, which a proxy in front could
+// read either way (a desync).
+bool isReserved(std::string_view name) {
+  static constexpr std::string_view kReserved[] = {"content-length",
+                                                   "transfer-encoding",
+                                                   "connection",
+                                                   "keep-alive",
+                                                   "proxy-connection",
+                                                   "upgrade",
+                                                   "te",
+                                                   "trailer",
+                                                   "host",
+                                                   "date",
+                                                   "content-type",
+                                                   "set-cookie",
+                                                   "server",
+                                                   "location",
+                                                   "content-encoding"};
+  for (std::string_view reserved : kReserved) {
+    if (equalsIgnoreCase(name, reserved)) return true;
+  }
+  return false;
+}
+
 void loadNames(const YAML::Node& names, const std::string& where, HeaderSettings& headers,
                Errors& errors) {
   if (!isMap(names, where, errors)) return;
@@ -25,8 +52,12 @@ void loadNames(const YAML::Node& names, const std::string& where, HeaderSettings
   for (const auto& entry : names) {
     const std::string field = where + "." + entry.first.Scalar();
     if (auto value = scalar(entry.second, field, errors)) {
-      if (!isToken(*value))
+      if (!isToken(*value)) {
         errors.add(entry.second, field + " \"" + *value + "\" is not a header name");
+      } else if (isReserved(*value)) {
+        errors.add(entry.second, field + " \"" + *value +
+                                     "\" is a header the message's framing or transport owns");
+      }
       headers.names[entry.first.Scalar()] = *value;
     }
   }

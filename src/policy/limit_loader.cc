@@ -180,6 +180,10 @@ RouteMatch loadRouteFields(const YAML::Node& node, const std::string& what, Erro
   std::vector<std::string> methods;
   bool any_method = false;
   if (node["method"]) {
+    // An empty list would match every method, the opposite of what it reads as.
+    if (node["method"].IsSequence() && node["method"].size() == 0) {
+      errors.add(node["method"], what + ".method: an empty list; leave it out to match any method");
+    }
     for (std::string method : stringList(node["method"], what + ".method", errors)) {
       for (char& c : method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
       if (method == "*") {
@@ -243,11 +247,20 @@ void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {
       }
       tier.rate = rate.value_or(Rate{});
     }
-    if (spec["burst"])
+    // 0 is what an absent burst or quota means (the rate's count, and no quota): written out,
+    // it reads as "none allowed", so it is refused, as a limit's burst of 0 is.
+    if (spec["burst"]) {
       tier.burst = unsignedValue(spec["burst"], where + ".burst", errors).value_or(0);
+      if (tier.burst == 0) errors.add(spec["burst"], where + ".burst must be at least 1");
+    }
     if (spec["daily_quota"]) {
       tier.daily_quota =
           unsignedValue(spec["daily_quota"], where + ".daily_quota", errors).value_or(0);
+      if (tier.daily_quota == 0) {
+        errors.add(spec["daily_quota"], where +
+                                            ".daily_quota must be at least 1 (leave it out "
+                                            "for no daily quota)");
+      }
     }
     if (!tier.unlimited && !spec["rate"])
       errors.add(spec, where + " needs a rate, or unlimited: true");

@@ -21,6 +21,17 @@
 namespace sluice::policy {
 namespace {
 
+// The file's one YAML document. Those after a `---` would be dropped without a word (the
+// loader reads the first), so a second one is an error at its place.
+YAML::Node onlyDocument(const std::string& text, Errors& errors) {
+  std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  if (documents.empty()) return YAML::Node();
+  if (documents.size() > 1) {
+    errors.add(documents[1].Mark(), "a second YAML document (after ---): the file holds one");
+  }
+  return documents.front();
+}
+
 void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) {
   if (!isMap(node, "server", errors)) return;
   checkKeys(node, "server",
@@ -47,13 +58,18 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   if (node["request_timeout"]) {
     server.request_timeout_us =
         durationValue(node["request_timeout"], "server.request_timeout", errors).value_or(0);
-    if (server.request_timeout_us <= 0) {
-      errors.add(node["request_timeout"], "server.request_timeout must be longer than zero");
+    // Below a millisecond no request could arrive in time: the server would drop every one.
+    if (server.request_timeout_us < 1000) {
+      errors.add(node["request_timeout"], "server.request_timeout must be at least 1ms");
     }
   }
   if (node["max_body_bytes"]) {
     server.max_body_bytes =
         unsignedValue(node["max_body_bytes"], "server.max_body_bytes", errors).value_or(0);
+    // A body is held whole in memory while it is read: bounded, as the gateway's headers are.
+    if (server.max_body_bytes < 1 || server.max_body_bytes > (64u << 20)) {
+      errors.add(node["max_body_bytes"], "server.max_body_bytes must be 1 to 67108864 (64 MiB)");
+    }
   }
   if (node["auth_deny_status"]) {
     const auto status = unsignedValue(node["auth_deny_status"], "server.auth_deny_status", errors);
@@ -77,8 +93,14 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
     }
     boost::system::error_code bad_address;
     boost::asio::ip::make_address(host, bad_address);
-    if (colon == std::string::npos || bad_address) {
-      errors.add(node, std::string(name) + " must be an IP address and port, e.g. 127.0.0.1:8080");
+    unsigned port = 0;
+    const std::string digits = colon == std::string::npos ? "" : value.substr(colon + 1);
+    const auto [end, bad_port] =
+        std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (colon == std::string::npos || bad_address || digits.empty() || bad_port != std::errc() ||
+        end != digits.data() + digits.size() || port > 65535) {
+      errors.add(node, std::string(name) +
+                           " must be an IP address and port (0..65535), e.g. 127.0.0.1:8080");
     }
   }
 }
@@ -105,6 +127,20 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
     JwtKey key;
     key.algorithm =
         entry["algorithm"] ? scalar(entry["algorithm"], "algorithm", errors).value_or("") : "";
+    // One key source per key: with two, one would be dropped without a word.
+    const int sources = (entry["secret"] ? 1 : 0) + (entry["secret_env"] ? 1 : 0) +
+                        (entry["public_key_file"] ? 1 : 0);
+    if (sources > 1) {
+      errors.add(entry, "a JWT key takes one of secret, secret_env or public_key_file");
+    }
+    // A public key is public: used as an HMAC secret, it would let anyone sign tokens.
+    const bool hmac = key.algorithm.starts_with("HS");
+    if (hmac && entry["public_key_file"]) {
+      errors.add(entry["public_key_file"],
+                 key.algorithm +
+                     " signs with a shared secret (secret or secret_env); a public "
+                     "key file would let anyone who has it sign tokens");
+    }
     if (entry["secret"]) {
       key.key = scalar(entry["secret"], "secret", errors).value_or("");
     } else if (entry["secret_env"]) {
@@ -143,7 +179,7 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
   }
   Errors file_errors(path);
   try {
-    const YAML::Node root = YAML::Load(text);
+    const YAML::Node root = onlyDocument(text, file_errors);
     checkDuplicateKeys(root, file_errors);
     const YAML::Node keys = root["keys"];
     if (!root.IsMap() || !keys || !keys.IsSequence()) {
@@ -153,6 +189,9 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
         if (!isMap(entry, "a keys entry", file_errors)) continue;
         checkKeys(entry, "a keys entry", {"key", "sha256", "tier", "name"}, file_errors);
         std::string id;
+        if (entry["key"] && entry["sha256"]) {
+          file_errors.add(entry, "a keys entry takes key or sha256, not both");
+        }
         if (entry["key"]) {
           id = hashApiKey(scalar(entry["key"], "key", file_errors).value_or(""));
         } else if (entry["sha256"]) {
@@ -168,7 +207,11 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
           file_errors.add(entry["tier"] ? entry["tier"] : entry,
                           "tier \"" + tier + "\" is not defined in tiers");
         }
-        if (!id.empty()) policy.api_key_tiers[id] = tier;
+        // The same key twice would silently take the later tier.
+        if (!id.empty() && !policy.api_key_tiers.emplace(id, tier).second) {
+          file_errors.add(entry,
+                          "this key is already listed (as key or sha256) earlier in the file");
+        }
       }
     }
   } catch (const YAML::Exception& error) {
@@ -236,7 +279,7 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
   auto policy = std::make_shared<Policy>();
   policy->source = source;
   try {
-    const YAML::Node root = YAML::Load(yaml);
+    const YAML::Node root = onlyDocument(yaml, errors);
     if (!root.IsMap()) {
       errors.add(root, "the configuration must be a mapping with limits: and friends");
       return {nullptr, errors.take()};

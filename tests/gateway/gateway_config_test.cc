@@ -67,6 +67,9 @@ TEST(GatewayConfigTest, DefaultPatternsAndTurningThemOff) {
       "gateway:\n  upstreams: { a: 127.0.0.1:1 }\n  routes: [ { upstream: a } ]\n";
   EXPECT_EQ(load(base).value()->guard.patterns, GuardSettings::defaultPatterns());
   EXPECT_TRUE(load(base + "  guard: { patterns: [] }\n").value()->guard.patterns.empty());
+  // `default` in any case: "Default" read as a literal pattern turned the built-in list off.
+  EXPECT_EQ(load(base + "  guard: { patterns: [Default] }\n").value()->guard.patterns,
+            GuardSettings::defaultPatterns());
 }
 
 // Every mistake is reported with file:line:column, all in one run.

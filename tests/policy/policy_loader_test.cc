@@ -228,6 +228,13 @@ TEST(PolicyLoader, KeysFile) {
   const PolicyPtr policy = policyFrom(base + "keys-good.yaml\n", dir);
   ASSERT_NE(policy, nullptr);
   EXPECT_EQ(policy->api_key_tiers.size(), 2u);
+  // The same key twice would take the later tier without a word.
+  std::ofstream(dir + "/keys-twice.yaml") << "keys:\n  - { key: k1, tier: gold }\n"
+                                             "  - { key: k1, tier: gold }\n";
+  const std::vector<std::string> twice = errorsOf(base + "keys-twice.yaml\n", dir);
+  ASSERT_FALSE(twice.empty());
+  EXPECT_NE(twice[0].find("keys-twice.yaml:3:"), std::string::npos) << describe(twice);
+  EXPECT_NE(twice[0].find("already listed"), std::string::npos) << describe(twice);
   const std::vector<std::string> errors = errorsOf(base + "keys-bad.yaml\n", dir);
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors[0].find("keys-bad.yaml:2:"), std::string::npos) << describe(errors);
@@ -274,6 +281,42 @@ TEST(PolicyLoader, RefusesWhatWouldFailLater) {
       errorsOf("tiers:\n  anonymous: { rate: 0/min }\nlimits:\n  - { name: a, from_tier: true }\n");
   EXPECT_TRUE(hasError(zero_tier, 2, "tier anonymous.rate: must allow at least 1 request"))
       << describe(zero_tier);
+}
+
+// Settings that were accepted and then misbehaved (found by a black-box run) are refused at
+// their line: an HMAC key read from a public key file (anyone could sign), two key sources, a
+// rate-limit header renamed to a framing header, a second YAML document (dropped unread), a
+// port past 65535, a timeout no request can meet, an empty method list (it matched every
+// method), a tier's burst or daily quota of 0 (it meant the default, and no quota).
+TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
+  const std::string limit = "limits: [{ name: a, rate: 1/s }]\n";
+  const auto refused = [&](const std::string& yaml, int line, const std::string& text) {
+    const std::vector<std::string> errors = errorsOf(yaml);
+    EXPECT_TRUE(hasError(errors, line, text)) << yaml << "\n" << describe(errors);
+  };
+  refused("identity:\n  jwt:\n    keys:\n      - { algorithm: HS256, public_key_file: rsa.pub }\n" +
+              limit,
+          4, "a public key file would let anyone who has it sign tokens");
+  refused(
+      "identity:\n  jwt:\n    keys:\n      - { algorithm: HS256, secret: "
+      "hunter2-hunter2-hunter2-hunter2-hunter2, secret_env: HOME }\n" +
+          limit,
+      4, "takes one of secret, secret_env or public_key_file");
+  refused("headers: { names: { limit: Content-Length } }\n" + limit, 1,
+          "is a header the message's framing or transport owns");
+  refused(limit + "---\nlimits: [{ name: b, rate: 1/s }]\n", 3, "a second YAML document");
+  refused("server: { listen: \"127.0.0.1:99999\" }\n" + limit, 1, "port (0..65535)");
+  refused("server: { listen: \"127.0.0.1:abc\" }\n" + limit, 1, "port (0..65535)");
+  refused("server: { request_timeout: 1us }\n" + limit, 1, "at least 1ms");
+  refused("server: { max_body_bytes: 0 }\n" + limit, 1, "server.max_body_bytes must be 1 to");
+  refused("limits: [{ name: a, rate: 1/s, match: { method: [] } }]\n", 1, "an empty list");
+  refused(
+      "tiers:\n  anonymous: { rate: 3/min, burst: 0 }\nlimits: [{ name: a, from_tier: true }]\n", 2,
+      "burst must be at least 1");
+  refused(
+      "tiers:\n  anonymous: { rate: 3/min, daily_quota: 0 }\nlimits: [{ name: a, from_tier: true "
+      "}]\n",
+      2, "daily_quota must be at least 1");
 }
 
 // A key written twice in one mapping is an error at the second: readers would take the first
