@@ -310,6 +310,8 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("server: { request_timeout: 1us }\n" + limit, 1, "at least 1ms");
   refused("server: { max_body_bytes: 0 }\n" + limit, 1, "server.max_body_bytes must be 1 to");
   refused("limits: [{ name: a, rate: 1/s, match: { method: [] } }]\n", 1, "an empty list");
+  refused("limits: [{ name: \"\", rate: 1/s }]\n", 1, "must be non-empty");
+  refused("limits: [{ name: \"a\\0b\", rate: 1/s }]\n", 1, "without control characters");
   refused(
       "tiers:\n  anonymous: { rate: 3/min, burst: 0 }\nlimits: [{ name: a, from_tier: true }]\n", 2,
       "burst must be at least 1");
