@@ -1,7 +1,5 @@
 #include "policy/header_settings_loader.h"
 
-#include <algorithm>
-#include <cctype>
 #include <string_view>
 #include <utility>
 
@@ -9,14 +7,6 @@
 
 namespace sluice::policy {
 namespace {
-
-// A header name is an HTTP token (RFC 9110 5.6.2).
-bool isToken(std::string_view value) {
-  return !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-  });
-}
 
 // Headers the answer's framing, connection or identity depend on: a rate-limit header renamed
 // to one of them would give a message two Content-Lengths, say, which a proxy in front could
@@ -52,7 +42,7 @@ void loadNames(const YAML::Node& names, const std::string& where, HeaderSettings
   for (const auto& entry : names) {
     const std::string field = where + "." + entry.first.Scalar();
     if (auto value = scalar(entry.second, field, errors)) {
-      if (!isToken(*value)) {
+      if (!isHttpToken(*value)) {
         errors.add(entry.second, field + " \"" + *value + "\" is not a header name");
       } else if (isReserved(*value)) {
         errors.add(entry.second, field + " \"" + *value +

@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "policy/cookies.h"
+#include "policy/request_view.h"
 
 namespace sluice::policy {
 namespace {
@@ -64,6 +65,12 @@ Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
       if (known || !text.starts_with(named.name)) continue;
       const std::string name = text.substr(named.name.size());
       if (name.empty()) return Error{"key part \"" + text + "\": a name must follow the colon"};
+      // A header or cookie name that is not an HTTP token never arrives, and the limit would
+      // silently never apply (or fall back to the address).
+      if ((named.kind == Kind::kHeader || named.kind == Kind::kCookie) && !isHttpToken(name)) {
+        return Error{"key part \"" + text + "\": \"" + name +
+                     "\" is not a header or cookie name (letters, digits and !#$%&'*+-.^_`|~)"};
+      }
       Part part{named.kind, name, std::nullopt};
       if (named.kind == Kind::kJsonPath) {
         Result<JsonPath> path = JsonPath::parse(name);

@@ -15,6 +15,7 @@
 #include "policy/duration.h"
 #include "policy/header_settings_loader.h"
 #include "policy/limit_loader.h"
+#include "policy/request_view.h"
 #include "policy/store_loader.h"
 #include "policy/yaml_fields.h"
 
@@ -82,7 +83,9 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
                                    std::pair{"auth_method_header", &server.auth_method_header}}) {
     if (!node[key]) continue;
     *field = scalar(node[key], std::string("server.") + key, errors).value_or("");
-    if (field->empty()) errors.add(node[key], std::string("server.") + key + " must name a header");
+    if (!isHttpToken(*field)) {
+      errors.add(node[key], std::string("server.") + key + " must name a header");
+    }
   }
   for (const auto& [value, name] :
        {std::pair{server.listen, "server.listen"}, std::pair{server.admin, "server.admin"}}) {

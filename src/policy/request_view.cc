@@ -11,6 +11,13 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept {
                                             [&](char x, char y) { return lower(x) == lower(y); });
 }
 
+bool isHttpToken(std::string_view name) noexcept {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  });
+}
+
 namespace {
 
 int hexValue(char c) {

@@ -36,4 +36,8 @@ struct RequestView {
 // ASCII case-insensitive equality, for header names.
 [[nodiscard]] bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept;
 
+// Whether `name` is an HTTP token (RFC 9110 5.6.2): what a header field name, and a cookie name,
+// are made of (letters, digits and !#$%&'*+-.^_`|~).
+[[nodiscard]] bool isHttpToken(std::string_view name) noexcept;
+
 }  // namespace sluice::policy

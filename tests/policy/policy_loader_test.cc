@@ -310,6 +310,11 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("server: { request_timeout: 1us }\n" + limit, 1, "at least 1ms");
   refused("server: { max_body_bytes: 0 }\n" + limit, 1, "server.max_body_bytes must be 1 to");
   refused("limits: [{ name: a, rate: 1/s, match: { method: [] } }]\n", 1, "an empty list");
+  refused("limits: [{ name: a, rate: 1/s, key: \"header:X-A:B\", when_missing: skip }]\n", 1,
+          "is not a header or cookie name");
+  refused("limits: [{ name: a, rate: 1/s, key: \"cookie:a;b\" }]\n", 1,
+          "is not a header or cookie name");
+  refused("server: { auth_uri_header: \"X Y\" }\n" + limit, 1, "must name a header");
   refused("limits: [{ name: \"\", rate: 1/s }]\n", 1, "must be non-empty");
   refused("limits: [{ name: \"a\\0b\", rate: 1/s }]\n", 1, "without control characters");
   refused(
