@@ -16,6 +16,7 @@
 #include "gateway/proxy_exchange.h"
 #include "http/check_api.h"
 #include "http/rate_limit_headers.h"
+#include "server/request_framing.h"
 
 namespace sluice::gateway {
 
@@ -85,41 +86,6 @@ std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
   return out;
-}
-
-struct FramingProblem {
-  unsigned status;
-  const char* message;
-};
-
-// Why a request's header cannot be forwarded as it is framed and addressed, or nullopt. RFC
-// 9112: a Transfer-Encoding whose last coding is not chunked leaves the body's end unknown
-// (6.3), and read as "no body" its bytes would be taken as a next request, smuggled past the
-// guard and the limits; in HTTP/1.0 any Transfer-Encoding is faulty framing (6.1); a coding
-// before chunked (gzip, chunked) would reach the upstream undeclared, since the gateway sends
-// the body chunked only, so it is not implemented (501, as nginx answers); two Host fields
-// (3.2) leave the site in doubt, and the gateway and the upstream could each pick another.
-template <class Header>
-std::optional<FramingProblem> framingProblem(const Header& header, bool chunked) {
-  const auto [first, last] = header.equal_range(bhttp::field::transfer_encoding);
-  if (first != last) {
-    if (!chunked || header.version() < 11) {
-      return FramingProblem{400,
-                            "a request body needs a Content-Length, or chunked as its last "
-                            "transfer coding (and not in HTTP/1.0)"};
-    }
-    std::string_view coding = first->value();
-    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
-      coding.remove_suffix(1);
-    }
-    if (std::next(first) != last || !beast::iequals(coding, "chunked")) {
-      return FramingProblem{501, "the gateway takes no transfer coding but chunked"};
-    }
-  }
-  if (header.count(bhttp::field::host) > 1) {
-    return FramingProblem{400, "the request has more than one Host field"};
-  }
-  return std::nullopt;
 }
 
 // At most one log line a second per kind: a flood must not turn into a flood of logs.
@@ -279,21 +245,10 @@ void ProxySession::newRequestParser() {
 // Parses what client_buffer_ holds and reads on as needed (Beast reads only when the buffer
 // holds less than a whole header).
 void ProxySession::readHeaderFromBuffer() {
-  skipEmptyLines();
+  server::dropLeadingEmptyLines(client_buffer_);
   bhttp::async_read_header(
       client_, client_buffer_, *request_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
-}
-
-// Drops the empty lines (CRLF, or a bare LF) ahead of a request-line, as RFC 9112 2.2 has a
-// server do: some clients send one after a POST body, and the parser takes it for a malformed
-// request (a 400 and the close would lose the requests pipelined behind). Whether any went.
-bool ProxySession::skipEmptyLines() {
-  const auto* bytes = static_cast<const char*>(client_buffer_.data().data());
-  std::size_t empty = 0;
-  while (empty < client_buffer_.size() && (bytes[empty] == '\r' || bytes[empty] == '\n')) ++empty;
-  client_buffer_.consume(empty);
-  return empty > 0;
 }
 
 void ProxySession::onHeader(beast::error_code ec) {
@@ -305,7 +260,7 @@ void ProxySession::onHeader(beast::error_code ec) {
   // Empty lines that arrived once the read had begun fail the parse without being taken: read
   // again without them, with a fresh parser and the same deadline.
   if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
-      skipEmptyLines()) {
+      server::dropLeadingEmptyLines(client_buffer_)) {
     busy_ = false;
     newRequestParser();
     return readHeaderFromBuffer();
@@ -337,8 +292,13 @@ void ProxySession::admit() {
              !(header.target() == "*" && header.method() == bhttp::verb::options)) {
     return respondLocal(400, "the request target must be a path", {});
   }
-  if (const auto problem = framingProblem(header, request_->chunked())) {
-    return respondLocal(problem->status, problem->message, {});
+  if (const auto refusal = server::transferEncodingRefusal(header, request_->chunked())) {
+    return respondLocal(refusal->status, refusal->message, {});
+  }
+  // Two Host fields leave the site in doubt (RFC 9112 3.2): the gateway and the upstream could
+  // each pick another.
+  if (header.count(bhttp::field::host) > 1) {
+    return respondLocal(400, "the request has more than one Host field", {});
   }
   if (!state_->guard.admitGlobal()) {
     return respondLocal(503, "the gateway is over its request ceiling", {{"Retry-After", "1"}});

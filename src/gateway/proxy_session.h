@@ -72,7 +72,6 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void onClientRead(boost::beast::error_code ec, std::size_t bytes, std::uint64_t generation);
   void newRequestParser();
   void readHeaderFromBuffer();
-  bool skipEmptyLines();
   void clientGone();
 
   // Upstream side: connect, stream the request, stream the response (proxy_forwarding.cc).

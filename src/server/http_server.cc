@@ -20,6 +20,7 @@
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 #include "server/loop_io.h"
+#include "server/request_framing.h"
 
 namespace sluice::server {
 
@@ -130,7 +131,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ssize_t peek() { return socket_.is_open() ? peekOneByte(socket_.native_handle()) : -1; }
 
   void doRead() {
-    skipEmptyLines();
+    dropLeadingEmptyLines(buffer_);
     // Draining: a request already here (pipelined behind the last one) is still answered, with
     // Connection: close; an idle connection closes.
     if (state_->draining.load() && !receiving()) return close();
@@ -148,18 +149,6 @@ class Session : public std::enable_shared_from_this<Session> {
                             beast::bind_front_handler(&Session::onHeader, shared_from_this()));
   }
 
-  // Drops the empty lines (CRLF, or a bare LF) ahead of a request-line: RFC 9112 2.2 has a server
-  // ignore them, as some clients send one after a POST body, and the parser takes them for a
-  // malformed request (a 400 and the close would lose the requests pipelined behind). Whether it
-  // dropped any.
-  bool skipEmptyLines() {
-    const auto* bytes = static_cast<const char*>(buffer_.data().data());
-    std::size_t empty = 0;
-    while (empty < buffer_.size() && (bytes[empty] == '\r' || bytes[empty] == '\n')) ++empty;
-    buffer_.consume(empty);
-    return empty > 0;
-  }
-
   // The header block is in: answer `Expect: 100-continue` before reading the body, or a client
   // that waits for it would stall until its own timeout.
   void onHeader(beast::error_code ec, std::size_t bytes) {
@@ -167,21 +156,14 @@ class Session : public std::enable_shared_from_this<Session> {
     // without them, within the same deadline (a stream of empty lines gets no more time).
     if (ec && ec != http::error::end_of_stream &&
         ec.category() == http::make_error_code(http::error::bad_method).category() &&
-        skipEmptyLines()) {
+        dropLeadingEmptyLines(buffer_)) {
       return readHeader();
     }
     if (ec) return onRead(ec, bytes);
     const auto& header = parser_->get();
-    if (!bodyIsFramed()) {
-      busy_ = true;
-      return write(plainResponse(
-          http::status::bad_request,
-          "the body's length is unknown: Transfer-Encoding must end with chunked", 11));
-    }
-    if (!onlyChunked()) {
-      busy_ = true;
-      return write(plainResponse(http::status::not_implemented,
-                                 "no transfer coding but chunked is taken", 11));
+    if (const auto refusal = transferEncodingRefusal(header, parser_->chunked())) {
+      busy_ = true;  // answered, and the connection closes unread (see requestUnread)
+      return write(plainResponse(static_cast<http::status>(refusal->status), refusal->message, 11));
     }
     const bool wants_continue =
         header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");
@@ -196,31 +178,6 @@ class Session : public std::enable_shared_from_this<Session> {
                        http::async_read(self->socket_, self->buffer_, *self->parser_,
                                         beast::bind_front_handler(&Session::onRead, self));
                      });
-  }
-
-  // Whether the body's length is known. With a Transfer-Encoding whose final coding is not
-  // chunked (gzip, identity, "chunked, identity", empty), or any Transfer-Encoding in HTTP/1.0,
-  // it is not (RFC 9112 6.1, 6.3): the parser would read no body, and the body's bytes would be
-  // taken for a next request, one smuggled past whatever stands in front. Such a request gets
-  // 400 and the connection closes, unread.
-  bool bodyIsFramed() const {
-    const auto& header = parser_->get();
-    if (header.find(http::field::transfer_encoding) == header.end()) return true;
-    return header.version() >= 11 && parser_->chunked();
-  }
-
-  // Whether a framed body has no coding but chunked. Another one before it (gzip, chunked)
-  // would reach the handler still encoded, and decoding it is not implemented: 501 (RFC 9112
-  // 6.1), as nginx and the gateway answer.
-  bool onlyChunked() const {
-    const auto& header = parser_->get();
-    const auto [first, last] = header.equal_range(http::field::transfer_encoding);
-    if (first == last) return true;
-    std::string_view coding = first->value();
-    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
-      coding.remove_suffix(1);
-    }
-    return std::next(first) == last && beast::iequals(coding, "chunked");
   }
 
   void onRead(beast::error_code ec, std::size_t /*bytes*/) {

@@ -1,0 +1,59 @@
+// RFC 9112's rules for how a request's body is framed, shared by the two doors that read HTTP/1
+// requests themselves (the HTTP server, and the gateway's sessions).
+#pragma once
+
+#include <iterator>
+#include <optional>
+#include <string_view>
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/message.hpp>
+
+namespace sluice::server {
+
+struct FramingRefusal {
+  unsigned status;  // 400 or 501
+  const char* message;
+};
+
+// Why a request's Transfer-Encoding cannot be read, or nullopt (none, or chunked alone). A last
+// coding other than chunked leaves the body's end unknown (6.3): read as "no body", its bytes
+// would be taken for a next request, one smuggled past whatever stands in front; in HTTP/1.0
+// any Transfer-Encoding is faulty framing (6.1). Both get 400. A coding before chunked (gzip,
+// chunked) would be passed on still encoded, and decoding it is not implemented: 501, as nginx
+// answers. `chunked`: what the parser made of the header.
+template <class Fields>
+std::optional<FramingRefusal> transferEncodingRefusal(
+    const boost::beast::http::header<true, Fields>& header, bool chunked) {
+  namespace http = boost::beast::http;
+  const auto [first, last] = header.equal_range(http::field::transfer_encoding);
+  if (first == last) return std::nullopt;
+  if (!chunked || header.version() < 11) {
+    return FramingRefusal{400,
+                          "a request body needs a Content-Length, or chunked as its last "
+                          "transfer coding (and none in a version 1.0 request)"};
+  }
+  std::string_view coding = first->value();
+  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+    coding.remove_suffix(1);
+  }
+  if (std::next(first) != last || !boost::beast::iequals(coding, "chunked")) {
+    return FramingRefusal{501, "no transfer coding but chunked is taken"};
+  }
+  return std::nullopt;
+}
+
+// Drops the empty lines (CRLF, or a bare LF) ahead of a request-line, as RFC 9112 2.2 has a
+// server do: some clients send one after a POST body, and the parser takes it for a malformed
+// request (a 400 and the close would lose the requests pipelined behind). Whether any went.
+inline bool dropLeadingEmptyLines(boost::beast::flat_buffer& buffer) {
+  const auto* bytes = static_cast<const char*>(buffer.data().data());
+  std::size_t empty = 0;
+  while (empty < buffer.size() && (bytes[empty] == '\r' || bytes[empty] == '\n')) ++empty;
+  buffer.consume(empty);
+  return empty > 0;
+}
+
+}  // namespace sluice::server
