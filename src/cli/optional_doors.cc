@@ -1,7 +1,5 @@
 #include "cli/optional_doors.h"
 
-#include <spdlog/spdlog.h>
-
 #include "server/http_server.h"
 
 #ifdef SLUICE_WITH_GATEWAY
@@ -10,6 +8,14 @@
 #endif
 
 namespace sluice::cli {
+namespace {
+
+// A door whose section a reload finds added: doors open at start only.
+[[maybe_unused]] std::string addedSection(const std::string& section) {
+  return section + ": the section was added; the door opens at restart";
+}
+
+}  // namespace
 
 std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::string& path,
                                                [[maybe_unused]] server::IoPool& pool,
@@ -26,17 +32,20 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " rls=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return rls_->metricsText(); });
-    service.addReloadHook([this, path] {
+    service.addReloadHook([this, path](server::ReloadReport& report) {
       // Live reconfiguration of the door (its port, shadow mode, ...) is not done: say so
-      // rather than log a reload that silently left the section's edits unapplied.
-      if (const auto warning = rls::restartOnlyChange(rls_->settings(), path)) {
-        spdlog::warn("{}", *warning);
+      // rather than report a reload that silently left the section's edits unapplied.
+      if (auto warning = rls::restartOnlyChange(rls_->settings(), path)) {
+        report.warnings.push_back(std::move(*warning));
       }
-      std::vector<std::string> errors = rls_->reload();
-      for (std::string& error : errors) error = "envoy_rls: " + error;
-      return errors;
+      for (std::string& error : rls_->reload()) report.errors.push_back("envoy_rls: " + error);
     });
     rls_->watchConfigDir(pool.first());
+  } else {
+    service.addReloadHook([path](server::ReloadReport& report) {
+      const auto now = rls::loadRlsSettings(path);
+      if (!now.ok() || now.value()) report.warnings.push_back(addedSection("envoy_rls"));
+    });
   }
 #endif
 #ifdef SLUICE_WITH_GATEWAY
@@ -49,6 +58,16 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " gateway=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return gateway::metricsText(gateway_->stats()); });
+    service.addReloadHook([running = *gateway_settings.value(), path](server::ReloadReport& report) {
+      if (auto warning = gateway::restartOnlyChange(running, path)) {
+        report.warnings.push_back(std::move(*warning));
+      }
+    });
+  } else {
+    service.addReloadHook([path](server::ReloadReport& report) {
+      const auto now = gateway::loadGatewaySettings(path);
+      if (!now.ok() || now.value()) report.warnings.push_back(addedSection("gateway"));
+    });
   }
 #endif
   return std::nullopt;

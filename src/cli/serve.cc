@@ -74,9 +74,9 @@ struct Doors {
 // SIGHUP: the policy and the doors' own configs reloaded (the service runs the doors' reload
 // hooks, as for POST /admin/reload); a part with errors keeps its old config.
 void reload(const Doors& doors, const std::string& path) {
-  const std::vector<std::string> errors = doors.service.reload();
-  if (errors.empty()) spdlog::info("reloaded {}", path);
-  for (const std::string& error : errors)
+  const server::ReloadReport report = doors.service.reload();  // it logs the warnings
+  if (report.errors.empty()) spdlog::info("reloaded {}", path);
+  for (const std::string& error : report.errors)
     spdlog::error("reload refused, keeping the old config: {}", error);
 }
 

@@ -319,6 +319,7 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
     const YAML::Node root = YAML::Load(yaml);
     if (!root.IsMap() || !root["gateway"]) return std::optional<GatewaySettings>{};
     loadGateway(root["gateway"], settings, errors);
+    settings.section_text = YAML::Dump(root["gateway"]);
   } catch (const YAML::Exception& error) {
     errors.add(error.mark, error.msg);
   }
@@ -333,6 +334,20 @@ Result<std::optional<GatewaySettings>> loadGatewaySettings(const std::string& pa
   const std::string text = policy::readFile(path, ok);
   if (!ok) return Error{path + ": cannot read the file"};
   return loadGatewaySettingsText(text, path);
+}
+
+std::optional<std::string> restartOnlyChange(const GatewaySettings& running,
+                                             const std::string& path) {
+  const Result<std::optional<GatewaySettings>> now = loadGatewaySettings(path);
+  const std::string kept = "; the gateway keeps its settings until restart (the limits it "
+                           "enforces reload)";
+  if (!now.ok()) return "gateway: the section now has errors" + kept + ":\n" + now.error();
+  if (!now.value()) return "gateway: the section was removed" + kept;
+  if (now.value()->section_text != running.section_text) {
+    return "gateway: settings changed; they take effect at restart (the limits it enforces "
+           "reload)";
+  }
+  return std::nullopt;
 }
 
 }  // namespace sluice::gateway

@@ -75,6 +75,9 @@ struct GatewaySettings {
   GuardSettings guard;
   std::vector<ConcurrencyLimit> concurrency;
   std::optional<WebhookSettings> webhook;
+  // The section as read, normalized (YAML::Dump): a reload compares it to tell an edit, which
+  // waits for a restart, from none (comments and layout are not edits).
+  std::string section_text;
 };
 
 // Reads the optional top-level `gateway:` section of the sluice configuration at `path`.
@@ -85,5 +88,12 @@ struct GatewaySettings {
 // The same from YAML text; `source` names it in messages.
 [[nodiscard]] Result<std::optional<GatewaySettings>> loadGatewaySettingsText(
     const std::string& yaml, const std::string& source);
+
+// For a reload, which takes in the limits the gateway enforces but not its own settings: a
+// warning when the gateway section of the config at `path` is no longer the one `running` was
+// read from (changed, removed, or now in error), saying it takes effect at restart; nullopt when
+// it is the same. Never throws.
+[[nodiscard]] std::optional<std::string> restartOnlyChange(const GatewaySettings& running,
+                                                           const std::string& path);
 
 }  // namespace sluice::gateway

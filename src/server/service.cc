@@ -5,12 +5,14 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
+#include <spdlog/spdlog.h>
 
 #include "http/auth_subrequest.h"
 #include "http/check_api.h"
 #include "http/json_string.h"
 #include "policy/policy_loader.h"
 #include "server/loop_io.h"
+#include "server/restart_only_settings.h"
 
 namespace sluice::server {
 
@@ -49,15 +51,24 @@ HttpResponse errorResponse(http::status status, std::string_view message, unsign
   return jsonResponse(status, errorBody(http::obsolete_reason(status), message), version);
 }
 
-// {"reloaded":…,"errors":[…]}; the errors quote the configuration files, in whatever encoding.
-std::string reloadBody(const std::vector<std::string>& errors) {
-  std::string body =
-      errors.empty() ? R"({"reloaded":true,"errors":[)" : R"({"reloaded":false,"errors":[)";
-  for (std::size_t i = 0; i < errors.size(); ++i) {
+void appendJsonStrings(std::string& body, const std::vector<std::string>& strings) {
+  body += '[';
+  for (std::size_t i = 0; i < strings.size(); ++i) {
     if (i > 0) body += ',';
-    sluice::http::appendJsonString(body, errors[i]);
+    sluice::http::appendJsonString(body, strings[i]);
   }
-  body += "]}";
+  body += ']';
+}
+
+// {"reloaded":…,"errors":[…],"warnings":[…]}; the messages quote the configuration files, in
+// whatever encoding.
+std::string reloadBody(const ReloadReport& report) {
+  std::string body =
+      report.errors.empty() ? R"({"reloaded":true,"errors":)" : R"({"reloaded":false,"errors":)";
+  appendJsonStrings(body, report.errors);
+  body += R"(,"warnings":)";
+  appendJsonStrings(body, report.warnings);
+  body += '}';
   return body;
 }
 
@@ -94,6 +105,7 @@ Service::Active::Active(policy::PolicyPtr loaded)
 
 Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock)
     : active_(std::make_shared<const Active>(initial)),
+      initial_(initial),
       config_path_(std::move(config_path)),
       clock_(clock),
       own_store_(std::make_unique<MemoryStore>(MemoryStoreOptions{initial->store.max_keys})),
@@ -104,21 +116,24 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
 Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock,
                  Engine& engine, std::function<std::size_t()> key_count)
     : active_(std::make_shared<const Active>(initial)),
+      initial_(initial),
       config_path_(std::move(config_path)),
       clock_(clock),
       engine_(engine),
       key_count_(std::move(key_count)) {}
 
-std::vector<std::string> Service::reload() {
+ReloadReport Service::reload() {
   const std::lock_guard lock(reload_mutex_);
   policy::LoadResult loaded = policy::loadPolicy(config_path_);
   metrics_.countReload(loaded.policy != nullptr);
-  if (loaded.policy != nullptr) active_.store(std::make_shared<const Active>(loaded.policy));
-  std::vector<std::string> errors = std::move(loaded.errors);
-  for (const auto& hook : reload_hooks_) {
-    for (std::string& error : hook()) errors.push_back(std::move(error));
+  ReloadReport report{.errors = std::move(loaded.errors), .warnings = {}};
+  if (loaded.policy != nullptr) {
+    active_.store(std::make_shared<const Active>(loaded.policy));
+    report.warnings = restartOnlyChanges(*initial_, *loaded.policy);
   }
-  return errors;
+  for (const auto& hook : reload_hooks_) hook(report);
+  for (const std::string& warning : report.warnings) spdlog::warn("reload: {}", warning);
+  return report;
 }
 
 void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer,
@@ -363,10 +378,10 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
       response.set(http::field::allow, "POST");
       return respond(std::move(response));
     }
-    const std::vector<std::string> errors = reload();
+    const ReloadReport report = reload();
     return respond(
-        jsonResponse(errors.empty() ? http::status::ok : http::status::unprocessable_entity,
-                     reloadBody(errors), version));
+        jsonResponse(report.errors.empty() ? http::status::ok : http::status::unprocessable_entity,
+                     reloadBody(report), version));
   }
   respond(errorResponse(http::status::not_found, "unknown admin path", version));
 }

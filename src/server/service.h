@@ -21,6 +21,13 @@
 
 namespace sluice::server {
 
+// What a reload did. A part with errors kept its old configuration; warnings name edits that
+// were read but wait for a restart (the rest of the file is in force).
+struct ReloadReport {
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+};
+
 class Service {
  public:
   // `config_path` is re-read on reload. Store settings take effect on restart.
@@ -39,15 +46,16 @@ class Service {
   void handleAdmin(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
                    boost::asio::io_context& loop, Respond respond);
 
-  // Thread-safe. Re-reads the configuration; on any error keeps the current policy and returns
-  // the errors. Then runs the reload hooks, adding their errors. Reloads run one at a time, so
-  // the last one to start is the one left in force.
-  std::vector<std::string> reload();
+  // Thread-safe. Re-reads the configuration; on any error keeps the current policy and reports
+  // the errors. A policy taken in whose restart-only settings (restart_only_settings.h) differ
+  // from the initial policy's gets a warning for each, also logged. Then runs the reload hooks.
+  // Reloads run one at a time, so the last one to start is the one left in force.
+  ReloadReport reload();
   // More configuration reloaded with the policy (other front doors' own files), by SIGHUP and
-  // POST /admin/reload alike; returns its errors, having kept its old config. Add before serving.
-  void addReloadHook(std::function<std::vector<std::string>()> hook) {
-    reload_hooks_.push_back(std::move(hook));
-  }
+  // POST /admin/reload alike; adds its errors (having kept its old config) and warnings to the
+  // report. Add before serving.
+  using ReloadHook = std::function<void(ReloadReport&)>;
+  void addReloadHook(ReloadHook hook) { reload_hooks_.push_back(std::move(hook)); }
 
   [[nodiscard]] policy::PolicyPtr policy() const { return active_.load()->policy; }
   // More Prometheus text appended to /metrics (other front doors' counters). Add before serving.
@@ -79,6 +87,8 @@ class Service {
     sluice::http::HeaderOptions headers;
   };
   std::atomic<std::shared_ptr<const Active>> active_;
+  // The policy the process started with: its restart-only settings are the ones in force.
+  const policy::PolicyPtr initial_;
   std::string config_path_;
   const Clock& clock_;
   std::unique_ptr<MemoryStore> own_store_;  // only with the first constructor
@@ -86,7 +96,7 @@ class Service {
   Engine& engine_;
   std::function<std::size_t()> key_count_;
   std::vector<std::function<std::string()>> extra_metrics_;
-  std::vector<std::function<std::vector<std::string>()>> reload_hooks_;
+  std::vector<ReloadHook> reload_hooks_;
   // Held by reload(): SIGHUP (on the first loop) and POST /admin/reload (on any) can overlap,
   // and a slower reload that read an older file must not store it after a newer one.
   std::mutex reload_mutex_;

@@ -43,9 +43,16 @@ admin_port=$(sed -n 's/.*admin=127.0.0.1:\([0-9]*\).*/\1/p' "$work/sluice.out")
 metrics=$(curl -s --max-time 5 "http://127.0.0.1:$admin_port/metrics")
 grep -q 'sluice_gateway_requests_total{result="forwarded"} 3' <<< "$metrics" || fail "forwarded not in /metrics"
 grep -q 'sluice_gateway_requests_total{result="denied"} 1' <<< "$metrics" || fail "denied not in /metrics"
+# A reload takes in the limits, but an edit to the gateway's own settings waits for a restart,
+# and the reload says so (the answer's warnings, and the log).
+sed -i 's|routes: \[ { path_prefix: /, upstream: app } \]|routes: [ { path_prefix: /api, upstream: app } ]|' "$work/sluice.yaml"
+reload=$(curl -s --max-time 5 -X POST "http://127.0.0.1:$admin_port/admin/reload")
+grep -q '"reloaded":true' <<< "$reload" || fail "the reload was refused: $reload"
+grep -q 'gateway: settings changed; they take effect at restart' <<< "$reload" || fail "no warning for the gateway edit: $reload"
+grep -q 'reload: gateway: settings changed' "$work/sluice.err" || fail "the warning was not logged: $(cat "$work/sluice.err")"
 kill -TERM "$sluice_pid"
 for _ in $(seq 1 100); do kill -0 "$sluice_pid" 2>/dev/null || break; sleep 0.05; done
 kill -0 "$sluice_pid" 2>/dev/null && fail "sluice did not stop on SIGTERM"
 sluice_pid=""
-echo "gateway through sluice serve: 3 forwarded with headers, 1 denied with 429, clean stop"
+echo "gateway through sluice serve: 3 forwarded with headers, 1 denied with 429, a reload warns of a gateway edit, clean stop"
 echo "1 passed, 0 failed"

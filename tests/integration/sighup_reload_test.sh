@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# SIGHUP re-reads the configuration: a good file takes effect, a broken one is refused with its
-# errors logged and the old policy keeps serving. Bounded: every wait has a limit.
-# Usage: sighup_reload_test.sh SLUICE_BINARY
+# SIGHUP re-reads the configuration: a good file takes effect, an edit to a restart-only setting is
+# logged as waiting for a restart, a broken file is refused with its errors logged and the old
+# policy keeps serving. Bounded: every wait has a limit.
+# Usage: sighup_reload_test.sh SLUICE_BINARY ["DOOR ..."]   (the optional doors built in:
+# gateway, envoy_rls; a section for one added by a reload is reported as opening at restart)
 set -euo pipefail
 sluice_bin="$1"
+read -r -a doors <<< "${2:-}"
 work="$(mktemp -d)"
 source "$(dirname "$0")/lib.sh"
 trap 'stop_sluice; rm -rf "$work"' EXIT
@@ -22,11 +25,32 @@ seen=""
 for _ in $(seq 1 100); do seen=$(limit); [ "$seen" = 7 ] && break; sleep 0.05; done
 [ "$seen" = 7 ] || fail "after SIGHUP the limit is '$seen', not 7"
 
+# An edit to a setting read only at start is not applied; the reload logs it as waiting for a
+# restart, and takes in the rest.
+# So does a section added for a door, which opens at start only.
+printf 'server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0, threads: 1 }\nlimits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 9/min }\n' > "$work/sluice.yaml"
+for door in "${doors[@]}"; do
+  case "$door" in
+    gateway) echo 'gateway: { listen: 127.0.0.1:0, upstreams: { app: 127.0.0.1:9 }, routes: [ { path_prefix: /, upstream: app } ] }' ;;
+    envoy_rls) echo "envoy_rls: { listen: 127.0.0.1:0, config_dir: $work }" ;;
+    *) fail "unknown door $door" ;;
+  esac >> "$work/sluice.yaml"
+done
+kill -HUP "$sluice_pid"
+for _ in $(seq 1 100); do seen=$(limit); [ "$seen" = 9 ] && break; sleep 0.05; done
+[ "$seen" = 9 ] || fail "after the second SIGHUP the limit is '$seen', not 9"
+grep -q "server.threads changed from auto to 1; it takes effect at restart" "$work/sluice.err" \
+  || fail "the restart-only edit was not reported: $(cat "$work/sluice.err")"
+for door in "${doors[@]}"; do
+  grep -q "$door: the section was added; the door opens at restart" "$work/sluice.err" \
+    || fail "the added $door section was not reported: $(cat "$work/sluice.err")"
+done
+
 write_config 7/fortnight
 kill -HUP "$sluice_pid"
 for _ in $(seq 1 100); do grep -q "reload refused" "$work/sluice.err" && break; sleep 0.05; done
 grep -q "reload refused.*fortnight" "$work/sluice.err" || fail "the broken reload was not reported: $(cat "$work/sluice.err")"
 grep -q "sluice.yaml:3:" "$work/sluice.err" || fail "the error has no file:line: $(cat "$work/sluice.err")"
-[ "$(limit)" = 7 ] || fail "the old policy did not keep serving"
-echo "SIGHUP reload: good config applied, broken config refused with file:line"
+[ "$(limit)" = 9 ] || fail "the old policy did not keep serving"
+echo "SIGHUP reload: good config applied, a restart-only edit reported, broken config refused with file:line"
 echo "1 passed, 0 failed"

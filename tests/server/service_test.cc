@@ -314,7 +314,8 @@ TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
 // A reload error that quotes the file's bytes, here half of a UTF-8 é after a backslash (YAML's
 // unknown escape) and a Latin-1 byte from a hook, still gives a body that is JSON.
 TEST_F(ServiceTest, ReloadErrorsQuotingRawBytesAreValidJson) {
-  service_->addReloadHook([] { return std::vector<std::string>{"hook: name \"caf\xe9\""}; });
+  service_->addReloadHook(
+      [](ReloadReport& report) { report.errors.push_back("hook: name \"caf\xe9\""); });
   writeConfig("limits: \"\\\xc3\xa9\"\n");
   const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
   EXPECT_EQ(refused.status, 422);
@@ -331,9 +332,9 @@ TEST_F(ServiceTest, ReloadErrorsQuotingRawBytesAreValidJson) {
 TEST_F(ServiceTest, AdminReloadRunsTheReloadHooks) {
   int hook_calls = 0;
   std::vector<std::string> hook_errors;
-  service_->addReloadHook([&] {
+  service_->addReloadHook([&](ReloadReport& report) {
     ++hook_calls;
-    return hook_errors;
+    report.errors.insert(report.errors.end(), hook_errors.begin(), hook_errors.end());
   });
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
   EXPECT_EQ(hook_calls, 1);
@@ -345,6 +346,42 @@ TEST_F(ServiceTest, AdminReloadRunsTheReloadHooks) {
   EXPECT_EQ(refused.status, 422);
   EXPECT_NE(refused.body.find("envoy.yaml:3:1"), std::string::npos) << refused.body;
   EXPECT_EQ(auth("/z", "192.0.2.92").header("x-ratelimit-limit"), "7");
+}
+
+// Settings read only at start (listeners, HTTP limits, the store) are not applied by a reload,
+// which says so for each one edited, while the rest of the file takes effect; the warnings stay
+// while the file differs from what the process started with, and go when it is put back.
+TEST_F(ServiceTest, ReloadWarnsOfEditsThatWaitForRestart) {
+  const std::string limits =
+      "limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n";
+  writeConfig(
+      "server: { listen: 127.0.0.1:18999, request_timeout: 2s, max_connections: 8, "
+      "max_body_bytes: 4096 }\n"
+      "store: { max_keys: 5000, on_error: deny }\n" +
+      limits);
+  const HttpReply reloaded = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(reloaded.status, 200) << reloaded.body;
+  boost::system::error_code ec;
+  const boost::json::value body = boost::json::parse(reloaded.body, ec);
+  ASSERT_FALSE(ec) << reloaded.body;
+  EXPECT_TRUE(body.at("reloaded").as_bool());
+  EXPECT_TRUE(body.at("errors").as_array().empty());
+  const boost::json::array& warnings = body.at("warnings").as_array();
+  ASSERT_EQ(warnings.size(), 3u) << reloaded.body;
+  EXPECT_EQ(warnings[0].as_string(),
+            "server.listen changed from 127.0.0.1:8080 to 127.0.0.1:18999; it takes effect at "
+            "restart");
+  EXPECT_EQ(warnings[1].as_string(),
+            "server.request_timeout changed from 300ms to 2s; it takes effect at restart");
+  EXPECT_EQ(warnings[2].as_string(),
+            "store.max_keys changed from 1000000 to 5000; it takes effect at restart");
+  EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");  // the limits did
+
+  writeConfig("server: { request_timeout: 300ms, max_connections: 8, max_body_bytes: 4096 }\n" +
+              limits);
+  const HttpReply restored = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(restored.status, 200);
+  EXPECT_NE(restored.body.find(R"("warnings":[])"), std::string::npos) << restored.body;
 }
 
 // Admin: health, readiness, metrics in Prometheus text, the configuration.
