@@ -97,6 +97,10 @@ struct StoreSettings {
   std::size_t sluice_nodes = 1;  // Sluice nodes sharing the limits; on_error: local divides by it
   Micros sync_interval_us = 100'000;  // synced: how often deltas are pushed and totals pulled
   std::string key_prefix = "sluice:";
+  // Redis AUTH (store.password or password_env, and store.username for an ACL user); no password:
+  // no AUTH.
+  std::string username;
+  std::string password;
   // The circuit breaker: this many failures in a row stop calls to Redis for `cooldown`.
   std::size_t breaker_failures = 5;
   Micros breaker_cooldown_us = 1'000'000;

@@ -264,6 +264,9 @@ void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& p
 
 std::string redact(YAML::Node root) {
   YAML::Node copy = YAML::Clone(root);
+  if (copy["store"] && copy["store"].IsMap() && copy["store"]["password"]) {
+    copy["store"]["password"] = "<redacted>";
+  }
   if (copy["identity"] && copy["identity"]["jwt"] && copy["identity"]["jwt"]["keys"]) {
     for (auto key : copy["identity"]["jwt"]["keys"]) {
       if (key["secret"]) key["secret"] = "<redacted>";

@@ -1,6 +1,7 @@
 #include "policy/store_loader.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -68,12 +69,39 @@ std::optional<OnStoreError> onStoreErrorValue(const YAML::Node& node, const std:
   return std::nullopt;
 }
 
+// store.password or store.password_env (the name of an environment variable holding it, so the
+// secret stays out of the file), and store.username for an ACL user.
+void loadAuth(const YAML::Node& node, StoreSettings& store, Errors& errors) {
+  if (node["password"] && node["password_env"]) {
+    errors.add(node, "store: give password or password_env, not both");
+  }
+  if (node["password"]) {
+    store.password = scalar(node["password"], "store.password", errors).value_or("");
+    if (store.password.empty()) errors.add(node["password"], "store.password is empty");
+  } else if (node["password_env"]) {
+    const std::string variable =
+        scalar(node["password_env"], "store.password_env", errors).value_or("");
+    const char* value = std::getenv(variable.c_str());
+    if (value == nullptr || *value == '\0') {
+      errors.add(node["password_env"], "environment variable " + variable + " is not set or empty");
+    } else {
+      store.password = value;
+    }
+  }
+  if (node["username"]) {
+    store.username = scalar(node["username"], "store.username", errors).value_or("");
+    if (store.password.empty() && !node["password"] && !node["password_env"]) {
+      errors.add(node["username"], "store.username needs a password or password_env");
+    }
+  }
+}
+
 void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (!isMap(node, "store", errors)) return;
   checkKeys(node, "store",
             {"type", "max_keys", "address", "addresses", "connections", "calls_in_flight",
              "timeout", "on_error", "sluice_nodes", "sync_interval", "key_prefix",
-             "breaker_failures", "breaker_cooldown"},
+             "breaker_failures", "breaker_cooldown", "username", "password", "password_env"},
             errors);
   if (node["type"]) store.type = storeType(node["type"], errors).value_or(store.type);
   if (node["max_keys"]) loadPositive(node["max_keys"], "store.max_keys", store.max_keys, errors);
@@ -110,6 +138,7 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (node["breaker_cooldown"])
     loadDuration(node["breaker_cooldown"], "store.breaker_cooldown (10ms..60s)", 10'000, 60'000'000,
                  store.breaker_cooldown_us, errors);
+  loadAuth(node, store, errors);
 }
 
 void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, Errors& errors) {

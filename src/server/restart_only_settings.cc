@@ -23,10 +23,14 @@ std::string durationText(Micros us) {
 
 std::string text(StoreSettings::Type type) {
   switch (type) {
-    case StoreSettings::Type::kMemory: return "memory";
-    case StoreSettings::Type::kRedis: return "redis";
-    case StoreSettings::Type::kRedisCluster: return "redis_cluster";
-    case StoreSettings::Type::kSynced: return "synced";
+    case StoreSettings::Type::kMemory:
+      return "memory";
+    case StoreSettings::Type::kRedis:
+      return "redis";
+    case StoreSettings::Type::kRedisCluster:
+      return "redis_cluster";
+    case StoreSettings::Type::kSynced:
+      return "synced";
   }
   return "?";
 }
@@ -79,6 +83,10 @@ void compareStore(const StoreSettings& running, const StoreSettings& reloaded, C
   changes.compareDuration("store.sync_interval", running.sync_interval_us,
                           reloaded.sync_interval_us);
   changes.compare("store.key_prefix", running.key_prefix, reloaded.key_prefix);
+  changes.compare("store.username", running.username, reloaded.username);
+  if (running.password != reloaded.password) {  // never the secret itself, in a log
+    changes.lines.push_back("store.password changed; it takes effect at restart");
+  }
   changes.compare("store.breaker_failures", running.breaker_failures, reloaded.breaker_failures);
   changes.compareDuration("store.breaker_cooldown", running.breaker_cooldown_us,
                           reloaded.breaker_cooldown_us);

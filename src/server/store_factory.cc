@@ -29,6 +29,10 @@ Result<HostPort> splitAddress(const std::string& address) {
   return parsed;
 }
 
+redis::RedisAuth auth(const policy::StoreSettings& settings) {
+  return redis::RedisAuth{.username = settings.username, .password = settings.password};
+}
+
 FailoverOptions failoverOptions(const policy::StoreSettings& settings) {
   return FailoverOptions{.sluice_nodes = settings.sluice_nodes,
                          .breaker_failures = settings.breaker_failures,
@@ -61,6 +65,7 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
                                                        .calls_in_flight = settings.calls_in_flight,
                                                        .timeout_us = settings.timeout_us,
                                                        .key_prefix = settings.key_prefix,
+                                                       .auth = auth(settings),
                                                        .request_loops = request_loops});
     instance.store = std::make_unique<FailoverStore>(std::move(redis), failoverOptions(settings));
     instance.key_count = [] { return std::size_t{0}; };  // the keys live in Redis
@@ -73,6 +78,7 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
                            .port = server.port,
                            .timeout_us = settings.timeout_us,
                            .key_prefix = settings.key_prefix,
+                           .auth = auth(settings),
                            .sync_interval_us = settings.sync_interval_us,
                            .sluice_nodes = settings.sluice_nodes,
                            .max_keys = settings.max_keys});
@@ -91,6 +97,7 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
                                .connections = settings.connections,
                                .timeout_us = settings.timeout_us,
                                .key_prefix = settings.key_prefix,
+                               .auth = auth(settings),
                                .breaker_failures = settings.breaker_failures,
                                .breaker_cooldown_us = settings.breaker_cooldown_us});
   // The cluster store breaks per master, so a dead master fails only its own slots' requests;

@@ -1,5 +1,6 @@
 #include "policy/policy_loader.h"
 
+#include <cstdlib>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -201,6 +202,43 @@ limits:
   EXPECT_TRUE(hasError(errorsOf("store:\n  type: redis\n  calls_in_flight: 0\n"), 3,
                        "store.calls_in_flight"))
       << describe(errorsOf("store:\n  type: redis\n  calls_in_flight: 0\n"));
+}
+
+// Redis AUTH: an inline password (redacted for /admin/config) or one from the environment, with
+// an ACL user's name; two sources, an unset variable or a name without a password are refused.
+TEST(PolicyLoader, ReadsRedisCredentials) {
+  const PolicyPtr inline_password = policyFrom(
+      "store: { type: redis, username: limiter, password: hunter2-redis }\n"
+      "limits: [ { name: a, rate: 5/s } ]\n");
+  ASSERT_NE(inline_password, nullptr);
+  EXPECT_EQ(inline_password->store.username, "limiter");
+  EXPECT_EQ(inline_password->store.password, "hunter2-redis");
+  EXPECT_EQ(inline_password->redacted_yaml.find("hunter2"), std::string::npos);
+  EXPECT_NE(inline_password->redacted_yaml.find("<redacted>"), std::string::npos);
+
+  ::setenv("SLUICE_TEST_REDIS_PASSWORD", "from-the-environment", 1);
+  const PolicyPtr from_env = policyFrom(
+      "store: { type: synced, password_env: SLUICE_TEST_REDIS_PASSWORD }\n"
+      "limits: [ { name: a, rate: 5/s } ]\n");
+  ASSERT_NE(from_env, nullptr);
+  EXPECT_EQ(from_env->store.password, "from-the-environment");
+  EXPECT_TRUE(from_env->store.username.empty());
+
+  const std::vector<std::string> errors = errorsOf(R"(store:
+  type: redis
+  password: a
+  password_env: SLUICE_TEST_REDIS_PASSWORD
+limits: [ { name: a, rate: 5/s } ]
+)");
+  EXPECT_TRUE(hasError(errors, 2, "give password or password_env, not both")) << describe(errors);
+  EXPECT_TRUE(hasError(errorsOf("store:\n  password_env: SLUICE_TEST_UNSET_VARIABLE\n"), 2,
+                       "SLUICE_TEST_UNSET_VARIABLE is not set"))
+      << describe(errorsOf("store:\n  password_env: SLUICE_TEST_UNSET_VARIABLE\n"));
+  EXPECT_TRUE(
+      hasError(errorsOf("store:\n  username: limiter\n"), 2, "store.username needs a password"))
+      << describe(errorsOf("store:\n  username: limiter\n"));
+  EXPECT_TRUE(hasError(errorsOf("store:\n  password: \"\"\n"), 2, "store.password is empty"))
+      << describe(errorsOf("store:\n  password: \"\"\n"));
 }
 
 // YAML syntax errors carry their line too; an empty or wrong-shaped file is refused.

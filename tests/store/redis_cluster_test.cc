@@ -75,6 +75,35 @@ class RedisClusterStoreTest : public ::testing::Test {
   LimitSpec day_ = spec(Algorithm::kFixedWindow, "1000000/day");
 };
 
+// With a password on every node (requirepass), the store AUTHs on each connection: the slot
+// table comes, and each master decides its groups' checks.
+TEST_F(RedisClusterStoreTest, DecidesOnEveryMasterWithAPassword) {
+  std::vector<std::string> groups;  // found before the password: the helpers do not AUTH
+  for (std::size_t node = 0; node < cluster_->size(); ++node) {
+    groups.push_back(groupOnNode("auth", node));
+  }
+  std::vector<std::string> seeds;
+  for (std::size_t node = 0; node < cluster_->size(); ++node) {
+    ASSERT_EQ(cluster_->connect(node).command({"CONFIG", "SET", "requirepass", "s3cret"}).text,
+              "OK");
+    seeds.push_back(cluster_->address(node));
+  }
+  RedisClusterStore store(RedisClusterStoreOptions{.seeds = seeds,
+                                                   .connections = 1,
+                                                   .timeout_us = 2'000'000,
+                                                   .key_prefix = kPrefix,
+                                                   .auth = {.username = "", .password = "s3cret"}});
+  // A watchdog, not a timing assertion: the table comes as soon as a seed lets the store in.
+  const auto deadline = steady_clock::now() + std::chrono::seconds(10);
+  while (!store.ready() && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(store.ready());
+  for (const std::string& group : groups) {
+    EXPECT_EQ(decide(store, {"k", &day_, 1, group}).remaining, 999'999u) << group;
+  }
+}
+
 // Checks of one group decide in one script call: under 8 threads, exactly the limit is
 // admitted, and the other limit of the same request is consumed only by admitted requests.
 TEST_F(RedisClusterStoreTest, OneSlotDecidesAtomicallyUnderContention) {

@@ -177,7 +177,7 @@ RedisClusterStore::Node* RedisClusterStore::node(const std::string& address) {
       std::make_unique<CircuitBreaker>(options_.breaker_failures, options_.breaker_cooldown_us);
   made.host = parsed->host;
   made.pool = std::make_unique<redis::ServerPool>(loop_.io(), parsed->host, parsed->port,
-                                                  options_.connections);
+                                                  options_.connections, options_.auth);
   made.pool->start();
   return &made;
 }

@@ -42,6 +42,8 @@ struct RedisClusterStoreOptions {
   // refunds of the slots that consumed.
   Micros timeout_us = 20'000;
   std::string key_prefix = "sluice:";
+  // Sent on every connection to every node when it has a password (the nodes share it).
+  redis::RedisAuth auth{};
   // Tests: decide at the caller's clock instead of Redis TIME, to replay exact instants.
   bool use_caller_clock = false;
   // How often the slot table is fetched again when nothing else asks for it.

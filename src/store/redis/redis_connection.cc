@@ -7,6 +7,7 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <spdlog/spdlog.h>
 
 namespace sluice::redis {
 
@@ -178,7 +179,35 @@ void RedisConnection::onConnected(int status) {
   tried_connecting_ = true;
   answered_ = false;  // the backoff starts again once Redis answers (see the header)
   timer_.cancel();
+  if (!options_.auth.password.empty()) authenticate();
   if (options_.on_connect) options_.on_connect(*this);
+}
+
+void RedisConnection::authenticate() {
+  std::vector<std::string_view> argv = {"AUTH"};
+  if (!options_.auth.username.empty()) argv.push_back(options_.auth.username);
+  argv.push_back(options_.auth.password);
+  send(argv, [weak = weak_from_this(), generation = generation_](const redisReply* reply,
+                                                                 std::string_view) {
+    const auto self = weak.lock();
+    if (self == nullptr || reply == nullptr || self->generation_ != generation) return;
+    if (reply->type != REDIS_REPLY_ERROR) {
+      self->auth_refusal_logged_ = false;
+      return;
+    }
+    if (!self->auth_refusal_logged_) {
+      self->auth_refusal_logged_ = true;
+      spdlog::error(
+          "redis {}:{} refused AUTH{}: {}; retrying", self->options_.host, self->options_.port,
+          self->options_.auth.username.empty() ? "" : " as " + self->options_.auth.username,
+          std::string_view(reply->str, reply->len));
+    }
+    // Not from inside this connection's own reply handler (reset() says why): on the next turn.
+    net::post(self->io_, [weak, generation] {
+      const auto connection = weak.lock();
+      if (connection != nullptr && connection->generation_ == generation) connection->reset();
+    });
+  });
 }
 
 void RedisConnection::onReply(const redisReply* reply) {

@@ -23,6 +23,13 @@ struct redisReply;
 
 namespace sluice::redis {
 
+// Redis AUTH: a password (requirepass, or an ACL user's) and, for an ACL user other than
+// `default`, its name. No password: no AUTH is sent.
+struct RedisAuth {
+  std::string username;
+  std::string password;
+};
+
 struct ConnectionOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
@@ -30,8 +37,13 @@ struct ConnectionOptions {
   // Between reconnect attempts: doubles from the first to the last.
   std::chrono::milliseconds first_retry{20};
   std::chrono::milliseconds last_retry{250};
-  // Runs on the loop after every successful (re)connect, before any other command can be sent;
-  // the place to load scripts. May send commands on the connection it is given.
+  // Sent first on every (re)connect. A refused AUTH drops the connection (logged the first time
+  // in a row), which then retries with the backoff: the commands queued behind it fail as
+  // unavailable, and an operator who fixes the password on the server needs no restart.
+  RedisAuth auth;
+  // Runs on the loop after every successful (re)connect, after AUTH is queued and before any
+  // other command can be sent; the place to load scripts. May send commands on the connection
+  // it is given.
   std::function<void(class RedisConnection&)> on_connect;
 };
 
@@ -91,6 +103,7 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   void waitWritable();
   void write();
   void onConnected(int status);
+  void authenticate();
   void onReply(const redisReply* reply);
   void onCleanup();
 
@@ -114,8 +127,9 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   std::uint64_t generation_ = 0;
   bool connected_ = false;
   bool tried_connecting_ = false;
-  bool answered_ = false;       // Redis has answered a command since the last connect
-  std::size_t unanswered_ = 0;  // commands sent on this context and not answered yet
+  bool answered_ = false;             // Redis has answered a command since the last connect
+  bool auth_refusal_logged_ = false;  // until an AUTH succeeds, a refusal is logged once
+  std::size_t unanswered_ = 0;        // commands sent on this context and not answered yet
   // When the oldest unanswered command was sent, or the last reply came if later.
   std::chrono::steady_clock::time_point waiting_since_;
   bool closing_ = false;

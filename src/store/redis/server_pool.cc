@@ -74,8 +74,12 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
 }
 
 ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
-                       std::size_t connections)
-    : io_(io), host_(host), port_(port), address_(host + ":" + std::to_string(port)) {
+                       std::size_t connections, RedisAuth auth)
+    : io_(io),
+      host_(host),
+      port_(port),
+      address_(host + ":" + std::to_string(port)),
+      auth_(std::move(auth)) {
   // hiredis writes with write(2): a write to a Redis that just died raises SIGPIPE, whose
   // default action kills the process. A rate limiter must outlive its store, so ignore it
   // (process-wide, as every network server does; Asio's own sockets never raise it).
@@ -85,6 +89,7 @@ ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint1
     ConnectionOptions options;
     options.host = host;
     options.port = port;
+    options.auth = auth_;
     // Load the script first on every new connection (a restarted Redis has forgotten it), so
     // the EVALSHAs queued behind it find it.
     options.on_connect = [](RedisConnection& connection) {
@@ -190,6 +195,7 @@ void ServerPool::openProbe() {
   ConnectionOptions options;
   options.host = host_;
   options.port = port_;
+  options.auth = auth_;
   options.connect_timeout = kProbeTimeout;
   // No script load: PING is all it sends. Weak, as the connection keeps its options.
   options.on_connect = [this, weak = std::weak_ptr<Probe>(probe)](RedisConnection& connection) {

@@ -33,7 +33,7 @@ class ServerPool {
   using CallHandler = std::function<void(const redisReply* reply, std::string_view error)>;
 
   ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
-             std::size_t connections);
+             std::size_t connections, RedisAuth auth = {});
   ~ServerPool();
   ServerPool(const ServerPool&) = delete;
   ServerPool& operator=(const ServerPool&) = delete;
@@ -81,6 +81,7 @@ class ServerPool {
   std::string host_;
   std::uint16_t port_;
   std::string address_;
+  RedisAuth auth_;  // for every connection, the probe's too
   std::vector<std::shared_ptr<RedisConnection>> connections_;
   std::size_t next_ = 0;
   std::shared_ptr<Probe> probe_;  // the probe running, if any

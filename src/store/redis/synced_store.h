@@ -35,6 +35,7 @@ struct SyncedStoreOptions {
   std::uint16_t port = 6379;
   Micros timeout_us = 20'000;  // per sync call
   std::string key_prefix = "sluice:";
+  redis::RedisAuth auth{};  // sent on every connection when it has a password
   Micros sync_interval_us = 100'000;
   std::size_t sluice_nodes = 1;
   // Past this many keys, a new key makes room by forgetting keys that are back to full or, if

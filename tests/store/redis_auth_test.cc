@@ -1,0 +1,91 @@
+// Redis AUTH: the stores send the password (and an ACL user's name) on every connection. A
+// refused AUTH leaves calls unavailable, never hanging, and the connection keeps retrying, so
+// fixing the password on the server needs no restart of Sluice.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "store/redis/synced_store.h"
+#include "store/redis_store_fixture.h"
+
+namespace sluice {
+namespace {
+
+using testing::kShortTimeoutUs;
+using testing::RedisStoreTest;
+
+class RedisAuthTest : public RedisStoreTest {
+ protected:
+  // A store on the fixture's server with these credentials, not waited for: it may never be
+  // let in.
+  std::unique_ptr<RedisStore> storeWith(redis::RedisAuth auth) {
+    RedisStoreOptions options;
+    options.port = static_cast<std::uint16_t>(server_.port());
+    options.timeout_us = kShortTimeoutUs;
+    options.auth = std::move(auth);
+    return std::make_unique<RedisStore>(options);
+  }
+
+  // Commands to the server on a connection made before any password was set: it stays let in.
+  testing::RedisConnection admin_ = server_.connect();
+};
+
+TEST_F(RedisAuthTest, DecidesWithThePassword) {
+  ASSERT_EQ(admin_.command({"CONFIG", "SET", "requirepass", "s3cret"}).text, "OK");
+  auto store = storeWith({.username = "", .password = "s3cret"});
+  ASSERT_TRUE(waitUntilDeciding(*store));
+  EXPECT_EQ(applyOne(*store, five_per_day_, "k", 1).remaining, 4u);
+  EXPECT_EQ(applyOne(*store, five_per_day_, "k", 1).remaining, 3u);
+
+  auto without = storeWith({});  // NOAUTH for every command
+  EXPECT_FALSE(waitUntilDeciding(*without, std::chrono::milliseconds(500)));
+  ASSERT_TRUE(callIsUnavailable(without, "k"));
+}
+
+TEST_F(RedisAuthTest, AWrongPasswordIsUnavailableUntilTheServerTakesIt) {
+  ASSERT_EQ(admin_.command({"CONFIG", "SET", "requirepass", "s3cret"}).text, "OK");
+  auto store = storeWith({.username = "", .password = "rotated"});
+  EXPECT_FALSE(waitUntilDeciding(*store, std::chrono::milliseconds(500)));
+  ASSERT_TRUE(callIsUnavailable(store, "k"));
+  // The operator rotates the server's password to the one Sluice was given.
+  ASSERT_EQ(admin_.command({"CONFIG", "SET", "requirepass", "rotated"}).text, "OK");
+  ASSERT_TRUE(waitUntilDeciding(*store, std::chrono::seconds(3)));
+  EXPECT_EQ(applyOne(*store, five_per_day_, "k", 1).remaining, 4u);
+}
+
+TEST_F(RedisAuthTest, DecidesAsAnAclUser) {
+  ASSERT_FALSE(admin_.command({"ACL", "SETUSER", "limiter", "on", ">pw", "~*", "+@all"}).isError());
+  ASSERT_EQ(admin_.command({"CONFIG", "SET", "requirepass", "other"}).text, "OK");
+  auto store = storeWith({.username = "limiter", .password = "pw"});
+  ASSERT_TRUE(waitUntilDeciding(*store));
+  EXPECT_EQ(applyOne(*store, five_per_day_, "k", 1).remaining, 4u);
+  // The same password as the default user is not the limiter's: refused.
+  auto as_default = storeWith({.username = "", .password = "pw"});
+  EXPECT_FALSE(waitUntilDeciding(*as_default, std::chrono::milliseconds(500)));
+}
+
+TEST_F(RedisAuthTest, SyncedStoreSyncsWithThePassword) {
+  ASSERT_EQ(admin_.command({"CONFIG", "SET", "requirepass", "s3cret"}).text, "OK");
+  SyncedStore store(SyncedStoreOptions{.host = "127.0.0.1",
+                                       .port = static_cast<std::uint16_t>(server_.port()),
+                                       .timeout_us = kShortTimeoutUs,
+                                       .key_prefix = "sluice:",
+                                       .auth = {.username = "", .password = "s3cret"},
+                                       .sync_interval_us = 10'000});
+  EXPECT_TRUE(applyOne(store, five_per_day_, "k", 2).allowed);
+  // The first syncs fail while the node connects: poll, bounded.
+  bool synced = false;
+  for (const auto deadline = testing::SteadyClock::now() + std::chrono::seconds(3);
+       !synced && testing::SteadyClock::now() < deadline;) {
+    synced = store.syncNow();
+    if (!synced) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling
+  }
+  ASSERT_TRUE(synced);
+  EXPECT_EQ(admin_.command({"KEYS", "*sluice:k|*"}).elements.size(), 1u);  // pushed
+}
+
+}  // namespace
+}  // namespace sluice
