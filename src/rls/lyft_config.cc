@@ -6,6 +6,7 @@
 
 #include "policy/key_selector.h"
 #include "policy/yaml_fields.h"
+#include "policy/yaml_merge_keys.h"
 
 namespace sluice::rls {
 namespace {
@@ -428,6 +429,7 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
     try {
       const YAML::Node document = YAML::Load(source.yaml);
       policy::checkDuplicateKeys(document, errors);
+      policy::resolveMergeKeys(document, errors);
       builder.addDomain(document, errors);
     } catch (const YAML::Exception& error) {
       errors.add(error.mark, error.msg);

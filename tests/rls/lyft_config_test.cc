@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -294,6 +295,55 @@ TEST(LyftConfigErrorsTest, RefusesAListThatContainsItself) {
   const auto errors = errorsOf("domain: d\ndescriptors: &x\n  - key: a\n    descriptors: *x\n");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_TRUE(anyContains(errors, "cfg.yaml:2:14: descriptors: a YAML alias makes")) << errors[0];
+}
+
+// YAML merge keys, which lyft's YAML library applies: a descriptor or a rate_limit takes the keys
+// of the mappings it merges that it does not set itself (of a list, the first mapping's win).
+TEST(LyftConfigMergeKeysTest, MergedKeysAreRead) {
+  const LyftSource source{"merge.yaml", R"(domain: d
+descriptors:
+  - &per_address
+    key: remote_address
+    rate_limit: &five_per_second { unit: second, requests_per_unit: 5 }
+  - <<: *per_address
+    key: user
+  - key: path
+    rate_limit:
+      <<: [ { unit: minute, requests_per_unit: 10 }, *five_per_second ]
+  - key: plan
+    rate_limit:
+      <<: *five_per_second
+      requests_per_unit: 7
+)"};
+  const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+  ASSERT_NE(loaded.config, nullptr) << loaded.errors.front();
+  const Domain& domain = *loaded.config->domain("d");
+  const auto rule = [&](const std::string& key) -> const RateLimitRule* {
+    const std::vector<EntryView> entries{{key, "x"}};
+    const DescriptorNode* node = LyftConfig::match(domain, entries, nullptr);
+    return node != nullptr && node->rate_limit ? &*node->rate_limit : nullptr;
+  };
+  for (const auto& [key, unit, count] :
+       {std::tuple{"remote_address", Unit::kSecond, 5u}, std::tuple{"user", Unit::kSecond, 5u},
+        std::tuple{"path", Unit::kMinute, 10u}, std::tuple{"plan", Unit::kSecond, 7u}}) {
+    const RateLimitRule* found = rule(key);
+    ASSERT_NE(found, nullptr) << key;
+    EXPECT_EQ(found->unit, unit) << key;
+    EXPECT_EQ(found->requests_per_unit, count) << key;
+  }
+}
+
+// A merge key whose value is not a mapping (or a list of them), or a mapping that merges itself,
+// is an error at its place; a quoted "<<" is an ordinary key (and unknown here).
+TEST(LyftConfigMergeKeysTest, BadMergesAreErrors) {
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    <<: 5\n"),
+                          "cfg.yaml:4:9: a merge key (<<) takes a mapping"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    <<: [ 5 ]\n"),
+                          "cfg.yaml:4:11: a merge key (<<) takes a mapping"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - &a\n    key: a\n    <<: *a\n"),
+                          "makes this mapping merge itself"));
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    \"<<\": { key: b }\n"),
+                          "unknown key \"<<\""));
 }
 
 // Two files may not define the same domain.
