@@ -44,7 +44,7 @@ YAML
       [ "$answer" = "200 " ] || fail "$type with the password: '$answer', not a decision made in Redis"
     else
       [ "$answer" != "200 " ] || fail "$type with a wrong password decided in Redis"
-      grep -q "refused AUTH: WRONGPASS" "$work/node$node.err" \
+      grep -q "unreachable (AUTH refused: WRONGPASS" "$work/node$node.err" \
         || fail "$type: the refused AUTH was not logged: $(cat "$work/node$node.err")"
       nodes_alive || fail "a node died"
     fi

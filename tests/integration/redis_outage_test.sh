@@ -69,5 +69,10 @@ echo "under load: $ok admitted, $denied denied, $other other statuses, $errors s
 nodes_alive || fail "a node died"
 grep -q "degraded_decisions_total [1-9]" <(curl -s "http://127.0.0.1:$(sed -n 's/.*admin=127.0.0.1:\([0-9]*\).*/\1/p' "$work/node0.out")/metrics") ||
   fail "the degraded decisions were not counted"
+# The outage is logged once when it starts (not once per connection or retry) and when it ends.
+[ "$(grep -c "redis 127.0.0.1:$redis_port: unreachable" "$work/node0.err")" -eq 1 ] ||
+  fail "the outage was not logged once: $(grep "redis 127" "$work/node0.err" | head -5)"
+grep -q "redis 127.0.0.1:$redis_port: connected again" "$work/node0.err" ||
+  fail "Redis's return was not logged: $(cat "$work/node0.err")"
 echo "Redis outage: no crash, no hang, on_error followed (allow, local, deny), resumed within 2 s"
 echo "1 passed, 0 failed"

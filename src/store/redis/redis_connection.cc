@@ -7,7 +7,6 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
-#include <spdlog/spdlog.h>
 
 namespace sluice::redis {
 
@@ -72,6 +71,7 @@ void RedisConnection::connect() {
       [weak = weak_from_this(), generation = generation_](const boost::system::error_code& error) {
         const auto self = weak.lock();
         if (error || self == nullptr || self->generation_ != generation || self->connected_) return;
+        self->last_error_ = "connect timed out";
         redisAsyncFree(self->context_);  // too slow to connect: give up on this attempt
       });
 }
@@ -191,17 +191,12 @@ void RedisConnection::authenticate() {
                                                                  std::string_view) {
     const auto self = weak.lock();
     if (self == nullptr || reply == nullptr || self->generation_ != generation) return;
-    if (reply->type != REDIS_REPLY_ERROR) {
-      self->auth_refusal_logged_ = false;
-      return;
-    }
-    if (!self->auth_refusal_logged_) {
-      self->auth_refusal_logged_ = true;
-      spdlog::error(
-          "redis {}:{} refused AUTH{}: {}; retrying", self->options_.host, self->options_.port,
-          self->options_.auth.username.empty() ? "" : " as " + self->options_.auth.username,
-          std::string_view(reply->str, reply->len));
-    }
+    if (reply->type != REDIS_REPLY_ERROR) return;
+    // The reason on_state gives (ServerPool logs it); the connection then retries.
+    self->last_error_ =
+        "AUTH" +
+        (self->options_.auth.username.empty() ? "" : " as " + self->options_.auth.username) +
+        " refused: " + std::string(reply->str, reply->len);
     // Not from inside this connection's own reply handler (reset() says why): on the next turn.
     net::post(self->io_, [weak, generation] {
       const auto connection = weak.lock();
@@ -214,6 +209,12 @@ void RedisConnection::onReply(const redisReply* reply) {
   if (!answered_ && reply->type != REDIS_REPLY_ERROR) {
     answered_ = true;
     retry_delay_ = options_.first_retry;
+    // Up once Redis answers, not at the TCP connect: a Redis that wants a password accepts the
+    // connection, refuses every command, then drops it for sending the script unauthenticated.
+    reported_up_ = true;
+    if (options_.on_state) options_.on_state(true, false, {});
+  } else if (!answered_ && last_error_.empty()) {
+    last_error_.assign(reply->str, reply->len);  // e.g. NOAUTH: why it is not up, for on_state
   }
   // Only while more wait: one clock read per reply at most, none when the pipeline empties.
   if (unanswered_ > 0 && --unanswered_ > 0) waiting_since_ = std::chrono::steady_clock::now();
@@ -221,12 +222,18 @@ void RedisConnection::onReply(const redisReply* reply) {
 
 void RedisConnection::onCleanup() {
   ++generation_;
+  const bool was_up = reported_up_;
+  reported_up_ = false;
   connected_ = false;
   unanswered_ = 0;  // hiredis failed them all
   want_read_ = want_write_ = read_armed_ = write_armed_ = false;
   context_ = nullptr;
   // hiredis owns the descriptor and closes it; only stop watching it.
   if (socket_.is_open()) socket_.release();
+  if (options_.on_state && !closing_) {
+    options_.on_state(false, was_up, last_error_.empty() ? "connection lost" : last_error_);
+  }
+  last_error_.clear();
   scheduleReconnect();
 }
 
@@ -253,11 +260,18 @@ void RedisConnection::delWrite(void* data) {
 void RedisConnection::cleanup(void* data) { static_cast<RedisConnection*>(data)->onCleanup(); }
 
 void RedisConnection::connectCallback(const redisAsyncContext* context, int status) {
+  if (status != REDIS_OK && context->errstr[0] != '\0') {
+    static_cast<RedisConnection*>(context->data)->last_error_ = context->errstr;
+  }
   static_cast<RedisConnection*>(context->data)->onConnected(status);
 }
 
-void RedisConnection::disconnectCallback(const redisAsyncContext* /*context*/, int /*status*/) {
-  // Nothing beyond cleanup, which every way of losing the context goes through.
+void RedisConnection::disconnectCallback(const redisAsyncContext* context, int status) {
+  // Only the reason: cleanup, which every way of losing the context goes through, does the rest.
+  auto* self = static_cast<RedisConnection*>(context->data);
+  if (status != REDIS_OK && self->last_error_.empty() && context->errstr[0] != '\0') {
+    self->last_error_ = context->errstr;
+  }
 }
 
 void RedisConnection::replyCallback(redisAsyncContext* context, void* reply, void* handler) {

@@ -37,10 +37,15 @@ struct ConnectionOptions {
   // Between reconnect attempts: doubles from the first to the last.
   std::chrono::milliseconds first_retry{20};
   std::chrono::milliseconds last_retry{250};
-  // Sent first on every (re)connect. A refused AUTH drops the connection (logged the first time
-  // in a row), which then retries with the backoff: the commands queued behind it fail as
-  // unavailable, and an operator who fixes the password on the server needs no restart.
+  // Sent first on every (re)connect. A refused AUTH drops the connection (on_state says why),
+  // which then retries with the backoff: the commands queued behind it fail as unavailable, and
+  // an operator who fixes the password on the server needs no restart.
   RedisAuth auth;
+  // Runs on the loop when the connection comes up (`up`: Redis answered a command on it without
+  // an error, AUTH or the script load), and when it goes down or an attempt fails (`up` false;
+  // `was_up` says whether it had come up), with the reason: for ServerPool to say when a server
+  // became unreachable and when it is back. Not after close().
+  std::function<void(bool up, bool was_up, std::string_view reason)> on_state;
   // Runs on the loop after every successful (re)connect, after AUTH is queued and before any
   // other command can be sent; the place to load scripts. May send commands on the connection
   // it is given.
@@ -127,9 +132,10 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   std::uint64_t generation_ = 0;
   bool connected_ = false;
   bool tried_connecting_ = false;
-  bool answered_ = false;             // Redis has answered a command since the last connect
-  bool auth_refusal_logged_ = false;  // until an AUTH succeeds, a refusal is logged once
-  std::size_t unanswered_ = 0;        // commands sent on this context and not answered yet
+  bool answered_ = false;       // Redis has answered a command since the last connect
+  std::string last_error_;      // why the context is going away, for on_state
+  bool reported_up_ = false;    // on_state was told this context came up
+  std::size_t unanswered_ = 0;  // commands sent on this context and not answered yet
   // When the oldest unanswered command was sent, or the last reply came if later.
   std::chrono::steady_clock::time_point waiting_since_;
   bool closing_ = false;

@@ -1,13 +1,74 @@
 #include "store/redis/server_pool.h"
 
 #include <hiredis/hiredis.h>
+#include <algorithm>
 #include <csignal>
+#include <map>
 #include <mutex>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 namespace sluice::redis {
+
+namespace {
+
+// Whether each Redis server (by address) has a connection up, over every pool of the process: a
+// redis store has a pool per I/O thread, all to the same server, and an outage is logged once
+// when the last connection to it goes, and once when one is back.
+class Reachability {
+ public:
+  static Reachability& instance() {
+    static Reachability reachability;
+    return reachability;
+  }
+
+  void up(const std::string& address) {
+    const std::lock_guard lock(mutex_);
+    Server& server = servers_[address];
+    if (server.up++ == 0 && server.reported_down) {
+      spdlog::info("redis {}: connected again", address);
+    }
+    server.reported_down = false;
+  }
+
+  // A pool going away with `count` connections up: they no longer count, and nothing is logged.
+  void forget(const std::string& address, std::size_t count) {
+    const std::lock_guard lock(mutex_);
+    Server& server = servers_[address];
+    server.up -= std::min(server.up, count);
+  }
+
+  void down(const std::string& address, bool was_up, std::string_view reason, bool has_password) {
+    const std::lock_guard lock(mutex_);
+    Server& server = servers_[address];
+    if (was_up && server.up > 0) --server.up;
+    if (server.up > 0 || server.reported_down) return;
+    server.reported_down = true;
+    // Redis refuses commands (NOAUTH), then drops the connection for the script's size, from a
+    // client that has not authenticated: say what to set.
+    const bool wants_password =
+        !has_password &&
+        (reason.starts_with("NOAUTH") || reason.find("unauthenticated") != std::string_view::npos);
+    spdlog::warn(
+        "redis {}: unreachable ({}){}; its calls fail as unavailable, and each limit's on_error "
+        "decides, until it answers",
+        address, reason,
+        wants_password ? "; it wants a password: set store.password or store.password_env" : "");
+  }
+
+ private:
+  struct Server {
+    std::size_t up = 0;
+    bool reported_down = false;  // "unreachable" logged, "connected again" not yet
+  };
+  std::mutex mutex_;
+  std::map<std::string, Server, std::less<>> servers_;
+};
+
+}  // namespace
+
 namespace {
 
 // A connection that has waited this long for any reply, while a call timed out, is suspect: it
@@ -90,6 +151,9 @@ ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint1
     options.host = host;
     options.port = port;
     options.auth = auth_;
+    options.on_state = [this](bool up, bool was_up, std::string_view reason) {
+      onConnectionState(up, was_up, reason);
+    };
     // Load the script first on every new connection (a restarted Redis has forgotten it), so
     // the EVALSHAs queued behind it find it.
     options.on_connect = [](RedisConnection& connection) {
@@ -107,6 +171,17 @@ ServerPool::~ServerPool() {
     probe_->connection->close();
   }
   for (const auto& connection : connections_) connection->close();
+  Reachability::instance().forget(address_, up_);
+}
+
+void ServerPool::onConnectionState(bool up, bool was_up, std::string_view reason) {
+  if (up) {
+    ++up_;
+    Reachability::instance().up(address_);
+  } else {
+    if (was_up) --up_;
+    Reachability::instance().down(address_, was_up, reason, !auth_.password.empty());
+  }
 }
 
 void ServerPool::start() {

@@ -76,6 +76,10 @@ class ServerPool {
   void openProbe();
   void endProbe(const std::shared_ptr<Probe>& probe, bool answered);
   void resetSilentConnections();
+  // A connection came up or went down (RedisConnection's on_state): logs the moment no
+  // connection of the process to this server is up, once, with the reason, and the moment one
+  // is again.
+  void onConnectionState(bool up, bool was_up, std::string_view reason);
 
   boost::asio::io_context& io_;
   std::string host_;
@@ -85,6 +89,7 @@ class ServerPool {
   std::vector<std::shared_ptr<RedisConnection>> connections_;
   std::size_t next_ = 0;
   std::shared_ptr<Probe> probe_;  // the probe running, if any
+  std::size_t up_ = 0;            // connections up (on_state), forgotten when the pool goes
 };
 
 }  // namespace sluice::redis
