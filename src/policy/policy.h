@@ -101,6 +101,7 @@ struct StoreSettings {
   // no AUTH.
   std::string username;
   std::string password;
+  int database = 0;  // redis and synced: SELECTed on every connection
   // The circuit breaker: this many failures in a row stop calls to Redis for `cooldown`.
   std::size_t breaker_failures = 5;
   Micros breaker_cooldown_us = 1'000'000;

@@ -98,11 +98,12 @@ void loadAuth(const YAML::Node& node, StoreSettings& store, Errors& errors) {
 
 void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (!isMap(node, "store", errors)) return;
-  checkKeys(node, "store",
-            {"type", "max_keys", "address", "addresses", "connections", "calls_in_flight",
-             "timeout", "on_error", "sluice_nodes", "sync_interval", "key_prefix",
-             "breaker_failures", "breaker_cooldown", "username", "password", "password_env"},
-            errors);
+  checkKeys(
+      node, "store",
+      {"type", "max_keys", "address", "addresses", "connections", "calls_in_flight", "timeout",
+       "on_error", "sluice_nodes", "sync_interval", "key_prefix", "breaker_failures",
+       "breaker_cooldown", "username", "password", "password_env", "database"},
+      errors);
   if (node["type"]) store.type = storeType(node["type"], errors).value_or(store.type);
   if (node["max_keys"]) loadPositive(node["max_keys"], "store.max_keys", store.max_keys, errors);
   if (node["address"] && node["addresses"])
@@ -139,6 +140,17 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
     loadDuration(node["breaker_cooldown"], "store.breaker_cooldown (10ms..60s)", 10'000, 60'000'000,
                  store.breaker_cooldown_us, errors);
   loadAuth(node, store, errors);
+  if (node["database"]) {
+    const auto index = unsignedValue(node["database"], "store.database", errors);
+    if (index && *index > 1'000'000) {
+      errors.add(node["database"], "store.database must be 0..1000000");
+    } else if (index) {
+      store.database = static_cast<int>(*index);
+    }
+    if (store.type == StoreSettings::Type::kRedisCluster && store.database != 0) {
+      errors.add(node["database"], "store.database: a Redis Cluster has database 0 only");
+    }
+  }
 }
 
 void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, Errors& errors) {

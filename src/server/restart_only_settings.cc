@@ -83,6 +83,8 @@ void compareStore(const StoreSettings& running, const StoreSettings& reloaded, C
   changes.compareDuration("store.sync_interval", running.sync_interval_us,
                           reloaded.sync_interval_us);
   changes.compare("store.key_prefix", running.key_prefix, reloaded.key_prefix);
+  changes.compare("store.database", static_cast<std::size_t>(running.database),
+                  static_cast<std::size_t>(reloaded.database));
   changes.compare("store.username", running.username, reloaded.username);
   if (running.password != reloaded.password) {  // never the secret itself, in a log
     changes.lines.push_back("store.password changed; it takes effect at restart");

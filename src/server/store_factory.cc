@@ -66,6 +66,7 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
                                                        .timeout_us = settings.timeout_us,
                                                        .key_prefix = settings.key_prefix,
                                                        .auth = auth(settings),
+                                                       .database = settings.database,
                                                        .request_loops = request_loops});
     instance.store = std::make_unique<FailoverStore>(std::move(redis), failoverOptions(settings));
     instance.key_count = [] { return std::size_t{0}; };  // the keys live in Redis
@@ -79,6 +80,7 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
                            .timeout_us = settings.timeout_us,
                            .key_prefix = settings.key_prefix,
                            .auth = auth(settings),
+                           .database = settings.database,
                            .sync_interval_us = settings.sync_interval_us,
                            .sluice_nodes = settings.sluice_nodes,
                            .max_keys = settings.max_keys});

@@ -57,5 +57,31 @@ YAML
     node=$((node + 1))
   done
 done
+# A password given for a Redis that has none: Redis refuses the AUTH but would run the commands
+# behind it. The connection must count as refused, not flap between up and down (it did, at
+# about 240 reconnects a second, each logged): one "unreachable" line, no "connected again".
+plain_port=$(free_port)
+redis-server --port "$plain_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
+  --logfile "$work/plain-redis.log" &
+plain_pid=$!
+trap 'kill "$plain_pid" 2>/dev/null; stop_all; rm -rf "$work"' EXIT
+for _ in $(seq 1 100); do [ "$(redis-cli -p "$plain_port" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
+cat > "$work/plain.yaml" <<YAML
+server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }
+store: { type: redis, address: 127.0.0.1:$plain_port, password_env: SLUICE_TEST_REDIS_PASSWORD, timeout: 200ms }
+limits:
+  - { name: per-client, key: client, rate: 100/min }
+YAML
+start_node "$sluice_bin" "$work/plain.yaml"
+plain_err="$work/node$node.err"
+for _ in $(seq 1 60); do grep -q "unreachable (AUTH refused" "$plain_err" && break; sleep 0.05; done
+grep -q "unreachable (AUTH refused: ERR AUTH" "$plain_err" || fail "the refused AUTH was not logged: $(cat "$plain_err")"
+before=$(redis-cli -p "$plain_port" info stats | tr -d '\r' | sed -n 's/^total_connections_received://p')
+for _ in $(seq 1 20); do check "$node" > /dev/null; sleep 0.05; done  # a second of requests
+after=$(redis-cli -p "$plain_port" info stats | tr -d '\r' | sed -n 's/^total_connections_received://p')
+[ "$(grep -c "unreachable" "$plain_err")" -eq 1 ] || fail "the refusal flapped: $(grep -c unreachable "$plain_err") unreachable lines"
+grep -q "connected again" "$plain_err" && fail "a connection whose AUTH was refused counted as up"
+echo "refused AUTH on a Redis without a password: $((after - before)) reconnects in about a second of requests, logged once"
+
 echo "redis and synced modes AUTH with the password from the environment; a wrong one is logged and follows on_error"
 echo "1 passed, 0 failed"

@@ -241,6 +241,19 @@ limits: [ { name: a, rate: 5/s } ]
       << describe(errorsOf("store:\n  password: \"\"\n"));
 }
 
+// store.database for a plain Redis; a cluster has database 0 only.
+TEST(PolicyLoader, ReadsTheRedisDatabase) {
+  const PolicyPtr policy =
+      policyFrom("store: { type: redis, database: 3 }\nlimits: [ { name: a, rate: 5/s } ]\n");
+  ASSERT_NE(policy, nullptr);
+  EXPECT_EQ(policy->store.database, 3);
+  const std::string cluster = "store:\n  type: redis_cluster\n  database: 1\n";
+  EXPECT_TRUE(hasError(errorsOf(cluster), 3, "a Redis Cluster has database 0 only"))
+      << describe(errorsOf(cluster));
+  EXPECT_TRUE(hasError(errorsOf("store:\n  database: -1\n"), 2, "store.database"))
+      << describe(errorsOf("store:\n  database: -1\n"));
+}
+
 // YAML syntax errors carry their line too; an empty or wrong-shaped file is refused.
 TEST(PolicyLoader, SyntaxAndShape) {
   EXPECT_TRUE(hasError(errorsOf("limits:\n  - name: [unclosed\n"), 3, ""))

@@ -112,7 +112,9 @@ class RedisConnection {
 // directory. The destructor kills and reaps it and removes the directory.
 class RedisServer {
  public:
-  explicit RedisServer(std::string binary = "/usr/bin/redis-server") : binary_(std::move(binary)) {
+  // `databases`: how many SELECT may choose from (one unless a test needs more).
+  explicit RedisServer(std::string binary = "/usr/bin/redis-server", int databases = 1)
+      : binary_(std::move(binary)), databases_(databases) {
     std::string pattern = (std::filesystem::temp_directory_path() / "sluice-redis-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) {
       throw std::runtime_error("mkdtemp failed for redis-server's directory");
@@ -195,7 +197,7 @@ class RedisServer {
                                      "--daemonize",
                                      "no",
                                      "--databases",
-                                     "1"};
+                                     std::to_string(databases_)};
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -228,6 +230,7 @@ class RedisServer {
   }
 
   std::string binary_;
+  int databases_ = 1;
   std::filesystem::path dir_;
   int port_ = 0;
   pid_t pid_ = -1;

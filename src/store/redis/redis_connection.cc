@@ -179,24 +179,41 @@ void RedisConnection::onConnected(int status) {
   tried_connecting_ = true;
   answered_ = false;  // the backoff starts again once Redis answers (see the header)
   timer_.cancel();
-  if (!options_.auth.password.empty()) authenticate();
+  last_error_.clear();  // a new connection: no reason yet to drop it
+  setup_refused_ = false;
+  setup_pending_ = 0;
+  sendSetup();
   if (options_.on_connect) options_.on_connect(*this);
 }
 
-void RedisConnection::authenticate() {
-  std::vector<std::string_view> argv = {"AUTH"};
-  if (!options_.auth.username.empty()) argv.push_back(options_.auth.username);
-  argv.push_back(options_.auth.password);
-  send(argv, [weak = weak_from_this(), generation = generation_](const redisReply* reply,
-                                                                 std::string_view) {
+void RedisConnection::sendSetup() {
+  if (!options_.auth.password.empty()) {
+    std::vector<std::string_view> argv = {"AUTH"};
+    if (!options_.auth.username.empty()) argv.push_back(options_.auth.username);
+    argv.push_back(options_.auth.password);
+    sendSetupCommand(argv, options_.auth.username.empty() ? std::string("AUTH")
+                                                          : "AUTH as " + options_.auth.username);
+  }
+  if (options_.database != 0) {
+    const std::string index = std::to_string(options_.database);
+    const std::string_view argv[] = {"SELECT", index};
+    sendSetupCommand(argv, "SELECT " + index);
+  }
+}
+
+void RedisConnection::sendSetupCommand(std::span<const std::string_view> argv, std::string what) {
+  if (!connected_ || context_ == nullptr) return;
+  ++setup_pending_;
+  send(argv, [weak = weak_from_this(), generation = generation_, what = std::move(what)](
+                 const redisReply* reply, std::string_view) {
     const auto self = weak.lock();
     if (self == nullptr || reply == nullptr || self->generation_ != generation) return;
     if (reply->type != REDIS_REPLY_ERROR) return;
+    // The commands queued behind may still succeed (a script load needs no AUTH where Redis has
+    // no password): they must not make the connection count as up.
+    self->setup_refused_ = true;
     // The reason on_state gives (ServerPool logs it); the connection then retries.
-    self->last_error_ =
-        "AUTH" +
-        (self->options_.auth.username.empty() ? "" : " as " + self->options_.auth.username) +
-        " refused: " + std::string(reply->str, reply->len);
+    self->last_error_ = what + " refused: " + std::string(reply->str, reply->len);
     // Not from inside this connection's own reply handler (reset() says why): on the next turn.
     net::post(self->io_, [weak, generation] {
       const auto connection = weak.lock();
@@ -206,12 +223,17 @@ void RedisConnection::authenticate() {
 }
 
 void RedisConnection::onReply(const redisReply* reply) {
-  if (!answered_ && reply->type != REDIS_REPLY_ERROR) {
+  if (setup_pending_ > 0) {
+    --setup_pending_;  // AUTH or SELECT: let in, but not up until a command of its own succeeds
+  } else if (setup_refused_) {
+    // About to be reset: neither up nor a reason to restart the backoff.
+  } else if (!answered_ && reply->type != REDIS_REPLY_ERROR) {
     answered_ = true;
     retry_delay_ = options_.first_retry;
     // Up once Redis answers, not at the TCP connect: a Redis that wants a password accepts the
     // connection, refuses every command, then drops it for sending the script unauthenticated.
     reported_up_ = true;
+    last_error_.clear();  // an error before it was up is no reason for a later drop
     if (options_.on_state) options_.on_state(true, false, {});
   } else if (!answered_ && last_error_.empty()) {
     last_error_.assign(reply->str, reply->len);  // e.g. NOAUTH: why it is not up, for on_state
@@ -221,6 +243,11 @@ void RedisConnection::onReply(const redisReply* reply) {
 }
 
 void RedisConnection::onCleanup() {
+  // hiredis runs this before its disconnect callback, with the context still whole: the place to
+  // read why it failed (a reason kept from a reply, or a refused AUTH, comes first).
+  if (last_error_.empty() && context_ != nullptr && context_->errstr[0] != '\0') {
+    last_error_ = context_->errstr;
+  }
   ++generation_;
   const bool was_up = reported_up_;
   reported_up_ = false;
@@ -266,12 +293,9 @@ void RedisConnection::connectCallback(const redisAsyncContext* context, int stat
   static_cast<RedisConnection*>(context->data)->onConnected(status);
 }
 
-void RedisConnection::disconnectCallback(const redisAsyncContext* context, int status) {
-  // Only the reason: cleanup, which every way of losing the context goes through, does the rest.
-  auto* self = static_cast<RedisConnection*>(context->data);
-  if (status != REDIS_OK && self->last_error_.empty() && context->errstr[0] != '\0') {
-    self->last_error_ = context->errstr;
-  }
+void RedisConnection::disconnectCallback(const redisAsyncContext* /*context*/, int /*status*/) {
+  // Nothing: cleanup, which every way of losing the context goes through and which hiredis runs
+  // first, does it all.
 }
 
 void RedisConnection::replyCallback(redisAsyncContext* context, void* reply, void* handler) {

@@ -41,6 +41,9 @@ struct ConnectionOptions {
   // which then retries with the backoff: the commands queued behind it fail as unavailable, and
   // an operator who fixes the password on the server needs no restart.
   RedisAuth auth;
+  // SELECTed after AUTH on every (re)connect when not 0; refused like AUTH (a plain Redis only:
+  // a cluster has database 0 alone).
+  int database = 0;
   // Runs on the loop when the connection comes up (`up`: Redis answered a command on it without
   // an error, AUTH or the script load), and when it goes down or an attempt fails (`up` false;
   // `was_up` says whether it had come up), with the reason: for ServerPool to say when a server
@@ -71,7 +74,11 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // Drops the connection, failing pending commands, and reconnects after the backoff, as after
   // any lost connection. Not from inside one of this connection's own reply handlers.
   void reset();
-  [[nodiscard]] bool connected() const noexcept { return connected_; }
+  // Connected and ready for commands: AUTH and SELECT answered. Commands queued behind a SELECT
+  // that then failed would run in database 0.
+  [[nodiscard]] bool connected() const noexcept {
+    return connected_ && setup_pending_ == 0 && !setup_refused_;
+  }
   // Whether a connect attempt has ended, connected or not: until then, not being connected
   // says nothing about the server.
   [[nodiscard]] bool triedConnecting() const noexcept { return tried_connecting_; }
@@ -108,7 +115,9 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   void waitWritable();
   void write();
   void onConnected(int status);
-  void authenticate();
+  // AUTH and SELECT, first on a new connection; a refusal resets it (sendSetupCommand).
+  void sendSetup();
+  void sendSetupCommand(std::span<const std::string_view> argv, std::string what);
   void onReply(const redisReply* reply);
   void onCleanup();
 
@@ -132,9 +141,12 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   std::uint64_t generation_ = 0;
   bool connected_ = false;
   bool tried_connecting_ = false;
-  bool answered_ = false;       // Redis has answered a command since the last connect
-  std::string last_error_;      // why the context is going away, for on_state
-  bool reported_up_ = false;    // on_state was told this context came up
+  bool answered_ = false;     // Redis has answered a command since the last connect
+  std::string last_error_;    // why the context is going away, for on_state
+  bool reported_up_ = false;  // on_state was told this context came up
+  // AUTH and SELECT replies still to come on this context: they do not make it up.
+  std::size_t setup_pending_ = 0;
+  bool setup_refused_ = false;  // AUTH or SELECT failed on this context: it is being reset
   std::size_t unanswered_ = 0;  // commands sent on this context and not answered yet
   // When the oldest unanswered command was sent, or the last reply came if later.
   std::chrono::steady_clock::time_point waiting_since_;

@@ -10,7 +10,8 @@ namespace sluice {
 RedisStore::Lane::Lane(boost::asio::io_context& lane_loop, const RedisStoreOptions& options)
     : loop(lane_loop),
       pool(std::make_unique<redis::ServerPool>(lane_loop, options.host, options.port,
-                                               options.connections, options.auth)),
+                                               options.connections, options.auth,
+                                               options.database)),
       batcher(std::make_shared<redis::DecideBatcher>(*pool, options.calls_in_flight,
                                                      !options.use_caller_clock)) {
   pool->start();

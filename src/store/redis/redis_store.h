@@ -37,6 +37,7 @@ struct RedisStoreOptions {
   Micros timeout_us = 20'000;  // per call; past it the call is unavailable
   std::string key_prefix = "sluice:";
   redis::RedisAuth auth{};  // sent on every connection when it has a password
+  int database = 0;         // SELECTed on every connection when not 0
   // Tests: decide at the caller's clock instead of Redis TIME, to replay exact instants.
   bool use_caller_clock = false;
   // The event loops that will call the store (each run by one thread). Precondition: none of

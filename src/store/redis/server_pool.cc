@@ -135,12 +135,13 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
 }
 
 ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
-                       std::size_t connections, RedisAuth auth)
+                       std::size_t connections, RedisAuth auth, int database)
     : io_(io),
       host_(host),
       port_(port),
       address_(host + ":" + std::to_string(port)),
-      auth_(std::move(auth)) {
+      auth_(std::move(auth)),
+      database_(database) {
   // hiredis writes with write(2): a write to a Redis that just died raises SIGPIPE, whose
   // default action kills the process. A rate limiter must outlive its store, so ignore it
   // (process-wide, as every network server does; Asio's own sockets never raise it).
@@ -151,6 +152,7 @@ ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint1
     options.host = host;
     options.port = port;
     options.auth = auth_;
+    options.database = database_;
     options.on_state = [this](bool up, bool was_up, std::string_view reason) {
       onConnectionState(up, was_up, reason);
     };

@@ -33,7 +33,7 @@ class ServerPool {
   using CallHandler = std::function<void(const redisReply* reply, std::string_view error)>;
 
   ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
-             std::size_t connections, RedisAuth auth = {});
+             std::size_t connections, RedisAuth auth = {}, int database = 0);
   ~ServerPool();
   ServerPool(const ServerPool&) = delete;
   ServerPool& operator=(const ServerPool&) = delete;
@@ -85,7 +85,8 @@ class ServerPool {
   std::string host_;
   std::uint16_t port_;
   std::string address_;
-  RedisAuth auth_;  // for every connection, the probe's too
+  RedisAuth auth_;    // for every connection, the probe's too
+  int database_ = 0;  // SELECTed on every connection but the probe's (PING needs none)
   std::vector<std::shared_ptr<RedisConnection>> connections_;
   std::size_t next_ = 0;
   std::shared_ptr<Probe> probe_;  // the probe running, if any

@@ -79,7 +79,7 @@ SyncedStore::SyncedStore(SyncedStoreOptions options) : options_(std::move(option
   last_sync_ok_us_.store(steadyNowUs());
   loop_.runAndWait([this] {
     pool_ = std::make_unique<redis::ServerPool>(loop_.io(), options_.host, options_.port, 1,
-                                                options_.auth);
+                                                options_.auth, options_.database);
     pool_->start();
     sync_timer_ = std::make_unique<boost::asio::steady_timer>(loop_.io());
     scheduleSync();

@@ -36,6 +36,7 @@ struct SyncedStoreOptions {
   Micros timeout_us = 20'000;  // per sync call
   std::string key_prefix = "sluice:";
   redis::RedisAuth auth{};  // sent on every connection when it has a password
+  int database = 0;         // SELECTed on every connection when not 0
   Micros sync_interval_us = 100'000;
   std::size_t sluice_nodes = 1;
   // Past this many keys, a new key makes room by forgetting keys that are back to full or, if

@@ -1,6 +1,6 @@
-// Redis AUTH: the stores send the password (and an ACL user's name) on every connection. A
-// refused AUTH leaves calls unavailable, never hanging, and the connection keeps retrying, so
-// fixing the password on the server needs no restart of Sluice.
+// What the stores send first on every connection: AUTH with the password (and an ACL user's
+// name), and SELECT of a database. A refusal of either leaves calls unavailable, never hanging,
+// and the connection keeps retrying, so fixing the server needs no restart of Sluice.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -21,11 +21,13 @@ class RedisAuthTest : public RedisStoreTest {
  protected:
   // A store on the fixture's server with these credentials, not waited for: it may never be
   // let in.
-  std::unique_ptr<RedisStore> storeWith(redis::RedisAuth auth) {
+  std::unique_ptr<RedisStore> storeWith(redis::RedisAuth auth, int database = 0,
+                                        const testing::RedisServer* server = nullptr) {
     RedisStoreOptions options;
-    options.port = static_cast<std::uint16_t>(server_.port());
+    options.port = static_cast<std::uint16_t>((server != nullptr ? server : &server_)->port());
     options.timeout_us = kShortTimeoutUs;
     options.auth = std::move(auth);
+    options.database = database;
     return std::make_unique<RedisStore>(options);
   }
 
@@ -85,6 +87,35 @@ TEST_F(RedisAuthTest, SyncedStoreSyncsWithThePassword) {
   }
   ASSERT_TRUE(synced);
   EXPECT_EQ(admin_.command({"KEYS", "*sluice:k|*"}).elements.size(), 1u);  // pushed
+}
+
+// A password given for a Redis that has none is refused by Redis (as by lyft's client): the
+// store says unavailable rather than quietly running without the AUTH it was told to use.
+TEST_F(RedisAuthTest, APasswordForARedisWithoutOneIsRefused) {
+  auto store = storeWith({.username = "", .password = "s3cret"});
+  EXPECT_FALSE(waitUntilDeciding(*store, std::chrono::milliseconds(500)));
+  ASSERT_TRUE(callIsUnavailable(store, "k"));
+}
+
+// store.database: the keys live in the database SELECTed, after AUTH.
+TEST_F(RedisAuthTest, SelectsTheDatabase) {
+  const testing::RedisServer four_databases("/usr/bin/redis-server", 4);
+  testing::RedisConnection admin = four_databases.connect();
+  ASSERT_EQ(admin.command({"CONFIG", "SET", "requirepass", "s3cret"}).text, "OK");
+  auto store = storeWith({.username = "", .password = "s3cret"}, 2, &four_databases);
+  ASSERT_TRUE(waitUntilDeciding(*store));
+  EXPECT_EQ(applyOne(*store, five_per_day_, "k", 1).remaining, 4u);
+  ASSERT_EQ(admin.command({"SELECT", "2"}).text, "OK");
+  EXPECT_EQ(admin.command({"KEYS", "*sluice:k*"}).elements.size(), 1u);
+  ASSERT_EQ(admin.command({"SELECT", "0"}).text, "OK");
+  EXPECT_TRUE(admin.command({"KEYS", "*sluice:k*"}).elements.empty());
+}
+
+// A database the server does not have: unavailable, as for a refused AUTH.
+TEST_F(RedisAuthTest, ADatabaseOutOfRangeIsUnavailable) {
+  auto store = storeWith({}, 3);  // the fixture's server has one database
+  EXPECT_FALSE(waitUntilDeciding(*store, std::chrono::milliseconds(500)));
+  ASSERT_TRUE(callIsUnavailable(store, "k"));
 }
 
 }  // namespace
