@@ -44,7 +44,7 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
   } else {
     service.addReloadHook([path](server::ReloadReport& report) {
       const auto now = rls::loadRlsSettings(path);
-      if (!now.ok() || now.value()) report.warnings.push_back(addedSection("envoy_rls"));
+      if (now.ok() && now.value()) report.warnings.push_back(addedSection("envoy_rls"));
     });
   }
 #endif
@@ -66,7 +66,7 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
   } else {
     service.addReloadHook([path](server::ReloadReport& report) {
       const auto now = gateway::loadGatewaySettings(path);
-      if (!now.ok() || now.value()) report.warnings.push_back(addedSection("gateway"));
+      if (now.ok() && now.value()) report.warnings.push_back(addedSection("gateway"));
     });
   }
 #endif

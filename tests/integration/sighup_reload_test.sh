@@ -39,10 +39,12 @@ done
 kill -HUP "$sluice_pid"
 for _ in $(seq 1 100); do seen=$(limit); [ "$seen" = 9 ] && break; sleep 0.05; done
 [ "$seen" = 9 ] || fail "after the second SIGHUP the limit is '$seen', not 9"
-grep -q "server.threads changed from auto to 1; it takes effect at restart" "$work/sluice.err" \
+# The policy is in force before the reload logs its warnings: poll the log, bounded.
+logged() { for _ in $(seq 1 100); do grep -q "$1" "$work/sluice.err" && return 0; sleep 0.05; done; return 1; }
+logged "server.threads changed from auto to 1; it takes effect at restart" \
   || fail "the restart-only edit was not reported: $(cat "$work/sluice.err")"
 for door in "${doors[@]}"; do
-  grep -q "$door: the section was added; the door opens at restart" "$work/sluice.err" \
+  logged "$door: the section was added; the door opens at restart" \
     || fail "the added $door section was not reported: $(cat "$work/sluice.err")"
 done
 
@@ -52,5 +54,15 @@ for _ in $(seq 1 100); do grep -q "reload refused" "$work/sluice.err" && break; 
 grep -q "reload refused.*fortnight" "$work/sluice.err" || fail "the broken reload was not reported: $(cat "$work/sluice.err")"
 grep -q "sluice.yaml:3:" "$work/sluice.err" || fail "the error has no file:line: $(cat "$work/sluice.err")"
 [ "$(limit)" = 9 ] || fail "the old policy did not keep serving"
+
+# A file that is not YAML at all is refused, and says nothing of door sections it does not have.
+added_before=$(grep -c "the section was added" "$work/sluice.err" || true)
+printf 'limits: [\n' > "$work/sluice.yaml"
+kill -HUP "$sluice_pid"
+for _ in $(seq 1 100); do [ "$(grep -c "reload refused" "$work/sluice.err")" -ge 2 ] && break; sleep 0.05; done
+[ "$(grep -c "reload refused" "$work/sluice.err")" -ge 2 ] || fail "the unreadable file was not refused"
+[ "$(grep -c "the section was added" "$work/sluice.err" || true)" = "$added_before" ] ||
+  fail "a file that is not YAML was taken for an added door section: $(tail -3 "$work/sluice.err")"
+[ "$(limit)" = 9 ] || fail "the old policy did not keep serving after the unreadable file"
 echo "SIGHUP reload: good config applied, a restart-only edit reported, broken config refused with file:line"
 echo "1 passed, 0 failed"
