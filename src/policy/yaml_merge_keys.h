@@ -10,10 +10,12 @@
 namespace sluice::policy {
 
 // In every mapping of `root` with a "<<" key, whose value is a mapping or a list of mappings,
-// puts each key of those mappings that the mapping does not name itself (an earlier mapping of a
-// list wins over a later one), then drops "<<". Resolves the merged mappings' own merge keys
-// first. Another value, or a mapping that merges itself, is reported and left out. Changes the
-// nodes in place: an alias shares them, as it shares their other keys.
+// applies those mappings as go-yaml v2 does: in the order written, the merged keys set over the
+// keys before the "<<" and under the keys after it; of a list, an earlier mapping's keys win; a
+// mapping met again (merged over a mapping, or a mapping over a merged one) is merged key by key
+// rather than replaced. Resolves the merged mappings' own merge keys first. Another value (an
+// alias to a list included), or a mapping that merges itself, is reported and left out. Changes
+// the nodes in place: an alias shares them, as it shares their other keys.
 void resolveMergeKeys(YAML::Node root, Errors& errors);
 
 }  // namespace sluice::policy

@@ -333,6 +333,36 @@ descriptors:
   }
 }
 
+// Merges apply in the order written and mappings met again merge key by key, as go-yaml v2 (and
+// so lyft) reads them: a rate_limit after a merge overrides only what it names, and a merge after
+// a key overrides it. The anchored descriptor itself is left as it was.
+TEST(LyftConfigMergeKeysTest, MergesApplyInOrderAndMergeMappingsDeeply) {
+  const LyftSource source{"order.yaml", R"(domain: d
+descriptors:
+  - &base
+    key: remote_address
+    rate_limit: { unit: second, requests_per_unit: 10 }
+  - <<: *base
+    key: user
+    rate_limit: { requests_per_unit: 5 }
+  - rate_limit: { unit: minute, requests_per_unit: 100 }
+    <<: *base
+    key: plan
+)"};
+  const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+  ASSERT_NE(loaded.config, nullptr) << loaded.errors.front();
+  const Domain& domain = *loaded.config->domain("d");
+  for (const auto& [key, unit, count] :
+       {std::tuple{"remote_address", Unit::kSecond, 10u}, std::tuple{"user", Unit::kSecond, 5u},
+        std::tuple{"plan", Unit::kSecond, 10u}}) {
+    const std::vector<EntryView> entries{{key, "x"}};
+    const DescriptorNode* node = LyftConfig::match(domain, entries, nullptr);
+    ASSERT_TRUE(node != nullptr && node->rate_limit) << key;
+    EXPECT_EQ(node->rate_limit->unit, unit) << key;
+    EXPECT_EQ(node->rate_limit->requests_per_unit, count) << key;
+  }
+}
+
 // A merge key whose value is not a mapping (or a list of them), or a mapping that merges itself,
 // is an error at its place; a quoted "<<" is an ordinary key (and unknown here).
 TEST(LyftConfigMergeKeysTest, BadMergesAreErrors) {
@@ -344,6 +374,15 @@ TEST(LyftConfigMergeKeysTest, BadMergesAreErrors) {
                           "makes this mapping merge itself"));
   EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    \"<<\": { key: b }\n"),
                           "unknown key \"<<\""));
+  // An alias to a list is not a list of mappings to go-yaml v2 either.
+  EXPECT_TRUE(anyContains(
+      errorsOf("domain: d\ndescriptors:\n  - key: a\n    descriptors: &l [ { key: b } ]\n"
+               "  - key: c\n    <<: *l\n"),
+      "cfg.yaml:4:18: a merge key (<<) takes a mapping"));
+  // A list that contains itself, without any merge, is not called a merge.
+  const auto loop = errorsOf("domain: d\ndescriptors:\n  - &m {key: a, descriptors: [*m]}\n");
+  EXPECT_FALSE(anyContains(loop, "merge")) << loop.front();
+  EXPECT_TRUE(anyContains(loop, "contain itself")) << loop.front();
 }
 
 // Two files may not define the same domain.
