@@ -44,10 +44,10 @@ struct ConnectionOptions {
   // SELECTed after AUTH on every (re)connect when not 0; refused like AUTH (a plain Redis only:
   // a cluster has database 0 alone).
   int database = 0;
-  // Runs on the loop when the connection comes up (`up`: Redis answered a command on it without
-  // an error, AUTH or the script load), and when it goes down or an attempt fails (`up` false;
-  // `was_up` says whether it had come up), with the reason: for ServerPool to say when a server
-  // became unreachable and when it is back. Not after close().
+  // Runs on the loop when the connection comes up (`up`: past AUTH and SELECT, Redis answered a
+  // command without an error, the script load as a rule), and when it goes down or an attempt fails
+  // (`up` false; `was_up` says whether it had come up), with the reason: for ServerPool to say when
+  // a server became unreachable and when it is back. Not after close().
   std::function<void(bool up, bool was_up, std::string_view reason)> on_state;
   // Runs on the loop after every successful (re)connect, after AUTH is queued and before any
   // other command can be sent; the place to load scripts. May send commands on the connection
