@@ -21,7 +21,9 @@ std::optional<StoreSettings::Type> storeType(const YAML::Node& node, Errors& err
 }
 
 // host:port with a numeric port; host may be a name (Redis servers often are).
+// host:port, or unix:/absolute/path of a Unix socket.
 bool validAddress(std::string_view address) {
+  if (address.starts_with("unix:")) return address.size() > 6 && address[5] == '/';
   const std::size_t colon = address.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return false;
   unsigned port = 0;
@@ -37,7 +39,9 @@ void loadAddresses(const YAML::Node& node, StoreSettings& store, Errors& errors)
           : std::vector<std::string>{scalar(node, "store.address", errors).value_or("")};
   for (const std::string& address : addresses) {
     if (!validAddress(address))
-      errors.add(node, "store address \"" + address + "\" must be host:port, e.g. 127.0.0.1:6379");
+      errors.add(node,
+                 "store address \"" + address +
+                     "\" must be host:port, e.g. 127.0.0.1:6379, or unix:/path/to/redis.sock");
   }
   if (addresses.empty()) errors.add(node, "store.addresses must name at least one server");
   store.addresses = std::move(addresses);
@@ -112,6 +116,16 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (node["addresses"]) loadAddresses(node["addresses"], store, errors);
   if (store.type != StoreSettings::Type::kRedisCluster && store.addresses.size() > 1) {
     errors.add(node, "store: only redis_cluster takes several addresses");
+  }
+  if (store.type == StoreSettings::Type::kRedisCluster) {
+    for (const std::string& address : store.addresses) {
+      if (address.starts_with("unix:")) {
+        errors.add(node,
+                   "store: a Redis Cluster's nodes are host:port (they announce each "
+                   "other so), not " +
+                       address);
+      }
+    }
   }
   if (node["connections"])
     loadPositive(node["connections"], "store.connections", store.connections, errors, 64);

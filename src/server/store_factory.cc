@@ -16,7 +16,10 @@ struct HostPort {
   std::uint16_t port = 0;
 };
 
+// host:port, or unix:/path as the path with port 0 (a host starting with '/' is a socket path
+// to the Redis connections).
 Result<HostPort> splitAddress(const std::string& address) {
+  if (address.starts_with("unix:/")) return HostPort{.host = address.substr(5), .port = 0};
   const std::size_t colon = address.rfind(':');
   HostPort parsed;
   if (colon == std::string::npos) return Error{"store address " + address + " has no port"};

@@ -241,6 +241,22 @@ limits: [ { name: a, rate: 5/s } ]
       << describe(errorsOf("store:\n  password: \"\"\n"));
 }
 
+// A Unix socket address for a plain Redis; a cluster's nodes are host:port.
+TEST(PolicyLoader, ReadsAUnixSocketAddress) {
+  const PolicyPtr policy = policyFrom(
+      "store: { type: synced, address: unix:/run/redis/redis.sock }\n"
+      "limits: [ { name: a, rate: 5/s } ]\n");
+  ASSERT_NE(policy, nullptr);
+  EXPECT_EQ(policy->store.addresses, std::vector<std::string>{"unix:/run/redis/redis.sock"});
+  const std::string cluster = "store:\n  type: redis_cluster\n  addresses: [unix:/run/r.sock]\n";
+  EXPECT_TRUE(hasError(errorsOf(cluster), 2, "a Redis Cluster's nodes are host:port"))
+      << describe(errorsOf(cluster));
+  EXPECT_TRUE(hasError(errorsOf("store:\n  address: \"unix:\"\n"), 2, "must be host:port"))
+      << describe(errorsOf("store:\n  address: \"unix:\"\n"));
+  EXPECT_TRUE(hasError(errorsOf("store:\n  address: unix:relative.sock\n"), 2, "unix:/path"))
+      << describe(errorsOf("store:\n  address: unix:relative.sock\n"));
+}
+
 // store.database for a plain Redis; a cluster has database 0 only.
 TEST(PolicyLoader, ReadsTheRedisDatabase) {
   const PolicyPtr policy =

@@ -111,6 +111,33 @@ TEST_F(RedisAuthTest, SelectsTheDatabase) {
   EXPECT_TRUE(admin.command({"KEYS", "*sluice:k*"}).elements.empty());
 }
 
+// A Unix socket (a host that is a path): the redis and synced stores decide through it.
+TEST_F(RedisAuthTest, DecidesThroughAUnixSocket) {
+  const testing::RedisServer server("/usr/bin/redis-server", 1, /*unix_socket=*/true);
+  RedisStoreOptions options;
+  options.host = server.socketPath();
+  options.port = 0;
+  options.timeout_us = kShortTimeoutUs;
+  RedisStore store(options);
+  ASSERT_TRUE(waitUntilDeciding(store));
+  EXPECT_EQ(applyOne(store, five_per_day_, "k", 1).remaining, 4u);
+  EXPECT_EQ(applyOne(store, five_per_day_, "k", 1).remaining, 3u);
+
+  SyncedStore synced(SyncedStoreOptions{.host = server.socketPath(),
+                                        .port = 0,
+                                        .timeout_us = kShortTimeoutUs,
+                                        .key_prefix = "synced:",
+                                        .sync_interval_us = 10'000});
+  EXPECT_TRUE(applyOne(synced, five_per_day_, "k", 1).allowed);
+  bool synced_once = false;
+  for (const auto deadline = testing::SteadyClock::now() + std::chrono::seconds(3);
+       !synced_once && testing::SteadyClock::now() < deadline;) {
+    synced_once = synced.syncNow();
+    if (!synced_once) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling
+  }
+  EXPECT_TRUE(synced_once);
+}
+
 // A database the server does not have: unavailable, as for a refused AUTH.
 TEST_F(RedisAuthTest, ADatabaseOutOfRangeIsUnavailable) {
   auto store = storeWith({}, 3);  // the fixture's server has one database

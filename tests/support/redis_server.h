@@ -112,9 +112,11 @@ class RedisConnection {
 // directory. The destructor kills and reaps it and removes the directory.
 class RedisServer {
  public:
-  // `databases`: how many SELECT may choose from (one unless a test needs more).
-  explicit RedisServer(std::string binary = "/usr/bin/redis-server", int databases = 1)
-      : binary_(std::move(binary)), databases_(databases) {
+  // `databases`: how many SELECT may choose from (one unless a test needs more). `unix_socket`:
+  // listen on socketPath() too.
+  explicit RedisServer(std::string binary = "/usr/bin/redis-server", int databases = 1,
+                       bool unix_socket = false)
+      : binary_(std::move(binary)), databases_(databases), unix_socket_(unix_socket) {
     std::string pattern = (std::filesystem::temp_directory_path() / "sluice-redis-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) {
       throw std::runtime_error("mkdtemp failed for redis-server's directory");
@@ -138,6 +140,7 @@ class RedisServer {
   RedisServer& operator=(const RedisServer&) = delete;
 
   [[nodiscard]] int port() const noexcept { return port_; }
+  [[nodiscard]] std::string socketPath() const { return (dir_ / "redis.sock").string(); }
   [[nodiscard]] bool running() const noexcept { return pid_ > 0; }
 
   // Kills the server (SIGKILL: like a crash, nothing is saved) and reaps it. Idempotent.
@@ -198,6 +201,9 @@ class RedisServer {
                                      "no",
                                      "--databases",
                                      std::to_string(databases_)};
+    if (unix_socket_) {
+      args.insert(args.end(), {"--unixsocket", socketPath(), "--unixsocketperm", "700"});
+    }
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -231,6 +237,7 @@ class RedisServer {
 
   std::string binary_;
   int databases_ = 1;
+  bool unix_socket_ = false;
   std::filesystem::path dir_;
   int port_ = 0;
   pid_t pid_ = -1;

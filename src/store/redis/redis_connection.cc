@@ -43,7 +43,9 @@ void RedisConnection::reset() {
 
 void RedisConnection::connect() {
   if (closing_) return;
-  redisAsyncContext* context = redisAsyncConnect(options_.host.c_str(), options_.port);
+  redisAsyncContext* context = options_.host.starts_with('/')
+                                   ? redisAsyncConnectUnix(options_.host.c_str())
+                                   : redisAsyncConnect(options_.host.c_str(), options_.port);
   if (context == nullptr) return scheduleReconnect();
   if (context->err != 0) {
     redisAsyncFree(context);

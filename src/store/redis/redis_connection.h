@@ -31,6 +31,7 @@ struct RedisAuth {
 };
 
 struct ConnectionOptions {
+  // A host starting with '/' is the path of a Unix socket (and the port is not used).
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
   std::chrono::milliseconds connect_timeout{500};

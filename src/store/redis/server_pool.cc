@@ -139,7 +139,7 @@ ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint1
     : io_(io),
       host_(host),
       port_(port),
-      address_(host + ":" + std::to_string(port)),
+      address_(host.starts_with('/') ? "unix:" + host : host + ":" + std::to_string(port)),
       auth_(std::move(auth)),
       database_(database) {
   // hiredis writes with write(2): a write to a Redis that just died raises SIGPIPE, whose

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# `sluice serve` against a Redis that requires a password, in each shared-store mode: with the
-# password from the environment (store.password_env) decisions are made in Redis, not degraded;
-# with a wrong one, or none, they follow on_error, the log says why, and nothing crashes.
-# Usage: redis_auth_test.sh SLUICE_BINARY
+# How `sluice serve` reaches Redis. Against a Redis that requires a password, in each shared-store
+# mode: with the password from the environment (store.password_env) decisions are made in Redis,
+# not degraded; with a wrong one, or none, they follow on_error, the log says why, and nothing
+# crashes. A password for a Redis that has none is refused without flapping. And a Unix socket
+# (address: unix:/path) works as a host:port does.
+# Usage: redis_connect_test.sh SLUICE_BINARY
 set -euo pipefail
 sluice_bin="$1"
 work="$(mktemp -d)"
@@ -62,7 +64,7 @@ done
 # about 240 reconnects a second, each logged): one "unreachable" line, no "connected again".
 plain_port=$(free_port)
 redis-server --port "$plain_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" \
-  --logfile "$work/plain-redis.log" &
+  --logfile "$work/plain-redis.log" --unixsocket "$work/plain.sock" --unixsocketperm 700 &
 plain_pid=$!
 trap 'kill "$plain_pid" 2>/dev/null; stop_all; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do [ "$(redis-cli -p "$plain_port" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
@@ -83,5 +85,20 @@ after=$(redis-cli -p "$plain_port" info stats | tr -d '\r' | sed -n 's/^total_co
 grep -q "connected again" "$plain_err" && fail "a connection whose AUTH was refused counted as up"
 echo "refused AUTH on a Redis without a password: $((after - before)) reconnects in about a second of requests, logged once"
 
-echo "redis and synced modes AUTH with the password from the environment; a wrong one is logged and follows on_error"
+# The same Redis through its Unix socket, no password: decisions made in Redis.
+node=$((node + 1))
+cat > "$work/socket.yaml" <<YAML
+server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }
+store: { type: redis, address: "unix:$work/plain.sock", on_error: deny, timeout: 200ms }
+limits:
+  - { name: per-client, key: client, rate: 100/min }
+YAML
+start_node "$sluice_bin" "$work/socket.yaml"
+answer=""
+for _ in $(seq 1 60); do answer=$(check "$node"); [ "$answer" = "200 " ] && break; sleep 0.05; done
+[ "$answer" = "200 " ] || fail "through the Unix socket: '$answer', not a decision made in Redis"
+grep -q "store: redis unix:$work/plain.sock" "$work/node$node.out" "$work/node$node.err" ||
+  fail "the store line does not name the socket: $(cat "$work/node$node.err")"
+
+echo "redis and synced modes AUTH with the password from the environment; a wrong one is logged and follows on_error; a Unix socket works"
 echo "1 passed, 0 failed"
