@@ -15,6 +15,12 @@ namespace {
   return section + ": the section was added; the door opens at restart";
 }
 
+[[maybe_unused]] std::string addedWithErrors(const std::string& section,
+                                             const std::string& errors) {
+  return section + ": the section was added with errors, which would stop the next start:\n" +
+         errors;
+}
+
 }  // namespace
 
 std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::string& path,
@@ -45,6 +51,10 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     service.addReloadHook([path](server::ReloadReport& report) {
       const auto now = rls::loadRlsSettings(path);
       if (now.ok() && now.value()) report.warnings.push_back(addedSection("envoy_rls"));
+      // A section added with errors would stop the next start: an error now, unless the file
+      // as a whole already failed (then its errors say it).
+      if (!now.ok() && report.errors.empty())
+        report.errors.push_back(addedWithErrors("envoy_rls", now.error()));
     });
   }
 #endif
@@ -58,15 +68,20 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " gateway=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return gateway::metricsText(gateway_->stats()); });
-    service.addReloadHook([running = *gateway_settings.value(), path](server::ReloadReport& report) {
-      if (auto warning = gateway::restartOnlyChange(running, path)) {
-        report.warnings.push_back(std::move(*warning));
-      }
-    });
+    service.addReloadHook(
+        [running = *gateway_settings.value(), path](server::ReloadReport& report) {
+          if (auto warning = gateway::restartOnlyChange(running, path)) {
+            report.warnings.push_back(std::move(*warning));
+          }
+        });
   } else {
     service.addReloadHook([path](server::ReloadReport& report) {
       const auto now = gateway::loadGatewaySettings(path);
       if (now.ok() && now.value()) report.warnings.push_back(addedSection("gateway"));
+      // A section added with errors would stop the next start: an error now, unless the file
+      // as a whole already failed (then its errors say it).
+      if (!now.ok() && report.errors.empty())
+        report.errors.push_back(addedWithErrors("gateway", now.error()));
     });
   }
 #endif

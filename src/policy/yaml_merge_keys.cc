@@ -119,8 +119,13 @@ class MergeResolver {
           errors_.add(value[i], "a merge key (<<) takes a mapping or a list of mappings");
         }
       }
+    } else if (value.IsSequence()) {
+      // An alias to a list (its anchor comes before the key), refused as go-yaml v2 does; told
+      // at the "<<", since an alias carries its anchor's place.
+      errors_.add(key,
+                  "a merge key (<<) takes a mapping or a list of mappings, not an alias to "
+                  "a list");
     } else {
-      // An alias to a list is refused too (its anchor comes before the key), as go-yaml v2 does.
       errors_.add(value, "a merge key (<<) takes a mapping or a list of mappings");
     }
     return found;

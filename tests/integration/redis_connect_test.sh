@@ -59,6 +59,15 @@ YAML
     node=$((node + 1))
   done
 done
+# The password rotated on the server: the connections are dropped (CLIENT KILL), then their AUTH
+# is refused. The log tells the refusal too, not only that the connections went.
+redis-cli -p "$redis_port" -a s3cret --no-auth-warning config set requirepass rotated > /dev/null
+redis-cli -p "$redis_port" -a rotated --no-auth-warning client kill type normal > /dev/null
+for _ in $(seq 1 60); do grep -q "unreachable (AUTH refused: WRONGPASS" "$work/node0.err" && break; sleep 0.05; done
+grep -q "unreachable (AUTH refused: WRONGPASS" "$work/node0.err" ||
+  fail "after the rotation the refused AUTH was not logged: $(grep "redis 127" "$work/node0.err")"
+redis-cli -p "$redis_port" -a rotated --no-auth-warning config set requirepass s3cret > /dev/null
+
 # A password given for a Redis that has none: Redis refuses the AUTH but would run the commands
 # behind it. The connection must count as refused, not flap between up and down (it did, at
 # about 240 reconnects a second, each logged): one "unreachable" line, no "connected again".

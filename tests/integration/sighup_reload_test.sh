@@ -64,5 +64,14 @@ for _ in $(seq 1 100); do [ "$(grep -c "reload refused" "$work/sluice.err")" -ge
 [ "$(grep -c "the section was added" "$work/sluice.err" || true)" = "$added_before" ] ||
   fail "a file that is not YAML was taken for an added door section: $(tail -3 "$work/sluice.err")"
 [ "$(limit)" = 9 ] || fail "the old policy did not keep serving after the unreadable file"
+
+# A door section added with errors (which would stop the next start) is refused, though the
+# limits beside it are taken in.
+for door in "${doors[@]}"; do
+  printf 'server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }\nlimits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 9/min }\n%s: { colour: red }\n' "$door" > "$work/sluice.yaml"
+  kill -HUP "$sluice_pid"
+  logged "$door: the section was added with errors" ||
+    fail "the broken $door section was not reported: $(tail -3 "$work/sluice.err")"
+done
 echo "SIGHUP reload: good config applied, a restart-only edit reported, broken config refused with file:line"
 echo "1 passed, 0 failed"

@@ -378,7 +378,7 @@ TEST(LyftConfigMergeKeysTest, BadMergesAreErrors) {
   EXPECT_TRUE(anyContains(
       errorsOf("domain: d\ndescriptors:\n  - key: a\n    descriptors: &l [ { key: b } ]\n"
                "  - key: c\n    <<: *l\n"),
-      "cfg.yaml:4:18: a merge key (<<) takes a mapping"));
+      "cfg.yaml:6:5: a merge key (<<) takes a mapping or a list of mappings, not an alias"));
   // A list that contains itself, without any merge, is not called a merge.
   const auto loop = errorsOf("domain: d\ndescriptors:\n  - &m {key: a, descriptors: [*m]}\n");
   EXPECT_FALSE(anyContains(loop, "merge")) << loop.front();

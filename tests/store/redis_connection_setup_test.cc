@@ -5,6 +5,13 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -136,6 +143,39 @@ TEST_F(RedisAuthTest, DecidesThroughAUnixSocket) {
     if (!synced_once) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling
   }
   EXPECT_TRUE(synced_once);
+}
+
+// A server that takes the TCP connection and never answers the AUTH or SELECT (a path gone silent
+// right after the connect, a proxy holding it): the connect deadline covers the setup, so the
+// connection is dropped and made again rather than left setting up for good, unused.
+TEST_F(RedisAuthTest, ASetupWithoutAnAnswerIsRetried) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+
+  RedisStoreOptions options;
+  options.port = ntohs(address.sin_port);
+  options.connections = 1;
+  options.database = 1;  // a setup command to wait on
+  options.timeout_us = kShortTimeoutUs;
+  auto store = std::make_unique<RedisStore>(options);
+  // Accepts (and keeps, unanswered) what connects, until a second connection comes: bounded.
+  std::vector<int> accepted;
+  const auto deadline = testing::SteadyClock::now() + std::chrono::seconds(10);
+  while (accepted.size() < 2 && testing::SteadyClock::now() < deadline) {
+    pollfd readable{.fd = listener, .events = POLLIN, .revents = 0};
+    if (::poll(&readable, 1, 100) == 1) accepted.push_back(::accept(listener, nullptr, nullptr));
+  }
+  EXPECT_GE(accepted.size(), 2u) << "the unanswered connection was never made again";
+  store.reset();
+  for (const int fd : accepted) ::close(fd);
+  ::close(listener);
 }
 
 // A database the server does not have: unavailable, as for a refused AUTH.

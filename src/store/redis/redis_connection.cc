@@ -72,8 +72,12 @@ void RedisConnection::connect() {
   timer_.async_wait(
       [weak = weak_from_this(), generation = generation_](const boost::system::error_code& error) {
         const auto self = weak.lock();
-        if (error || self == nullptr || self->generation_ != generation || self->connected_) return;
-        self->last_error_ = "connect timed out";
+        // The deadline covers AUTH and SELECT too: a path that goes silent right after the TCP
+        // connect would otherwise leave the connection setting up for good, never used.
+        if (error || self == nullptr || self->generation_ != generation || self->connected())
+          return;
+        self->last_error_ =
+            self->connected_ ? "no answer to AUTH or SELECT in time" : "connect timed out";
         redisAsyncFree(self->context_);  // too slow to connect: give up on this attempt
       });
 }
@@ -178,14 +182,20 @@ void RedisConnection::readArrived() {
 void RedisConnection::onConnected(int status) {
   if (status != REDIS_OK) return;  // hiredis frees the context next; cleanup reconnects
   connected_ = true;
-  tried_connecting_ = true;
-  answered_ = false;  // the backoff starts again once Redis answers (see the header)
-  timer_.cancel();
+  answered_ = false;    // the backoff starts again once Redis answers (see the header)
   last_error_.clear();  // a new connection: no reason yet to drop it
   setup_refused_ = false;
   setup_pending_ = 0;
   sendSetup();
+  // With AUTH or SELECT out, the attempt ends when they are answered (onReply): until then the
+  // connect deadline stands, and callers treat the connection as still connecting.
+  if (setup_pending_ == 0) setupDone();
   if (options_.on_connect) options_.on_connect(*this);
+}
+
+void RedisConnection::setupDone() {
+  tried_connecting_ = true;
+  timer_.cancel();
 }
 
 void RedisConnection::sendSetup() {
@@ -205,9 +215,8 @@ void RedisConnection::sendSetup() {
 
 void RedisConnection::sendSetupCommand(std::span<const std::string_view> argv, std::string what) {
   if (!connected_ || context_ == nullptr) return;
-  ++setup_pending_;
-  send(argv, [weak = weak_from_this(), generation = generation_, what = std::move(what)](
-                 const redisReply* reply, std::string_view) {
+  const bool sent = send(argv, [weak = weak_from_this(), generation = generation_,
+                                what = std::move(what)](const redisReply* reply, std::string_view) {
     const auto self = weak.lock();
     if (self == nullptr || reply == nullptr || self->generation_ != generation) return;
     if (reply->type != REDIS_REPLY_ERROR) return;
@@ -222,11 +231,17 @@ void RedisConnection::sendSetupCommand(std::span<const std::string_view> argv, s
       if (connection != nullptr && connection->generation_ == generation) connection->reset();
     });
   });
+  if (sent) {
+    ++setup_pending_;
+  } else {
+    setup_refused_ = true;  // cannot happen while connected; never use the connection if it does
+  }
 }
 
 void RedisConnection::onReply(const redisReply* reply) {
   if (setup_pending_ > 0) {
-    --setup_pending_;  // AUTH or SELECT: let in, but not up until a command of its own succeeds
+    // AUTH or SELECT: let in, but not up until a command of its own succeeds.
+    if (--setup_pending_ == 0 && !setup_refused_ && reply->type != REDIS_REPLY_ERROR) setupDone();
   } else if (setup_refused_) {
     // About to be reset: neither up nor a reason to restart the backoff.
   } else if (!answered_ && reply->type != REDIS_REPLY_ERROR) {

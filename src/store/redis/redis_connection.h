@@ -50,9 +50,9 @@ struct ConnectionOptions {
   // (`up` false; `was_up` says whether it had come up), with the reason: for ServerPool to say when
   // a server became unreachable and when it is back. Not after close().
   std::function<void(bool up, bool was_up, std::string_view reason)> on_state;
-  // Runs on the loop after every successful (re)connect, after AUTH is queued and before any
-  // other command can be sent; the place to load scripts. May send commands on the connection
-  // it is given.
+  // Runs on the loop after every successful (re)connect, after AUTH and SELECT are queued and
+  // before any other command can be sent; the place to load scripts. May send commands on the
+  // connection it is given.
   std::function<void(class RedisConnection&)> on_connect;
 };
 
@@ -119,6 +119,8 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // AUTH and SELECT, first on a new connection; a refusal resets it (sendSetupCommand).
   void sendSetup();
   void sendSetupCommand(std::span<const std::string_view> argv, std::string what);
+  // AUTH and SELECT answered (or none sent): the connect attempt has ended, and its deadline.
+  void setupDone();
   void onReply(const redisReply* reply);
   void onCleanup();
 

@@ -30,7 +30,7 @@ class Reachability {
     if (server.up++ == 0 && server.reported_down) {
       spdlog::info("redis {}: connected again", address);
     }
-    server.reported_down = false;
+    server.reported_down = server.reported_refusal = false;
   }
 
   // A pool going away with `count` connections up: they no longer count, and nothing is logged.
@@ -44,13 +44,18 @@ class Reachability {
     const std::lock_guard lock(mutex_);
     Server& server = servers_[address];
     if (was_up && server.up > 0) --server.up;
-    if (server.up > 0 || server.reported_down) return;
+    if (server.up > 0) return;
+    // Once per outage; but a refused AUTH or SELECT is told even when the outage began another
+    // way (a password rotated on the server drops the connections first, then refuses the AUTH).
+    const bool refused = reason.starts_with("AUTH") || reason.starts_with("SELECT");
+    if (server.reported_down && (!refused || server.reported_refusal)) return;
     server.reported_down = true;
+    server.reported_refusal = refused;
     // Redis refuses commands (NOAUTH), then drops the connection for the script's size, from a
     // client that has not authenticated: say what to set.
     const bool wants_password =
-        !has_password &&
-        (reason.starts_with("NOAUTH") || reason.find("unauthenticated") != std::string_view::npos);
+        !has_password && (reason.find("NOAUTH") != std::string_view::npos ||
+                          reason.find("unauthenticated") != std::string_view::npos);
     spdlog::warn(
         "redis {}: unreachable ({}){}; its calls fail as unavailable, and each limit's on_error "
         "decides, until it answers",
@@ -61,7 +66,8 @@ class Reachability {
  private:
   struct Server {
     std::size_t up = 0;
-    bool reported_down = false;  // "unreachable" logged, "connected again" not yet
+    bool reported_down = false;     // "unreachable" logged, "connected again" not yet
+    bool reported_refusal = false;  // and it quoted a refused AUTH or SELECT
   };
   std::mutex mutex_;
   std::map<std::string, Server, std::less<>> servers_;
