@@ -10,15 +10,24 @@
 namespace sluice::cli {
 namespace {
 
-// A door whose section a reload finds added: doors open at start only.
-[[maybe_unused]] std::string addedSection(const std::string& section) {
-  return section + ": the section was added; the door opens at restart";
-}
-
-[[maybe_unused]] std::string addedWithErrors(const std::string& section,
-                                             const std::string& errors) {
-  return section + ": the section was added with errors, which would stop the next start:\n" +
-         errors;
+// For a door the process started without: a reload that finds its section added says the door
+// opens at restart, and one that finds it added with errors (which would stop the next start)
+// reports them, unless the file as a whole already failed (then its errors say it).
+// `load(path)` is the door's section loader.
+template <typename Load>
+[[maybe_unused]] void watchForAddedSection(server::Service& service, const std::string& section,
+                                           const std::string& path, Load load) {
+  service.addReloadHook([section, path, load](server::ReloadReport& report) {
+    const auto now = load(path);
+    if (now.ok() && now.value()) {
+      report.warnings.push_back(section + ": the section was added; the door opens at restart");
+    } else if (!now.ok() && report.errors.empty()) {
+      report.errors.push_back(section +
+                              ": the section was added with errors, which would stop the next "
+                              "start:\n" +
+                              now.error());
+    }
+  });
 }
 
 }  // namespace
@@ -48,14 +57,8 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     });
     rls_->watchConfigDir(pool.first());
   } else {
-    service.addReloadHook([path](server::ReloadReport& report) {
-      const auto now = rls::loadRlsSettings(path);
-      if (now.ok() && now.value()) report.warnings.push_back(addedSection("envoy_rls"));
-      // A section added with errors would stop the next start: an error now, unless the file
-      // as a whole already failed (then its errors say it).
-      if (!now.ok() && report.errors.empty())
-        report.errors.push_back(addedWithErrors("envoy_rls", now.error()));
-    });
+    watchForAddedSection(service, "envoy_rls", path,
+                         [](const std::string& file) { return rls::loadRlsSettings(file); });
   }
 #endif
 #ifdef SLUICE_WITH_GATEWAY
@@ -75,13 +78,8 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
           }
         });
   } else {
-    service.addReloadHook([path](server::ReloadReport& report) {
-      const auto now = gateway::loadGatewaySettings(path);
-      if (now.ok() && now.value()) report.warnings.push_back(addedSection("gateway"));
-      // A section added with errors would stop the next start: an error now, unless the file
-      // as a whole already failed (then its errors say it).
-      if (!now.ok() && report.errors.empty())
-        report.errors.push_back(addedWithErrors("gateway", now.error()));
+    watchForAddedSection(service, "gateway", path, [](const std::string& file) {
+      return gateway::loadGatewaySettings(file);
     });
   }
 #endif

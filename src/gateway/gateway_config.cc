@@ -339,8 +339,9 @@ Result<std::optional<GatewaySettings>> loadGatewaySettings(const std::string& pa
 std::optional<std::string> restartOnlyChange(const GatewaySettings& running,
                                              const std::string& path) {
   const Result<std::optional<GatewaySettings>> now = loadGatewaySettings(path);
-  const std::string kept = "; the gateway keeps its settings until restart (the limits it "
-                           "enforces reload)";
+  const std::string kept =
+      "; the gateway keeps its settings until restart (the limits it "
+      "enforces reload)";
   if (!now.ok()) return "gateway: the section now has errors" + kept + ":\n" + now.error();
   if (!now.value()) return "gateway: the section was removed" + kept;
   if (now.value()->section_text != running.section_text) {

@@ -24,6 +24,16 @@ namespace {
 using testing::kShortTimeoutUs;
 using testing::RedisStoreTest;
 
+// Syncs until a sync succeeds (the first fail while the node connects); false after 3 s.
+bool syncUntilOk(SyncedStore& node) {
+  for (const auto deadline = testing::SteadyClock::now() + std::chrono::seconds(3);
+       testing::SteadyClock::now() < deadline;) {
+    if (node.syncNow()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling, not timing
+  }
+  return false;
+}
+
 class RedisAuthTest : public RedisStoreTest {
  protected:
   // A store on the fixture's server with these credentials, not waited for: it may never be
@@ -85,14 +95,7 @@ TEST_F(RedisAuthTest, SyncedStoreSyncsWithThePassword) {
                                        .auth = {.username = "", .password = "s3cret"},
                                        .sync_interval_us = 10'000});
   EXPECT_TRUE(applyOne(store, five_per_day_, "k", 2).allowed);
-  // The first syncs fail while the node connects: poll, bounded.
-  bool synced = false;
-  for (const auto deadline = testing::SteadyClock::now() + std::chrono::seconds(3);
-       !synced && testing::SteadyClock::now() < deadline;) {
-    synced = store.syncNow();
-    if (!synced) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling
-  }
-  ASSERT_TRUE(synced);
+  ASSERT_TRUE(syncUntilOk(store));
   EXPECT_EQ(admin_.command({"KEYS", "*sluice:k|*"}).elements.size(), 1u);  // pushed
 }
 
@@ -136,13 +139,7 @@ TEST_F(RedisAuthTest, DecidesThroughAUnixSocket) {
                                         .key_prefix = "synced:",
                                         .sync_interval_us = 10'000});
   EXPECT_TRUE(applyOne(synced, five_per_day_, "k", 1).allowed);
-  bool synced_once = false;
-  for (const auto deadline = testing::SteadyClock::now() + std::chrono::seconds(3);
-       !synced_once && testing::SteadyClock::now() < deadline;) {
-    synced_once = synced.syncNow();
-    if (!synced_once) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling
-  }
-  EXPECT_TRUE(synced_once);
+  EXPECT_TRUE(syncUntilOk(synced));
 }
 
 // A server that takes the TCP connection and never answers the AUTH or SELECT (a path gone silent
