@@ -340,8 +340,7 @@ std::optional<std::string> restartOnlyChange(const GatewaySettings& running,
                                              const std::string& path) {
   const Result<std::optional<GatewaySettings>> now = loadGatewaySettings(path);
   const std::string kept =
-      "; the gateway keeps its settings until restart (the limits it "
-      "enforces reload)";
+      "; the gateway keeps its settings until restart (the limits it enforces reload)";
   if (!now.ok()) return "gateway: the section now has errors" + kept + ":\n" + now.error();
   if (!now.value()) return "gateway: the section was removed" + kept;
   if (now.value()->section_text != running.section_text) {

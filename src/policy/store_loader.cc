@@ -20,8 +20,8 @@ std::optional<StoreSettings::Type> storeType(const YAML::Node& node, Errors& err
   return std::nullopt;
 }
 
-// host:port with a numeric port; host may be a name (Redis servers often are).
-// host:port, or unix:/absolute/path of a Unix socket.
+// host:port with a numeric port (host may be a name, as Redis servers often are), or
+// unix:/absolute/path of a Unix socket.
 bool validAddress(std::string_view address) {
   if (address.starts_with("unix:")) return address.size() > 6 && address[5] == '/';
   const std::size_t colon = address.rfind(':');
