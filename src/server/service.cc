@@ -2,10 +2,10 @@
 
 #include <chrono>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
-#include <spdlog/spdlog.h>
 
 #include "http/auth_subrequest.h"
 #include "http/check_api.h"
