@@ -7,6 +7,7 @@
 
 #include "policy/limit_loader.h"
 #include "policy/request_view.h"
+#include "policy/section_change.h"
 #include "policy/yaml_fields.h"
 #include "server/http_server.h"
 
@@ -338,16 +339,8 @@ Result<std::optional<GatewaySettings>> loadGatewaySettings(const std::string& pa
 
 std::optional<std::string> restartOnlyChange(const GatewaySettings& running,
                                              const std::string& path) {
-  const Result<std::optional<GatewaySettings>> now = loadGatewaySettings(path);
-  const std::string kept =
-      "; the gateway keeps its settings until restart (the limits it enforces reload)";
-  if (!now.ok()) return "gateway: the section now has errors" + kept + ":\n" + now.error();
-  if (!now.value()) return "gateway: the section was removed" + kept;
-  if (now.value()->section_text != running.section_text) {
-    return "gateway: settings changed; they take effect at restart (the limits it enforces "
-           "reload)";
-  }
-  return std::nullopt;
+  return policy::sectionRestartWarning("gateway", "the gateway", "the limits it enforces reload",
+                                       running.section_text, loadGatewaySettings(path));
 }
 
 }  // namespace sluice::gateway

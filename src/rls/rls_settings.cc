@@ -4,6 +4,7 @@
 
 #include "http/rate_limit_headers.h"
 #include "policy/header_settings_loader.h"
+#include "policy/section_change.h"
 #include "policy/yaml_fields.h"
 
 namespace sluice::rls {
@@ -127,17 +128,9 @@ Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path) {
 }
 
 std::optional<std::string> restartOnlyChange(const RlsSettings& running, const std::string& path) {
-  const Result<std::optional<RlsSettings>> now = loadRlsSettings(path);
-  const std::string kept =
-      "; the Envoy door keeps its settings until restart (only the lyft files under "
-      "config_dir reload)";
-  if (!now.ok()) return "envoy_rls: the section now has errors" + kept + ":\n" + now.error();
-  if (!now.value()) return "envoy_rls: the section was removed" + kept;
-  if (now.value()->section_text != running.section_text) {
-    return "envoy_rls: settings changed; they take effect at restart (only the lyft files under "
-           "config_dir reload)";
-  }
-  return std::nullopt;
+  return policy::sectionRestartWarning("envoy_rls", "the Envoy door",
+                                       "only the lyft files under config_dir reload",
+                                       running.section_text, loadRlsSettings(path));
 }
 
 }  // namespace sluice::rls

@@ -304,9 +304,6 @@ void RedisConnection::delWrite(void* data) {
 void RedisConnection::cleanup(void* data) { static_cast<RedisConnection*>(data)->onCleanup(); }
 
 void RedisConnection::connectCallback(const redisAsyncContext* context, int status) {
-  if (status != REDIS_OK && context->errstr[0] != '\0') {
-    static_cast<RedisConnection*>(context->data)->last_error_ = context->errstr;
-  }
   static_cast<RedisConnection*>(context->data)->onConnected(status);
 }
 
