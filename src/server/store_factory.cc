@@ -37,10 +37,10 @@ redis::RedisAuth auth(const policy::StoreSettings& settings) {
 }
 
 FailoverOptions failoverOptions(const policy::StoreSettings& settings) {
-  return FailoverOptions{.sluice_nodes = settings.sluice_nodes,
-                         .breaker_failures = settings.breaker_failures,
-                         .breaker_cooldown_us = settings.breaker_cooldown_us,
-                         .local_max_keys = settings.max_keys};
+  return FailoverOptions{
+      .on_error = {.sluice_nodes = settings.sluice_nodes, .local_max_keys = settings.max_keys},
+      .breaker_failures = settings.breaker_failures,
+      .breaker_cooldown_us = settings.breaker_cooldown_us};
 }
 
 }  // namespace
@@ -97,6 +97,10 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
   for (const std::string& address : settings.addresses) {
     if (Result<HostPort> seed = splitAddress(address); !seed.ok()) return Error{seed.error()};
   }
+  FailoverOptions failover = failoverOptions(settings);
+  // One policy for both: the cluster store applies it to the failed slots of a request whose
+  // other slots answered, the failover store to requests that failed as a whole.
+  auto on_error = std::make_shared<OnErrorPolicy>(failover.on_error);
   auto cluster = std::make_unique<RedisClusterStore>(
       RedisClusterStoreOptions{.seeds = settings.addresses,
                                .connections = settings.connections,
@@ -104,13 +108,13 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
                                .key_prefix = settings.key_prefix,
                                .auth = auth(settings),
                                .breaker_failures = settings.breaker_failures,
-                               .breaker_cooldown_us = settings.breaker_cooldown_us});
+                               .breaker_cooldown_us = settings.breaker_cooldown_us,
+                               .on_error = on_error});
   // The cluster store breaks per master, so a dead master fails only its own slots' requests;
   // one breaker over every call on top would let those failures take the healthy masters'
   // requests to on_error as well.
-  FailoverOptions failover = failoverOptions(settings);
   failover.use_breaker = false;
-  instance.store = std::make_unique<FailoverStore>(std::move(cluster), failover);
+  instance.store = std::make_unique<FailoverStore>(std::move(cluster), failover, on_error);
   instance.key_count = [] { return std::size_t{0}; };  // the keys live in the cluster
   instance.description = "redis cluster " + settings.addresses.front();
   return instance;

@@ -1,14 +1,13 @@
 #include "store/failover_store.h"
 
-#include <algorithm>
-#include <vector>
-
 namespace sluice {
 
-FailoverStore::FailoverStore(std::unique_ptr<Store> shared, FailoverOptions options)
+FailoverStore::FailoverStore(std::unique_ptr<Store> shared, FailoverOptions options,
+                             std::shared_ptr<OnErrorPolicy> on_error)
     : options_(options),
       breaker_(options.breaker_failures, options.breaker_cooldown_us),
-      local_(MemoryStoreOptions{.max_keys = options.local_max_keys, .shards = 16}),
+      on_error_(on_error != nullptr ? std::move(on_error)
+                                    : std::make_shared<OnErrorPolicy>(options.on_error)),
       shared_(std::move(shared)) {}
 
 FailoverStore::~FailoverStore() {
@@ -21,14 +20,14 @@ FailoverStore::~FailoverStore() {
 
 StoreStatus FailoverStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
                                  std::span<Outcome> outcomes) noexcept {
-  if (!mayCallShared(clock.now())) return fallBack(checks, clock, outcomes);
+  if (!mayCallShared(clock.now())) return on_error_->decide(checks, clock, outcomes);
   return settle(shared_->apply(checks, clock, outcomes), checks, clock, outcomes);
 }
 
 void FailoverStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                                std::span<Outcome> outcomes, StoreCallback done) noexcept {
   if (!mayCallShared(clock.now())) {
-    return done(fallBack(checks, clock, outcomes));
+    return done(on_error_->decide(checks, clock, outcomes));
   }
   shared_->applyAsync(checks, clock, outcomes,
                       [this, checks, &clock, outcomes, done = std::move(done)](StoreStatus status) {
@@ -47,64 +46,7 @@ StoreStatus FailoverStore::settle(StoreStatus status, std::span<const LimitCheck
     return status;
   }
   if (options_.use_breaker) breaker_.onFailure(clock.now());
-  return fallBack(checks, clock, outcomes);
-}
-
-StoreStatus FailoverStore::fallBack(std::span<const LimitCheck> checks, const Clock& clock,
-                                    std::span<Outcome> outcomes) noexcept {
-  const bool any_denies = std::any_of(checks.begin(), checks.end(), [](const LimitCheck& check) {
-    return check.on_error == OnStoreError::kDeny;
-  });
-  std::vector<LimitCheck> local_checks;
-  std::vector<std::size_t> local_index;
-  for (std::size_t i = 0; i < checks.size(); ++i) {
-    const LimitCheck& check = checks[i];
-    Outcome& outcome = outcomes[i];
-    outcome = Outcome{};
-    outcome.limit = check.spec->limit();
-    switch (check.on_error) {
-      case OnStoreError::kAllow:
-        outcome.allowed = true;
-        outcome.remaining = check.spec->limit();
-        break;
-      case OnStoreError::kDeny:
-        outcome.reason = DenyReason::kStoreUnavailable;
-        outcome.retry_after_us = options_.unavailable_retry_after_us;
-        break;
-      case OnStoreError::kLocal:
-        LimitCheck local = check;
-        local.spec = &localSpec(*check.spec);
-        // When another limit denies anyway, only look: all-or-nothing.
-        if (any_denies) local.cost = 0;
-        local_checks.push_back(local);
-        local_index.push_back(i);
-        break;
-    }
-  }
-  if (!local_checks.empty()) {
-    std::vector<Outcome> local_outcomes(local_checks.size());
-    (void)local_.apply(local_checks, clock, local_outcomes);
-    for (std::size_t j = 0; j < local_checks.size(); ++j) {
-      outcomes[local_index[j]] = local_outcomes[j];
-    }
-  }
-  return StoreStatus::kDegraded;
-}
-
-const LimitSpec& FailoverStore::localSpec(const LimitSpec& spec) {
-  const std::size_t nodes = options_.sluice_nodes;
-  if (nodes <= 1) return spec;
-  const auto key = std::make_tuple(static_cast<int>(spec.algorithm()), spec.rate().count,
-                                   spec.rate().period_us, spec.burst());
-  std::lock_guard lock(local_specs_mutex_);
-  auto& slot = local_specs_[key];
-  if (slot == nullptr) {
-    const Rate share{std::max<std::uint64_t>(1, spec.rate().count / nodes), spec.rate().period_us};
-    Result<LimitSpec> made =
-        LimitSpec::make(spec.algorithm(), share, std::max<std::uint64_t>(1, spec.burst() / nodes));
-    slot = std::make_unique<LimitSpec>(made.ok() ? std::move(made).value() : spec);
-  }
-  return *slot;
+  return on_error_->decide(checks, clock, outcomes);
 }
 
 }  // namespace sluice

@@ -124,10 +124,10 @@ class FailoverStoreTest : public ::testing::Test {
     // Generous: a loaded machine must not turn a healthy Redis into failures.
     redis.timeout_us = 10 * kMicrosPerSecond;
     FailoverOptions failover;
-    failover.sluice_nodes = 2;
+    failover.on_error.sluice_nodes = 2;
     failover.breaker_failures = kBreakerFailures;
     failover.breaker_cooldown_us = kCooldownUs;
-    failover.unavailable_retry_after_us = kUnavailableRetryUs;
+    failover.on_error.unavailable_retry_after_us = kUnavailableRetryUs;
     store_ = std::make_unique<FailoverStore>(std::make_unique<RedisStore>(redis), failover);
     EXPECT_TRUE(waitUntilRedisDecides()) << "the Redis store never connected";
   }

@@ -49,6 +49,34 @@ class RedisClusterStoreTest : public ::testing::Test {
     return store;
   }
 
+  // The store as `sluice serve` makes it (FailoverStore around the cluster store), once it has
+  // the slot table and a connection to each master: each of `checks` has been decided by Redis.
+  // The node timeout is long, so live masters keep serving on a loaded machine, and so is the
+  // breakers' cooldown: a breaker a dead master opens is still open at the end of a test.
+  Result<server::StoreInstance> makeFactoryStore(const std::vector<LimitCheck>& checks) {
+    policy::StoreSettings settings;
+    settings.type = policy::StoreSettings::Type::kRedisCluster;
+    settings.addresses.clear();
+    for (std::size_t i = 0; i < cluster_->size(); ++i)
+      settings.addresses.push_back(cluster_->address(i));
+    settings.timeout_us = 300'000;
+    settings.key_prefix = kPrefix;
+    settings.breaker_cooldown_us = 600'000'000;
+    Result<server::StoreInstance> made = server::makeStore(settings);
+    if (!made.ok()) return made;
+    // Polling until every check is decided by Redis, not timing it.
+    for (const LimitCheck& check : checks) {
+      const LimitCheck peek{check.key, check.spec, 0, check.group};
+      bool answered = false;
+      for (int attempt = 0; attempt < 100 && !answered; ++attempt) {
+        Outcome outcome;
+        answered = made.value().store->apply({&peek, 1}, clock_, {&outcome, 1}) == StoreStatus::kOk;
+      }
+      EXPECT_TRUE(answered) << check.group;
+    }
+    return made;
+  }
+
   static int slotOf(const LimitCheck& check) {
     return redis::hashSlot(redis::redisKey(kPrefix, check));
   }
@@ -291,7 +319,7 @@ TEST_F(RedisClusterStoreTest, KilledMasterIsUnavailableWithinTheTimeout) {
     EXPECT_LT(steady_clock::now() - started, std::chrono::microseconds(kTimeoutUs * 3));
   }
   EXPECT_TRUE(decide(*store, kept).allowed);
-  // A request touching both slots is unavailable as a whole.
+  // Without the limits' failure policy, a request touching both slots is unavailable as a whole.
   const LimitCheck both[] = {kept, lost};
   Outcome outcomes[2];
   EXPECT_EQ(store->apply(both, clock_, outcomes), StoreStatus::kUnavailable);
@@ -325,33 +353,14 @@ TEST_F(RedisClusterStoreTest, ADenialStandsWhenAnotherSlotFails) {
 // failures and sent the live masters' requests to on_error for its whole cooldown.) The node
 // timeout is long, so the live masters keep serving.
 TEST_F(RedisClusterStoreTest, ADeadMasterLeavesTheLiveMastersDecidedByRedis) {
-  policy::StoreSettings settings;
-  settings.type = policy::StoreSettings::Type::kRedisCluster;
-  settings.addresses.clear();
-  for (std::size_t i = 0; i < cluster_->size(); ++i)
-    settings.addresses.push_back(cluster_->address(i));
-  settings.timeout_us = 300'000;
-  settings.key_prefix = kPrefix;
-  // Longer than the test: a breaker the dead master opens is still open at the end.
-  settings.breaker_cooldown_us = 600'000'000;
-  Result<server::StoreInstance> made = server::makeStore(settings);
-  ASSERT_TRUE(made.ok()) << made.error();
-  Store& store = *made.value().store;
   const std::string live_groups[] = {groupOnNode("live", 0), groupOnNode("live", 2)};
   const std::string lost_group = groupOnNode("lost", 1);
   const LimitCheck live[] = {{"live", &day_, 1, live_groups[0]},
                              {"live", &day_, 1, live_groups[1]}};
   const LimitCheck lost{"lost", &day_, 1, lost_group};
-  // Polling until the store has the slot table and a connection to each master, not timing it.
-  const auto decided = [&](const LimitCheck& check) {
-    Outcome outcome;
-    return store.apply({&check, 1}, clock_, {&outcome, 1}) == StoreStatus::kOk;
-  };
-  for (const LimitCheck& check : {live[0], live[1], lost}) {
-    bool answered = false;
-    for (int attempt = 0; attempt < 100 && !answered; ++attempt) answered = decided(check);
-    ASSERT_TRUE(answered) << check.group;
-  }
+  Result<server::StoreInstance> made = makeFactoryStore({live[0], live[1], lost});
+  ASSERT_TRUE(made.ok()) << made.error();
+  Store& store = *made.value().store;
   cluster_->kill(1);
   for (int i = 0; i < 20; ++i) {
     Outcome outcome;
@@ -365,6 +374,65 @@ TEST_F(RedisClusterStoreTest, ADeadMasterLeavesTheLiveMastersDecidedByRedis) {
           << check.group << " " << i;
     }
   }
+}
+
+// A request over a dead master's slot and a live one's, as the factory builds the store: Redis
+// still decides the live slot's limit, and only the dead slot's limit follows its on_error.
+// (The whole request used to go to on_error: a live limit with on_error: deny refused every
+// such request as unavailable, and one with allow was not enforced at all.)
+TEST_F(RedisClusterStoreTest, OnlyTheFailedSlotsLimitsFollowOnError) {
+  const std::string live_group = groupOnNode("live", 0);
+  const std::string lost_group = groupOnNode("lost", 1);
+  const LimitSpec two = spec(Algorithm::kFixedWindow, "2/day");
+  const LimitCheck live{"live", &day_, 1, live_group, OnStoreError::kDeny};
+  const LimitCheck lost_allows{"lost", &day_, 1, lost_group, OnStoreError::kAllow};
+  const LimitCheck lost_denies{"lost", &day_, 1, lost_group, OnStoreError::kDeny};
+  const LimitCheck lost_local{"lost-local", &two, 1, lost_group, OnStoreError::kLocal};
+  Result<server::StoreInstance> made = makeFactoryStore({live, lost_allows});
+  ASSERT_TRUE(made.ok()) << made.error();
+  Store& store = *made.value().store;
+  const auto live_remaining = [&] {
+    const LimitCheck peek{live.key, live.spec, 0, live.group};
+    Outcome outcome;
+    EXPECT_EQ(store.apply({&peek, 1}, clock_, {&outcome, 1}), StoreStatus::kOk);
+    return outcome.remaining;
+  };
+  const std::uint64_t full = live_remaining();
+  cluster_->kill(1);
+
+  // The dead slot's limit allows on error: admitted, and the live limit counted in Redis.
+  for (int i = 0; i < 3; ++i) {
+    const LimitCheck both[] = {live, lost_allows};
+    Outcome outcomes[2];
+    EXPECT_EQ(store.apply(both, clock_, outcomes), StoreStatus::kDegraded) << i;
+    EXPECT_TRUE(outcomes[0].allowed) << i;
+    EXPECT_EQ(outcomes[0].remaining, full - 1 - static_cast<std::uint64_t>(i)) << i;
+    EXPECT_TRUE(outcomes[1].allowed) << i;
+  }
+  EXPECT_EQ(live_remaining(), full - 3);
+
+  // It denies on error: refused as unavailable, and the live limit's unit given back.
+  {
+    const LimitCheck both[] = {lost_denies, live};
+    Outcome outcomes[2];
+    EXPECT_EQ(store.apply(both, clock_, outcomes), StoreStatus::kDegraded);
+    EXPECT_FALSE(outcomes[0].allowed);
+    EXPECT_EQ(outcomes[0].reason, DenyReason::kStoreUnavailable);
+    EXPECT_EQ(outcomes[1].reason, DenyReason::kNone);
+    EXPECT_EQ(outcomes[1].remaining, full - 3);
+    EXPECT_EQ(live_remaining(), full - 3);
+  }
+
+  // It enforces its share here: two admitted, then refused, the live limit's unit given back.
+  for (int i = 0; i < 3; ++i) {
+    const LimitCheck both[] = {live, lost_local};
+    Outcome outcomes[2];
+    EXPECT_EQ(store.apply(both, clock_, outcomes), StoreStatus::kDegraded) << i;
+    EXPECT_EQ(outcomes[1].allowed, i < 2) << i;
+    EXPECT_EQ(outcomes[0].remaining, full - 3 - static_cast<std::uint64_t>(std::min(i + 1, 2)))
+        << i;
+  }
+  EXPECT_EQ(live_remaining(), full - 5);
 }
 
 // A master that was dead before the store started (it never connected to it): the requests for

@@ -12,7 +12,8 @@ namespace redis {
 
 // One slot's share of a request: the checks whose keys hash to it, decided in one script call.
 struct SlotGroup {
-  enum class State : std::uint8_t { kPending, kAllowed, kDenied, kFailed };
+  // kOnError: failed in Redis, then decided by the limits' on_error (nothing consumed in Redis).
+  enum class State : std::uint8_t { kPending, kAllowed, kDenied, kFailed, kOnError };
 
   std::uint16_t slot = 0;
   std::vector<std::size_t> checks;  // indices into the request's checks, in request order
@@ -25,6 +26,8 @@ struct SlotGroup {
 };
 
 struct ClusterRequest {
+  std::span<const LimitCheck> checks;  // valid until done, as the caller promises
+  const Clock* clock = nullptr;
   std::vector<SlotGroup> groups;
   std::optional<Micros> now_us;  // nullopt: Redis TIME
   std::span<Outcome> outcomes;
@@ -73,12 +76,14 @@ constexpr std::chrono::milliseconds kLastRefreshBackoff{1000};
 // CLUSTER SLOTS runs in the background; it may take longer than a decision may.
 constexpr std::chrono::milliseconds kRefreshTimeout{1000};
 
-std::shared_ptr<ClusterRequest> makeRequest(std::span<const LimitCheck> checks,
+std::shared_ptr<ClusterRequest> makeRequest(std::span<const LimitCheck> checks, const Clock& clock,
                                             std::string_view key_prefix,
                                             std::optional<Micros> now_us,
                                             std::span<Outcome> outcomes, StoreCallback done,
                                             SteadyClock::time_point deadline) {
   auto request = std::make_shared<ClusterRequest>();
+  request->checks = checks;
+  request->clock = &clock;
   request->now_us = now_us;
   request->outcomes = outcomes;
   request->done = std::move(done);
@@ -161,7 +166,7 @@ void RedisClusterStore::applyAsync(std::span<const LimitCheck> checks, const Clo
                                    std::span<Outcome> outcomes, StoreCallback done) noexcept {
   if (checks.empty()) return done(StoreStatus::kOk);
   auto request = makeRequest(
-      checks, options_.key_prefix,
+      checks, clock, options_.key_prefix,
       options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt, outcomes,
       std::move(done), SteadyClock::now() + std::chrono::microseconds(options_.timeout_us));
   loop_.post([this, request] { start(request); });
@@ -216,15 +221,25 @@ void RedisClusterStore::onDecided(const std::shared_ptr<ClusterRequest>& request
 
 void RedisClusterStore::settle(const std::shared_ptr<ClusterRequest>& request) {
   bool failed = false;
+  bool admitted_somewhere = false;
   for (const SlotGroup& group : request->groups) {
     failed = failed || group.state == SlotGroup::State::kFailed;
+    admitted_somewhere = admitted_somewhere || group.state == SlotGroup::State::kAllowed;
     request->denied = request->denied || group.state == SlotGroup::State::kDenied;
+  }
+  if (failed && !request->denied && admitted_somewhere && options_.on_error != nullptr) {
+    // The limits on the slots that answered stay enforced by Redis; only the failed slots'
+    // limits follow their on_error, as they would in a request of their own. (As a whole, the
+    // request would go to on_error, and a limit whose master is fine could be waived, or
+    // refused as unavailable.) Should on_error refuse, the slots that consumed are refunded.
+    decideFailedByPolicy(*request);
+    failed = false;
   }
   // A slot that denied settles the request, whatever another slot's failure: all-or-nothing
   // means it is denied. (Reported unavailable, it would have gone to on_error, which may
   // admit a client that its own reachable slot had just refused.) The failed slot's checks
   // say they could not be decided.
-  request->status = failed && !request->denied ? StoreStatus::kUnavailable : StoreStatus::kOk;
+  if (failed && !request->denied) request->status = StoreStatus::kUnavailable;
   if (failed && request->denied) {
     for (SlotGroup& group : request->groups) {
       if (group.state != SlotGroup::State::kFailed) continue;
@@ -258,6 +273,25 @@ void RedisClusterStore::settle(const std::shared_ptr<ClusterRequest>& request) {
     });
   }
   if (!wait) finish(request);
+}
+
+void RedisClusterStore::decideFailedByPolicy(ClusterRequest& request) {
+  std::vector<LimitCheck> checks;
+  std::vector<Outcome*> outcomes_of;  // where each decided check's outcome goes
+  for (SlotGroup& group : request.groups) {
+    if (group.state != SlotGroup::State::kFailed) continue;
+    group.state = SlotGroup::State::kOnError;
+    for (std::size_t i = 0; i < group.checks.size(); ++i) {
+      checks.push_back(request.checks[group.checks[i]]);
+      outcomes_of.push_back(&group.outcomes[i]);
+    }
+  }
+  std::vector<Outcome> outcomes(checks.size());
+  request.status = options_.on_error->decide(checks, *request.clock, outcomes);
+  for (std::size_t j = 0; j < outcomes.size(); ++j) {
+    *outcomes_of[j] = outcomes[j];
+    request.denied = request.denied || !outcomes[j].allowed;
+  }
 }
 
 void RedisClusterStore::refund(redis::ScriptCall call, std::uint16_t slot, Deadline deadline,
@@ -295,7 +329,7 @@ void RedisClusterStore::signalIfDrained() {
 }
 
 void RedisClusterStore::finish(const std::shared_ptr<ClusterRequest>& request) {
-  if (request->status == StoreStatus::kOk) {
+  if (request->status != StoreStatus::kUnavailable) {
     for (SlotGroup& group : request->groups) {
       if (request->denied && group.state == SlotGroup::State::kAllowed) restoreRefunded(group);
       for (std::size_t i = 0; i < group.checks.size(); ++i) {

@@ -11,6 +11,8 @@
 //
 // Each node has its own circuit breaker, so a dead master costs only the requests for its
 // slots: they fail at once, as do those for a master whose first connects were all refused.
+// Given the limits' failure policy, a request some of whose slots answered while others failed
+// is decided in part: Redis's answers stand, and the failed slots' checks follow their on_error.
 #pragma once
 
 #include <array>
@@ -27,6 +29,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "store/circuit_breaker.h"
+#include "store/on_error_policy.h"
 #include "store/redis/loop_thread.h"
 #include "store/redis/redis_keys.h"
 #include "store/redis/server_pool.h"
@@ -53,6 +56,10 @@ struct RedisClusterStoreOptions {
   // keep deciding.
   std::size_t breaker_failures = 5;
   Micros breaker_cooldown_us = 1'000'000;
+  // The limits' failure policy, for the checks of the slots that failed when the request's other
+  // slots admitted it (the result is then kDegraded). Unset, such a request is unavailable as a
+  // whole, and the caller's policy decides every check, Redis's answers given back.
+  std::shared_ptr<OnErrorPolicy> on_error{};
 };
 
 namespace redis {
@@ -97,6 +104,8 @@ class RedisClusterStore final : public Store {
   void onDecided(const std::shared_ptr<redis::ClusterRequest>& request, std::size_t group,
                  const redisReply* reply);
   void settle(const std::shared_ptr<redis::ClusterRequest>& request);
+  // The checks of the request's failed slots, decided by options_.on_error.
+  void decideFailedByPolicy(redis::ClusterRequest& request);
   void finish(const std::shared_ptr<redis::ClusterRequest>& request);
   // Sends a "refund" call to `slot`; `then` runs when it is answered or has failed (by
   // `deadline`). Counted in outstanding_.
