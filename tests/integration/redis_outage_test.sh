@@ -17,10 +17,12 @@ store: { type: redis, address: 127.0.0.1:$redis_port, timeout: 20ms, sluice_node
          breaker_failures: 3, breaker_cooldown: 200ms }
 limits:
   - { name: open, key: global, algorithm: gcra, rate: 100000/s, burst: 1000, on_error: allow }
+  # A bucket, not a fixed window: a window turning over during the test would refill it.
   - name: per-user
     key: header:X-User
-    algorithm: fixed_window
+    algorithm: token_bucket
     rate: 10/hour
+    burst: 10
     on_error: local
   - { name: closed, match: { path_prefix: /closed }, key: global, algorithm: gcra,
       rate: 100000/s, on_error: deny, deny_status: 503 }
