@@ -23,9 +23,9 @@ struct FailoverOptions {
 
 class FailoverStore final : public Store {
  public:
-  // `on_error` is made from options.on_error unless given: a shared store that applies the
-  // policy itself to part of a request (the cluster store) shares it, so both count `local`
-  // limits in one place.
+  // `on_error` is made from options.on_error unless given (options.on_error is then unused): a
+  // shared store that applies the policy itself to part of a request (the cluster store) shares
+  // it, so both count `local` limits in one place.
   FailoverStore(std::unique_ptr<Store> shared, FailoverOptions options,
                 std::shared_ptr<OnErrorPolicy> on_error = nullptr);
   // Closes the shared store first; decisions asked for meanwhile (by the callbacks of the calls

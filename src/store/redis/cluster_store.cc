@@ -36,6 +36,7 @@ struct ClusterRequest {
   std::size_t pending = 0;  // calls (decides, then refunds) not answered yet
   StoreStatus status = StoreStatus::kOk;
   bool denied = false;
+  bool refunded = false;  // refunds were sent for the slots that consumed (not at shutdown)
 };
 
 // A script call for one slot on its way through the cluster's redirections.
@@ -227,6 +228,8 @@ void RedisClusterStore::settle(const std::shared_ptr<ClusterRequest>& request) {
     admitted_somewhere = admitted_somewhere || group.state == SlotGroup::State::kAllowed;
     request->denied = request->denied || group.state == SlotGroup::State::kDenied;
   }
+  // Whether some slot failed, whoever decided its checks: its time is spent.
+  const bool some_failed = failed;
   if (failed && !request->denied && admitted_somewhere && options_.on_error != nullptr) {
     // The limits on the slots that answered stay enforced by Redis; only the failed slots'
     // limits follow their on_error, as they would in a request of their own. (As a whole, the
@@ -257,9 +260,11 @@ void RedisClusterStore::settle(const std::shared_ptr<ClusterRequest>& request) {
       request->groups.begin(), request->groups.end(),
       [](const SlotGroup& group) { return group.state == SlotGroup::State::kAllowed; }));
   if (refunds == 0 || stopping_) return finish(request);
+  request->refunded = true;
   // A denial reports the state after the refunds, so it waits for them (one more round trip).
-  // A failure's answer does not depend on them, and its time is already spent: answer now.
-  const bool wait = !failed;
+  // When a slot failed, its time is already spent (a hung master takes the whole timeout), and
+  // the answer does not depend on them (restoreRefunded reads the decide replies): answer now.
+  const bool wait = !some_failed;
   const Deadline deadline =
       SteadyClock::now() + (wait ? std::chrono::microseconds(options_.timeout_us)
                                  : redis::ServerPool::kLateRefundTimeout);
@@ -331,7 +336,7 @@ void RedisClusterStore::signalIfDrained() {
 void RedisClusterStore::finish(const std::shared_ptr<ClusterRequest>& request) {
   if (request->status != StoreStatus::kUnavailable) {
     for (SlotGroup& group : request->groups) {
-      if (request->denied && group.state == SlotGroup::State::kAllowed) restoreRefunded(group);
+      if (request->refunded && group.state == SlotGroup::State::kAllowed) restoreRefunded(group);
       for (std::size_t i = 0; i < group.checks.size(); ++i) {
         request->outcomes[group.checks[i]] = group.outcomes[i];
       }
