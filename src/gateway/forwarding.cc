@@ -74,9 +74,23 @@ bool isHopByHop(std::string_view name, std::string_view connection) noexcept {
 }
 
 template <class Fields>
+bool wantsWebSocket(const boost::beast::http::header<true, Fields>& request) {
+  namespace bhttp = boost::beast::http;
+  return request.version() >= 11 && request.method() == bhttp::verb::get &&
+         listContains(joinedField(request, bhttp::field::connection), "upgrade") &&
+         listContains(joinedField(request, bhttp::field::upgrade), "websocket");
+}
+
+template <class Fields>
+bool acceptsWebSocket(const boost::beast::http::header<false, Fields>& response) {
+  return response.result_int() == 101 &&
+         listContains(joinedField(response, boost::beast::http::field::upgrade), "websocket");
+}
+
+template <class Fields>
 void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& request,
                                std::string_view peer_ip, std::string_view default_host,
-                               Framing framing, std::uint64_t content_length,
+                               Framing framing, std::uint64_t content_length, bool websocket,
                                const http::HeaderList& extra, std::string& out) {
   namespace bhttp = boost::beast::http;
   out += request.method_string();
@@ -113,7 +127,31 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
   appendHeaderLine("X-Forwarded-For", forwarded_for, out);
   appendHeaderLine("X-Forwarded-Proto", forwarded_proto, out);
   appendFraming(framing, content_length, out);
+  if (websocket) {
+    appendHeaderLine("Connection", "upgrade", out);
+    appendHeaderLine("Upgrade", "websocket", out);
+  }
   for (const auto& [name, value] : extra) appendHeaderLine(name, value, out);
+  out += "\r\n";
+}
+
+template <class Fields>
+void appendWebSocketAcceptHead(const boost::beast::http::header<false, Fields>& response,
+                               std::string_view extra_lines, std::string& out) {
+  namespace bhttp = boost::beast::http;
+  out += "HTTP/1.1 101 ";
+  const std::string_view reason = response.reason();
+  out += reason.empty() ? std::string_view(bhttp::obsolete_reason(response.result())) : reason;
+  out += "\r\n";
+  const std::string connection = joinedField(response, bhttp::field::connection);
+  for (const auto& field : response) {
+    if (!isHopByHop(field.name_string(), connection)) {
+      appendHeaderLine(field.name_string(), field.value(), out);
+    }
+  }
+  appendHeaderLine("Connection", "upgrade", out);
+  appendHeaderLine("Upgrade", "websocket", out);
+  out += extra_lines;
   out += "\r\n";
 }
 
@@ -147,12 +185,20 @@ void appendClientResponseHead(const boost::beast::http::header<false, Fields>& r
   out += "\r\n";
 }
 
+template bool wantsWebSocket(const boost::beast::http::header<true>&);
+template bool wantsWebSocket(const boost::beast::http::header<true, ArenaFields>&);
+template bool acceptsWebSocket(const boost::beast::http::header<false>&);
+template bool acceptsWebSocket(const boost::beast::http::header<false, ArenaFields>&);
 template void appendUpstreamRequestHead(const boost::beast::http::header<true>&, std::string_view,
-                                        std::string_view, Framing, std::uint64_t,
+                                        std::string_view, Framing, std::uint64_t, bool,
                                         const http::HeaderList&, std::string&);
 template void appendUpstreamRequestHead(const boost::beast::http::header<true, ArenaFields>&,
                                         std::string_view, std::string_view, Framing, std::uint64_t,
-                                        const http::HeaderList&, std::string&);
+                                        bool, const http::HeaderList&, std::string&);
+template void appendWebSocketAcceptHead(const boost::beast::http::header<false>&, std::string_view,
+                                        std::string&);
+template void appendWebSocketAcceptHead(const boost::beast::http::header<false, ArenaFields>&,
+                                        std::string_view, std::string&);
 template void appendClientResponseHead(const boost::beast::http::header<false>&, unsigned, Framing,
                                        std::optional<std::uint64_t>, bool, std::string_view,
                                        std::string&);

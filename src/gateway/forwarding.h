@@ -54,17 +54,36 @@ enum class Framing {
 // Proxy-Authorization) and any name listed in `connection` (the message's Connection value).
 [[nodiscard]] bool isHopByHop(std::string_view name, std::string_view connection) noexcept;
 
+// Whether `request` asks to become a WebSocket (RFC 6455 4.1): an HTTP/1.1 GET whose Connection
+// lists "upgrade" and whose Upgrade lists "websocket". Other upgrades (h2c, say) are not passed
+// on: their requests would reach the upstream past the gateway's limits. Never throws but for
+// allocation. Defined for beast's fields and ArenaFields.
+template <class Fields>
+[[nodiscard]] bool wantsWebSocket(const boost::beast::http::header<true, Fields>& request);
+
+// Whether an upstream's 101 switches to a WebSocket: its Upgrade lists "websocket".
+template <class Fields>
+[[nodiscard]] bool acceptsWebSocket(const boost::beast::http::header<false, Fields>& response);
+
 // Appends the request head sent upstream: the request line as HTTP/1.1, end-to-end headers but
 // Expect (the gateway answers 100-continue itself) and the X-Sluice-* decision headers (only the
 // gateway writes those), X-Forwarded-For and X-Forwarded-Proto with this hop appended, the body
-// framing, then `extra`. A request without Host (HTTP/1.0 may omit it, HTTP/1.1 may not) gets
-// `default_host`, the upstream's address. Never throws but for allocation.
+// framing, `Connection: upgrade` and `Upgrade: websocket` when `websocket`, then `extra`. A
+// request without Host (HTTP/1.0 may omit it, HTTP/1.1 may not) gets `default_host`, the
+// upstream's address. Never throws but for allocation.
 // Defined for beast's fields and ArenaFields.
 template <class Fields>
 void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& request,
                                std::string_view peer_ip, std::string_view default_host,
-                               Framing framing, std::uint64_t content_length,
+                               Framing framing, std::uint64_t content_length, bool websocket,
                                const http::HeaderList& extra, std::string& out);
+
+// Appends the head of an upstream's 101 answer to a WebSocket request, as the client gets it:
+// the status line, end-to-end headers (Sec-WebSocket-Accept and the like), `Connection: upgrade`
+// and `Upgrade: websocket`, then `extra_lines`. Never throws but for allocation.
+template <class Fields>
+void appendWebSocketAcceptHead(const boost::beast::http::header<false, Fields>& response,
+                               std::string_view extra_lines, std::string& out);
 
 // Appends the response head sent to the client: the upstream's status line in the client's
 // version, end-to-end headers, `framing` as re-stated for the client, Connection: close when

@@ -127,19 +127,20 @@ GatewayStats Gateway::stats() const {
   const auto get = [](const std::atomic<std::uint64_t>& value) {
     return value.load(std::memory_order_relaxed);
   };
-  GatewayStats stats{get(c.forwarded),
-                     get(c.denied),
-                     get(c.throttled),
-                     get(c.shadow_denied),
-                     get(c.monitor_denied),
-                     get(c.concurrency_denied),
-                     get(c.not_found),
-                     get(c.upstream_failed),
-                     get(c.upstream_timed_out),
-                     get(c.client_gone),
-                     state_->upstreams.parkedClosed(),
-                     state_->guard.counters(),
-                     {}};
+  GatewayStats stats{.forwarded = get(c.forwarded),
+                     .denied = get(c.denied),
+                     .throttled = get(c.throttled),
+                     .shadow_denied = get(c.shadow_denied),
+                     .monitor_denied = get(c.monitor_denied),
+                     .concurrency_denied = get(c.concurrency_denied),
+                     .not_found = get(c.not_found),
+                     .upstream_failed = get(c.upstream_failed),
+                     .upstream_timed_out = get(c.upstream_timed_out),
+                     .client_gone = get(c.client_gone),
+                     .websockets = get(c.websockets),
+                     .upstream_idle_closed = state_->upstreams.parkedClosed(),
+                     .guard = state_->guard.counters(),
+                     .webhook = {}};
   if (state_->webhook != nullptr) stats.webhook = state_->webhook->stats();
   return stats;
 }

@@ -249,9 +249,11 @@ void loadWebhook(const YAML::Node& node, GatewaySettings& settings, Errors& erro
 }
 
 void loadTimeouts(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
-  for (const auto& [key, field] : {std::pair{"client_timeout", &settings.client_timeout_us},
-                                   std::pair{"connect_timeout", &settings.connect_timeout_us},
-                                   std::pair{"response_timeout", &settings.response_timeout_us}}) {
+  for (const auto& [key, field] :
+       {std::pair{"client_timeout", &settings.client_timeout_us},
+        std::pair{"connect_timeout", &settings.connect_timeout_us},
+        std::pair{"response_timeout", &settings.response_timeout_us},
+        std::pair{"websocket_idle_timeout", &settings.websocket_idle_timeout_us}}) {
     if (node[key])
       *field = positiveDuration(node[key], std::string("gateway.") + key, errors).value_or(1);
   }
@@ -259,11 +261,11 @@ void loadTimeouts(const YAML::Node& node, GatewaySettings& settings, Errors& err
 
 void loadGateway(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
   if (!policy::isMap(node, "gateway", errors)) return;
-  policy::checkKeys(
-      node, "gateway",
-      {"listen", "max_connections", "max_header_bytes", "client_timeout", "connect_timeout",
-       "response_timeout", "upstreams", "routes", "guard", "concurrency", "webhook"},
-      errors);
+  policy::checkKeys(node, "gateway",
+                    {"listen", "max_connections", "max_header_bytes", "client_timeout",
+                     "connect_timeout", "response_timeout", "websocket_idle_timeout", "upstreams",
+                     "routes", "guard", "concurrency", "webhook"},
+                    errors);
   if (node["listen"]) {
     settings.listen = policy::scalar(node["listen"], "gateway.listen", errors).value_or("");
     const YAML::Node listen = node["listen"];

@@ -70,6 +70,9 @@ struct GatewaySettings {
   Micros client_timeout_us = 30 * kMicrosPerSecond;    // header in, body chunk in, idle wait
   Micros connect_timeout_us = 2 * kMicrosPerSecond;    // upstream connect → 504 past it
   Micros response_timeout_us = 30 * kMicrosPerSecond;  // upstream header / body chunk → 504
+  // A WebSocket through which nothing has passed either way for this long is closed (nginx's
+  // proxy_read_timeout is 60 s; Envoy's stream idle timeout 5 min).
+  Micros websocket_idle_timeout_us = 300 * kMicrosPerSecond;
   std::vector<Upstream> upstreams;
   std::vector<Route> routes;  // first match wins; no match → 404
   GuardSettings guard;

@@ -34,6 +34,12 @@ std::string metricsText(const GatewayStats& stats) {
           {"upstream_failed", stats.upstream_failed},
           {"upstream_timed_out", stats.upstream_timed_out},
           {"client_gone", stats.client_gone}});
+  out.append(
+      "# HELP sluice_gateway_websockets_total Requests the upstream switched to a "
+      "WebSocket (also counted as forwarded).\n");
+  out.append("# TYPE sluice_gateway_websockets_total counter\n");
+  out.append("sluice_gateway_websockets_total ").append(std::to_string(stats.websockets));
+  out.append("\n");
   family(out, "sluice_gateway_upstream_connections_closed_total",
          "Parked upstream connections closed before reuse.", "reason",
          {{"upstream_closed_or_spoke", stats.upstream_idle_closed}});

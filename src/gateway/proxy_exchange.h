@@ -4,11 +4,13 @@
 // Internal to src/gateway.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -46,6 +48,7 @@ struct ProxySession::Exchange {
   std::unique_ptr<server::LoopTimer> timer;
   http::HeaderList upstream_headers;  // added to the request: monitor-mode verdict
   bool head_request = false;
+  bool websocket = false;  // asked to become a WebSocket (wantsWebSocket)
   unsigned version = 11;
 
   // Forwarding.
@@ -65,6 +68,16 @@ struct ProxySession::Exchange {
   Framing client_framing = Framing::kNone;
   bool client_keep_alive = false;
   bool response_head_sent = false;
+};
+
+// What an exchange becomes once its upstream has switched to a WebSocket (proxy_tunnel.cc): the
+// exchange stays, holding its permits and its upstream connection, for the tunnel's life.
+struct ProxySession::Tunnel {
+  explicit Tunnel(boost::asio::io_context& loop) : idle(loop) {}
+
+  boost::asio::steady_timer idle;
+  std::chrono::steady_clock::time_point last_moved = std::chrono::steady_clock::now();
+  int open_directions = 2;  // each ends at its sender's end of stream
 };
 
 }  // namespace sluice::gateway

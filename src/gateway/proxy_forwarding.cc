@@ -48,11 +48,12 @@ void ProxySession::forward() {
   exchange.request_framing = request_->chunked()          ? Framing::kChunked
                              : request_->content_length() ? Framing::kLength
                                                           : Framing::kNone;
+  exchange.websocket = exchange.request_framing == Framing::kNone && wantsWebSocket(header);
   request_head_.clear();
   appendUpstreamRequestHead(header, peer_ip_,
                             state_->settings.upstreams[exchange.route->upstream].host,
                             exchange.request_framing, request_->content_length().value_or(0),
-                            exchange.upstream_headers, request_head_);
+                            exchange.websocket, exchange.upstream_headers, request_head_);
   // A client that sent `Expect: 100-continue` waits for this before sending the body; the
   // gateway says it once the request is allowed (the upstream never sees the Expect).
   if (!request_->is_done() && header.version() >= 11 &&
@@ -230,7 +231,13 @@ void ProxySession::onResponseHeader(beast::error_code ec) {
   Exchange& exchange = *exchange_;
   const auto& response = exchange.response->get();
   const unsigned status = response.result_int();
-  if (status == 101) return upstreamFailed(bhttp::error::bad_value);  // it was never offered
+  if (status == 101) {
+    // Only a WebSocket request offers to switch, and only to a WebSocket.
+    if (!exchange.websocket || !acceptsWebSocket(response)) {
+      return upstreamFailed(bhttp::error::bad_value);
+    }
+    return startTunnel();
+  }
   // RFC 9110 15: a status outside 100..599 is invalid, to be taken as a server error.
   if (status < 100 || status > 599) return upstreamFailed(bhttp::error::bad_status);
   if (status >= 100 && status < 200) return readResponseHeader();  // interim: not passed on

@@ -122,11 +122,12 @@ void ProxySession::start() {
 
 void ProxySession::closeIfIdle() {
   net::post(client_.get_executor(), [self = shared_from_this()] {
-    if (!self->busy_) self->close();
+    if (!self->busy_ || self->tunnel_ != nullptr) self->close();
   });
 }
 
 void ProxySession::close() {
+  tunnel_.reset();    // its handlers, still to run, find none and stop
   exchange_.reset();  // gives back permits; an upstream connection mid-exchange is dropped
   watching_client_ = false;
   header_after_watch_ = false;
@@ -175,6 +176,8 @@ void ProxySession::watchClient() {
 void ProxySession::onClientRead(beast::error_code ec, std::size_t bytes, std::uint64_t generation) {
   if (generation != watch_generation_) return;  // the session closed meanwhile
   watching_client_ = false;
+  // Read while the upstream switched to a WebSocket: the first of what goes through the tunnel.
+  if (tunnel_ != nullptr) return onRelayRead(Toward::kUpstream, ec, bytes);
   client_buffer_.commit(bytes);
   if (std::exchange(header_after_watch_, false)) {
     if (ec) return onHeader(ec);  // as if the header read had failed: closes

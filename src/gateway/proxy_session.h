@@ -37,7 +37,8 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   ~ProxySession();
 
   void start();
-  // On shutdown: closes the connection now if it is waiting for a request.
+  // On shutdown: closes the connection now if it is waiting for a request, or is a WebSocket
+  // tunnel (which has no end of its own).
   void closeIfIdle();
 
  private:
@@ -99,6 +100,19 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void onUpstreamReadable(boost::beast::error_code ec, std::uint64_t generation);
   bool retryOnFreshConnection(boost::beast::error_code ec);
 
+  // WebSockets (proxy_tunnel.cc). A GET asking to upgrade to a WebSocket is decided as any
+  // request, and sent on with its upgrade; when the upstream answers 101, the session passes
+  // the answer on and becomes a tunnel: bytes go both ways as they come, each way until its
+  // sender's end of stream, and the tunnel closes when both have ended, either side fails, it
+  // idles for websocket_idle_timeout, or the gateway shuts down. Its concurrency permits are
+  // held until then.
+  struct Tunnel;
+  enum class Toward : std::uint8_t { kUpstream, kClient };
+  void startTunnel();
+  void relay(Toward toward);
+  void onRelayRead(Toward toward, boost::beast::error_code ec, std::size_t bytes);
+  void armTunnelIdle();
+
   // Deadlines: one per connection for whichever operation is outstanding (there is one at a
   // time), on the client socket or the upstream one.
   enum class Watch : std::uint8_t { kClient, kUpstream };
@@ -124,6 +138,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
       boost::beast::http::request_parser<boost::beast::http::buffer_body, ArenaAllocator<char>>>
       request_;
   std::unique_ptr<Exchange> exchange_;
+  std::unique_ptr<Tunnel> tunnel_;  // set once the exchange became a WebSocket
   bool busy_ = false;  // a request is being handled (touched only on the connection's loop)
   bool watching_client_ = false;        // a watchClient() read is outstanding
   bool header_after_watch_ = false;     // readHeader() waits for that read to complete

@@ -31,7 +31,7 @@ TEST(ForwardingTest, UpstreamRequestHead) {
   request.set("X-Sluice-Decision", "allow");
   std::string out;
   appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kLength, 5,
-                            {{"X-Sluice-Decision", "deny"}}, out);
+                            false, {{"X-Sluice-Decision", "deny"}}, out);
   EXPECT_EQ(out,
             "POST /a?b=1 HTTP/1.1\r\nHost: example.com\r\n"
             "X-Forwarded-For: 203.0.113.1, 127.0.0.1\r\nX-Forwarded-Proto: http\r\n"
@@ -43,8 +43,8 @@ TEST(ForwardingTest, UpstreamRequestHead) {
 TEST(ForwardingTest, RequestWithoutHostGetsTheUpstreams) {
   bhttp::request<bhttp::empty_body> request{bhttp::verb::get, "/health", 10};
   std::string out;
-  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, {},
-                            out);
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, false,
+                            {}, out);
   EXPECT_EQ(out,
             "GET /health HTTP/1.1\r\nHost: 10.0.0.9:8080\r\n"
             "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n\r\n");
@@ -58,8 +58,8 @@ TEST(ForwardingTest, EveryConnectionLineNamesHopByHopHeaders) {
   request.insert("Connection", "X-Hop");
   request.insert("X-Hop", "1");
   std::string out;
-  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, {},
-                            out);
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, false,
+                            {}, out);
   EXPECT_EQ(out.find("X-Hop"), std::string::npos) << out;
   bhttp::response<bhttp::empty_body> response{bhttp::status::ok, 11};
   response.insert("Connection", "keep-alive");
@@ -92,6 +92,57 @@ TEST(ForwardingTest, ClientFraming) {
   std::string line;
   appendChunkHeader(65536, line);
   EXPECT_EQ(line, "10000\r\n");
+}
+
+// Only an HTTP/1.1 GET naming "upgrade" in Connection and "websocket" in Upgrade becomes a
+// WebSocket; any other upgrade would carry requests past the limits, and is not passed on.
+TEST(ForwardingTest, WantsWebSocket) {
+  const auto asks = [](bhttp::verb method, unsigned version, std::string_view connection,
+                       std::string_view upgrade) {
+    bhttp::request<bhttp::empty_body> request{method, "/chat", version};
+    if (!connection.empty()) request.set("Connection", connection);
+    if (!upgrade.empty()) request.set("Upgrade", upgrade);
+    return wantsWebSocket(request.base());
+  };
+  EXPECT_TRUE(asks(bhttp::verb::get, 11, "Upgrade", "websocket"));
+  EXPECT_TRUE(asks(bhttp::verb::get, 11, "keep-alive, UPGRADE", "WebSocket"));
+  EXPECT_FALSE(asks(bhttp::verb::get, 11, "Upgrade", "h2c"));
+  EXPECT_FALSE(asks(bhttp::verb::get, 11, "keep-alive", "websocket"));
+  EXPECT_FALSE(asks(bhttp::verb::get, 11, "Upgrade", ""));
+  EXPECT_FALSE(asks(bhttp::verb::get, 10, "Upgrade", "websocket"));
+  EXPECT_FALSE(asks(bhttp::verb::post, 11, "Upgrade", "websocket"));
+}
+
+// A WebSocket request goes upstream with its handshake headers and the upgrade re-stated; the
+// 101 comes back with the upstream's end-to-end headers and the gateway's lines.
+TEST(ForwardingTest, WebSocketHeads) {
+  bhttp::request<bhttp::empty_body> request{bhttp::verb::get, "/chat", 11};
+  request.set("Host", "example.com");
+  request.set("Connection", "Upgrade");
+  request.set("Upgrade", "websocket");
+  request.set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==");
+  request.set("Sec-WebSocket-Version", "13");
+  std::string out;
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, true,
+                            {}, out);
+  EXPECT_EQ(out,
+            "GET /chat HTTP/1.1\r\nHost: example.com\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n"
+            "Connection: upgrade\r\nUpgrade: websocket\r\n\r\n");
+  bhttp::response<bhttp::empty_body> response{bhttp::status::switching_protocols, 11};
+  response.set("Upgrade", "websocket");
+  response.set("Connection", "Upgrade");
+  response.set("Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+  EXPECT_TRUE(acceptsWebSocket(response.base()));
+  out.clear();
+  appendWebSocketAcceptHead(response.base(), "X-RateLimit-Limit: 10\r\n", out);
+  EXPECT_EQ(out,
+            "HTTP/1.1 101 Switching Protocols\r\n"
+            "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+            "Connection: upgrade\r\nUpgrade: websocket\r\nX-RateLimit-Limit: 10\r\n\r\n");
+  response.set("Upgrade", "h2c");
+  EXPECT_FALSE(acceptsWebSocket(response.base()));
 }
 
 }  // namespace

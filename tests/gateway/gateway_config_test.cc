@@ -19,6 +19,7 @@ gateway:
   max_connections: 500
   connect_timeout: 1s
   response_timeout: 5s
+  websocket_idle_timeout: 2m
   upstreams:
     app: 127.0.0.1:9000
     admin: { address: "[::1]:9001", max_idle: 4 }
@@ -35,6 +36,7 @@ gateway:
   const GatewaySettings& settings = *loaded.value();
   EXPECT_EQ(settings.max_connections, 500u);
   EXPECT_EQ(settings.connect_timeout_us, kMicrosPerSecond);
+  EXPECT_EQ(settings.websocket_idle_timeout_us, 120 * kMicrosPerSecond);
   ASSERT_EQ(settings.upstreams.size(), 2u);
   EXPECT_EQ(settings.upstreams[1].endpoint.port(), 9001);
   EXPECT_EQ(settings.upstreams[1].max_idle_per_thread, 4u);
@@ -111,6 +113,18 @@ TEST(GatewayConfigTest, HeaderLimitIsBounded) {
         << loaded.error();
   }
   EXPECT_EQ(load(base + "  max_header_bytes: 1024\n").value()->max_header_bytes, 1024u);
+}
+
+// A WebSocket idle timeout of nothing would close every tunnel at once: an error at its line.
+TEST(GatewayConfigTest, WebSocketIdleTimeoutIsPositive) {
+  const std::string base =
+      "gateway:\n  upstreams: { a: 127.0.0.1:1 }\n  routes: [ { upstream: a } ]\n";
+  const auto loaded = load(base + "  websocket_idle_timeout: 0s\n");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().find("test.yaml:4:27: gateway.websocket_idle_timeout"),
+            std::string::npos)
+      << loaded.error();
+  EXPECT_EQ(load(base).value()->websocket_idle_timeout_us, 300 * kMicrosPerSecond);
 }
 
 // Routes read their patterns as limits do: `*` is any method, a glob ending in / matches the

@@ -18,6 +18,10 @@
 //                        the connection is closed (the kernel resets it: unread data)
 //   /early-hold          the same 413, but the connection stays open and is never read again
 //                        (until the upstream stops), as an upstream that stops taking a body
+//   /ws                  a WebSocket request gets 101 and "hello" right behind it, then every
+//                        byte echoed until the gateway's end of stream, answered with its own;
+//                        any other request 426, with the request headers echoed as for /echo
+//   /ws-unasked          101 whatever the request asked for, then the connection is closed
 //   anything else        200 "ok", with the request headers echoed as for /echo
 #pragma once
 
@@ -49,11 +53,13 @@ class TestUpstream {
  public:
   // The webhook answer /limits gives; set before requests arrive.
   std::string limits_answer = R"({"limits": []})";
-  std::atomic<int> requests{0};      // requests received
-  std::atomic<int> connections{0};   // connections accepted
-  std::atomic<int> in_flight{0};     // requests received and not yet answered
-  std::atomic<int> closed_after{0};  // connections closed after answering /then-close
-  std::atomic<int> late_extras{0};   // unasked answers written after /late-extra
+  std::atomic<int> requests{0};          // requests received
+  std::atomic<int> connections{0};       // connections accepted
+  std::atomic<int> in_flight{0};         // requests received and not yet answered
+  std::atomic<int> closed_after{0};      // connections closed after answering /then-close
+  std::atomic<int> late_extras{0};       // unasked answers written after /late-extra
+  std::atomic<int> websockets{0};        // /ws requests switched to echoing
+  std::atomic<int> websockets_ended{0};  // of those, ended by the gateway's end of stream
 
   TestUpstream() : acceptor_(io_) {
     namespace net = boost::asio;
@@ -164,6 +170,12 @@ class TestUpstream {
             });
         return;
       }
+      const bool websocket = boost::beast::iequals(request[http::field::upgrade], "websocket");
+      if (path == "/ws-unasked" || (path == "/ws" && websocket)) {
+        --upstream.in_flight;
+        return switchProtocols(path == "/ws");
+      }
+      if (path == "/ws") response.result(http::status::upgrade_required);
       if (path == "/fail") {
         --upstream.in_flight;
         boost::beast::error_code ignored;
@@ -196,6 +208,53 @@ class TestUpstream {
       const bool slow = path == "/slow" || path == "/limits-slow";
       timer.expires_after(std::chrono::milliseconds(slow ? number : 0));
       timer.async_wait([self = shared_from_this()](boost::beast::error_code) { self->write(); });
+    }
+
+    // 101, then (for /ws) echo; for /ws-unasked, close once the answer is out.
+    void switchProtocols(bool echo) {
+      static const std::string kSwitch =
+          "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+          "Sec-WebSocket-Accept: test-accept\r\n\r\nhello";
+      boost::asio::async_write(
+          stream, boost::asio::buffer(kSwitch),
+          [self = shared_from_this(), echo](boost::beast::error_code ec, std::size_t) {
+            if (ec) return;
+            if (!echo) {
+              boost::beast::error_code ignored;
+              self->stream.socket().close(ignored);
+              return;
+            }
+            ++self->upstream.websockets;
+            self->echoBuffered();
+          });
+    }
+
+    // Writes back what is buffered (bytes that came behind the request first), then reads more.
+    void echoBuffered() {
+      if (buffer.size() == 0) return echoRead();
+      boost::asio::async_write(
+          stream, buffer.data(),
+          [self = shared_from_this()](boost::beast::error_code ec, std::size_t bytes) {
+            if (ec) return;
+            self->buffer.consume(bytes);
+            self->echoRead();
+          });
+    }
+
+    void echoRead() {
+      stream.socket().async_read_some(
+          buffer.prepare(64 * 1024),
+          [self = shared_from_this()](boost::beast::error_code ec, std::size_t bytes) {
+            self->buffer.commit(bytes);
+            if (ec == boost::asio::error::eof) {
+              ++self->upstream.websockets_ended;
+              boost::beast::error_code ignored;
+              self->stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+              return;
+            }
+            if (ec) return;
+            self->echoBuffered();
+          });
     }
 
     void write() {
