@@ -41,6 +41,27 @@ Result<std::uint64_t> countField(const boost::json::object& entry, std::string_v
   return Error{std::string(name) + " must be a whole number above zero"};
 }
 
+// The key as the limit's name shows it (in headers, JSON answers and logs): control bytes are
+// percent-encoded. A webhook may build keys from what the client sent (the path, decoded, is
+// in its request), and a CR LF written into X-Sluice-Limit on a monitor route would start a
+// header, or a whole request, of the client's making on the upstream connection.
+std::string printableKey(std::string_view key) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(key.size());
+  for (const char c : key) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7F) {
+      out += '%';
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 Result<policy::Limit> limitFrom(const boost::json::object& entry) {
   const Result<Micros> interval = durationField(entry, "interval", 0);
   const Result<Micros> window = durationField(entry, "window", kMicrosPerSecond);
@@ -92,9 +113,9 @@ Result<DynamicLimitsPtr> parseDynamicLimits(std::string_view json) {
     }
     Result<policy::Limit> limit = limitFrom(item.as_object());
     if (!limit.ok())
-      return Error{"limit \"" + std::string(key->as_string()) + "\": " + limit.error()};
+      return Error{"limit \"" + printableKey(key->as_string()) + "\": " + limit.error()};
     policy::Limit made = std::move(limit).value();
-    made.name = "dynamic:" + std::string(key->as_string());
+    made.name = "dynamic:" + printableKey(key->as_string());
     // 'w' marks the webhook's counters: no policy key begins with it, so none is shared.
     std::string counter = "w";
     policy::appendCounterPart(counter, key->as_string());

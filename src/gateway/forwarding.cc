@@ -131,7 +131,15 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
     appendHeaderLine("Connection", "upgrade", out);
     appendHeaderLine("Upgrade", "websocket", out);
   }
-  for (const auto& [name, value] : extra) appendHeaderLine(name, value, out);
+  // The gateway's own lines, whose values may carry names from outside (a webhook's keys):
+  // a control byte there must not end the line, so each becomes a space.
+  for (const auto& [name, value] : extra) {
+    std::string clean(value);
+    for (char& c : clean) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
+    }
+    appendHeaderLine(name, clean, out);
+  }
   out += "\r\n";
 }
 

@@ -34,6 +34,20 @@ TEST(DynamicLimitsTest, ParsesBurstAndInterval) {
   EXPECT_TRUE(parseDynamicLimits(R"({"limits": []})").value()->limits.empty());
 }
 
+// A key built from what a client sent may hold control bytes (a webhook keying by the decoded
+// path): it still counts as itself, but the name it shows, which goes into headers such as
+// X-Sluice-Limit, has them percent-encoded, so no header line can end inside it.
+TEST(DynamicLimitsTest, KeysWithControlBytesShowThemEncoded) {
+  const auto parsed = parseDynamicLimits(
+      R"({"limits": [{"key": "path:/x\r\nX-Injected: yes\u0000", "burst": 1},
+                     {"key": "path:/x", "burst": 1}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  const DynamicLimits& limits = *parsed.value();
+  EXPECT_EQ(limits.limits[0].name, "dynamic:path:/x%0D%0AX-Injected: yes%00");
+  EXPECT_NE(limits.keys[0], limits.keys[1]);
+  EXPECT_NE(limits.keys[0].find("\r\n"), std::string::npos);  // the counter is the key itself
+}
+
 // Garbage of every kind is an error with a reason, never a crash.
 TEST(DynamicLimitsTest, RejectsGarbage) {
   for (const char* answer :

@@ -38,6 +38,20 @@ TEST(ForwardingTest, UpstreamRequestHead) {
             "Content-Length: 5\r\nX-Sluice-Decision: deny\r\n\r\n");
 }
 
+// The gateway's own lines carry names from outside (a webhook's keys in X-Sluice-Limit): a CR
+// or LF in one must not end the line and start a header, or a request, of its own.
+TEST(ForwardingTest, ExtraLinesCannotBreakTheHead) {
+  bhttp::request<bhttp::empty_body> request{bhttp::verb::get, "/", 11};
+  request.set("Host", "example.com");
+  std::string out;
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, false,
+                            {{"X-Sluice-Limit", "dynamic:a\r\nX-Injected: yes\r\n\r\nGET /"}}, out);
+  EXPECT_EQ(out.find("\r\nX-Injected"), std::string::npos) << out;
+  EXPECT_NE(out.find("X-Sluice-Limit: dynamic:a  X-Injected: yes    GET /\r\n\r\n"),
+            std::string::npos)
+      << out;
+}
+
 // An HTTP/1.0 request may come without Host; sent on as HTTP/1.1 it must have one (nginx and
 // Go servers answer 400 without), so it gets the upstream's address, as nginx sends.
 TEST(ForwardingTest, RequestWithoutHostGetsTheUpstreams) {
