@@ -29,6 +29,8 @@ namespace sluice::gateway {
 
 // Body bytes move through a buffer of this size: bodies of any size cost a session this much.
 inline constexpr std::size_t kChunkBytes = 64 * 1024;
+// An upstream's response header block; larger is a 502.
+inline constexpr std::size_t kMaxResponseHeaderBytes = 64 * 1024;
 
 struct ProxySession::Exchange {
   // A session makes and drops one exchange per request. At over a kilobyte, each would be a

@@ -111,6 +111,12 @@ ProxySession::ProxySession(server::LoopSocket&& socket, net::io_context& loop,
   peer_ = client_.remote_endpoint(ignored);
   peer_ip_ = peer_.address().to_string();
   client_.set_option(net::ip::tcp::no_delay(true), ignored);
+  // What a parser has not taken yet: a header, a chunk-size line or trailer, a pipelined
+  // request (bodies pass through chunk_). Unbounded, a chunk line that never ends grew a
+  // buffer by hundreds of megabytes a second until the timeout; past the bound the read fails
+  // (buffer_overflow: 400 to a client, 502 from an upstream).
+  client_buffer_.max_size(state_->settings.max_header_bytes + 2 * kChunkBytes);
+  upstream_buffer_.max_size(kMaxResponseHeaderBytes + 2 * kChunkBytes);
 }
 
 ProxySession::~ProxySession() { state_->connections.fetch_sub(1, std::memory_order_relaxed); }

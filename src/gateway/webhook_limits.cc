@@ -25,6 +25,7 @@ namespace {
 
 // A webhook answer is a short list of limits; anything bigger is garbage.
 constexpr std::size_t kMaxAnswerBytes = 64 * 1024;
+constexpr std::uint32_t kMaxAnswerHeaderBytes = 16 * 1024;
 
 std::string requestBody(const policy::RequestView& request, const std::string& client_ip) {
   boost::json::object headers;
@@ -58,7 +59,10 @@ class WebhookCall : public std::enable_shared_from_this<WebhookCall> {
     request_.body() = std::move(body);
     request_.prepare_payload();
     parser_.body_limit(kMaxAnswerBytes);
-    parser_.header_limit(16 * 1024);
+    parser_.header_limit(kMaxAnswerHeaderBytes);
+    // What the parser has not taken yet; bounded, so a chunk line that never ends fails the
+    // call instead of growing memory until the timeout.
+    buffer_.max_size(kMaxAnswerHeaderBytes + 2 * kMaxAnswerBytes);
   }
 
   void start() {

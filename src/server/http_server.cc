@@ -88,11 +88,18 @@ std::string_view httpDate() {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
+  // The most one read takes from the socket (Beast reads up to this much at a time too).
+  static constexpr std::size_t kReadBytes = 64 * 1024;
+
   Session(LoopSocket&& socket, net::io_context& loop, std::shared_ptr<HttpServer::State> state)
       : socket_(std::move(socket)),
         deadline_(loop, *this, &Session::close),
         loop_(loop),
         state_(std::move(state)) {
+    // What the parser has not taken yet: a header, a chunk-size line or trailer, a pipelined
+    // request. Unbounded, a chunk line that never ends grew it by megabytes a second until the
+    // request's timeout; past the bound the read fails (buffer_overflow, answered 400).
+    buffer_.max_size(state_->limits.max_header_bytes + 2 * kReadBytes);
     beast::error_code ignored;
     peer_ = socket_.remote_endpoint(ignored);
   }
@@ -288,7 +295,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void discardInput() {
     buffer_.clear();
-    socket_.async_read_some(buffer_.prepare(64 * 1024),
+    socket_.async_read_some(buffer_.prepare(kReadBytes),
                             [self = shared_from_this()](beast::error_code ec, std::size_t) {
                               if (ec) return self->close();  // the client's end, or kLingerUs
                               self->discardInput();

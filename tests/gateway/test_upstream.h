@@ -18,6 +18,8 @@
 //                        the connection is closed (the kernel resets it: unread data)
 //   /early-hold          the same 413, but the connection stays open and is never read again
 //                        (until the upstream stops), as an upstream that stops taking a body
+//   /endless-chunk-line  a chunked 200 whose first chunk-size line never ends: 4 MiB of a
+//                        chunk extension, then the connection is closed
 //   /ws                  a WebSocket request gets 101 and "hello" right behind it, then every
 //                        byte echoed until the gateway's end of stream, answered with its own;
 //                        any other request 426, with the request headers echoed as for /echo
@@ -174,6 +176,18 @@ class TestUpstream {
       if (path == "/ws-unasked" || (path == "/ws" && websocket)) {
         --upstream.in_flight;
         return switchProtocols(path == "/ws");
+      }
+      if (path == "/endless-chunk-line") {
+        --upstream.in_flight;
+        static const std::string kEndless =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;" + std::string(4 << 20, 'a');
+        boost::asio::async_write(
+            stream, boost::asio::buffer(kEndless),
+            [self = shared_from_this()](boost::beast::error_code, std::size_t) {
+              boost::beast::error_code ignored;
+              self->stream.socket().close(ignored);
+            });
+        return;
       }
       if (path == "/ws") response.result(http::status::upgrade_required);
       if (path == "/fail") {

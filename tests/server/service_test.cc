@@ -557,6 +557,27 @@ TEST_F(ServiceTest, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
   EXPECT_TRUE(refused->starts_with("HTTP/1.1 400")) << *refused;
 }
 
+// A chunk-size line that never ends (the bytes keep coming, no CRLF) is refused with 400 once
+// it passes what a header may hold; the server held all of it, growing by megabytes a second
+// until the request's timeout, and answered nothing.
+TEST_F(ServiceTest, AChunkLineThatNeverEndsGets400) {
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(api_endpoint_);
+  const std::string head =
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1;";
+  boost::system::error_code ec;
+  boost::asio::write(socket, boost::asio::buffer(head), ec);
+  const std::string extension(1 << 20, 'a');
+  for (int sent = 0; sent < 4 && !ec; ++sent) {  // 4 MiB, or until the server stops reading
+    boost::asio::write(socket, boost::asio::buffer(extension), ec);
+  }
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  const std::optional<std::string> received = readUntilClosed(socket);
+  ASSERT_TRUE(received.has_value()) << "the connection stayed open";
+  EXPECT_TRUE(received->starts_with("HTTP/1.1 400")) << received->substr(0, 200);
+}
+
 // The answers in `text`, in order, as far as they parse.
 std::vector<http::response<http::string_body>> parseAnswers(std::string_view text) {
   std::vector<http::response<http::string_body>> answers;
