@@ -49,16 +49,21 @@ void foldForMatching(std::string_view target, std::string& folded) {
     text = decoded;
   }
   folded.reserve(text.size());
+  // Once a comment is found never to close, none after it can: no more looking, or each `/*`
+  // of a target made of them would search to its end (quadratic time on the I/O thread).
+  bool comments_close = true;
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     // An SQL comment between keywords is whitespace to the database: UNION/**/SELECT. One
     // that is never closed stays as it is: skipping to the end would hide whatever follows it
     // (`?a=/*&q=<script>`) from every pattern.
-    if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+    if (comments_close && c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
       const std::size_t end = text.find("*/", i + 2);
       if (end != std::string_view::npos) {
         i = end + 1;
         c = ' ';
+      } else {
+        comments_close = false;
       }
     }
     if (isBlank(c)) {

@@ -55,6 +55,13 @@ TEST(FoldForMatchingTest, Folds) {
   EXPECT_EQ(foldForMatching("/A%2541?Q=a+B%20%20c/*x*/d"), "/aa?q=a b c d");
   EXPECT_EQ(foldForMatching("/bad%zz%"), "/bad%zz%");
   EXPECT_EQ(foldForMatching("/a/*/B?c=/*d"), "/a/*/b?c=/*d");  // comments never closed stay
+  // Many that never close (each once searched the rest of the target: quadratic time), and a
+  // closed one before them.
+  std::string unclosed = "/x/*1*/y";
+  for (int i = 0; i < 1000; ++i) unclosed += "/*A";
+  std::string expected = "/x y";
+  for (int i = 0; i < 1000; ++i) expected += "/*a";
+  EXPECT_EQ(foldForMatching(unclosed), expected);
   // Nothing to decode: folded in place of the copies.
   EXPECT_EQ(foldForMatching("/Api/X?Q=UNION/**/Select\t\t1"), "/api/x?q=union select 1");
   std::string buffer = "left over from before";
