@@ -1,6 +1,8 @@
 #include "gateway/webhook_limits.h"
 
+#include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
@@ -9,9 +11,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 
+#include "http/json_string.h"
 #include "policy/key_selector.h"
 #include "server/http_server.h"
 
@@ -27,18 +28,31 @@ namespace {
 constexpr std::size_t kMaxAnswerBytes = 64 * 1024;
 constexpr std::uint32_t kMaxAnswerHeaderBytes = 16 * 1024;
 
+// The webhook's request as JSON. Written with appendJsonString, which makes any bytes valid
+// UTF-8: a client's byte 0xFF in a header or the path, passed raw, made the body invalid JSON,
+// a strict webhook refused it, and the request fell back to the static policy, past its
+// dynamic limits.
 std::string requestBody(const policy::RequestView& request, const std::string& client_ip) {
-  boost::json::object headers;
+  std::string body = "{\"method\":";
+  http::appendJsonString(body, request.method);
+  body += ",\"path\":";
+  http::appendJsonString(body, request.path);
+  body += ",\"client_ip\":";
+  http::appendJsonString(body, client_ip);
+  body += ",\"headers\":{";
+  std::vector<std::string> written;  // lower-case names, each once with its values joined
   for (const auto& [name, value] : request.headers) {
     std::string lower = name;
     for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-    if (headers.contains(lower)) continue;  // joined below, once per name
-    headers[lower] = request.joinedHeader(name);
+    if (std::find(written.begin(), written.end(), lower) != written.end()) continue;
+    if (!written.empty()) body += ',';
+    http::appendJsonString(body, lower);
+    body += ':';
+    http::appendJsonString(body, request.joinedHeader(name));
+    written.push_back(std::move(lower));
   }
-  return boost::json::serialize(boost::json::object{{"method", request.method},
-                                                    {"path", request.path},
-                                                    {"client_ip", client_ip},
-                                                    {"headers", std::move(headers)}});
+  body += "}}";
+  return body;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 //   /until-close?bytes=N N bytes of the /big pattern with neither Content-Length nor chunking:
 //                        the body ends when the upstream closes, right after writing it
 //   /limits, /limits-garbage, /limits-slow?ms=N   dynamic-limit webhook answers
+//   /limits-strict       /limits's answer to a body that is valid JSON (UTF-8 included), else 400
 //   /late-extra          200 "ok", kept alive; 20 ms later, on the same connection, a second answer
 //                        nobody asked for (body "INJECTED"), as an upstream that writes a body
 //                        behind a HEAD answer or past its Content-Length does
@@ -39,6 +40,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/json/parse.hpp>
 
 namespace sluice::testing {
 
@@ -206,6 +208,15 @@ class TestUpstream {
         response.keep_alive(false);  // write() shuts the connection down after the body
       } else if (path == "/limits") {
         response.body() = upstream.limits_answer;
+      } else if (path == "/limits-strict") {
+        boost::system::error_code json_error;
+        (void)boost::json::parse(request.body(), json_error);
+        if (json_error) {
+          response.result(http::status::bad_request);
+          response.body() = "not JSON: " + json_error.message();
+        } else {
+          response.body() = upstream.limits_answer;
+        }
       } else if (path == "/limits-garbage") {
         response.body() = "{\"limits\": [{\"key\": 5}]} and more";
       } else {

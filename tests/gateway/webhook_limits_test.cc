@@ -51,6 +51,21 @@ TEST_F(WebhookLimitsTest, AnsweredLimitsApply) {
   EXPECT_EQ(gateway_->stats().webhook.cache_hits, 2u);
 }
 
+// The webhook gets valid JSON whatever bytes the client sent: a byte 0xFF in a header or the
+// path went raw into the body, a strict webhook refused it, and the request fell back to the
+// static policy, past its dynamic limit.
+TEST_F(WebhookLimitsTest, TheWebhookGetsValidJsonWhateverTheClientSent) {
+  upstream_.limits_answer = R"({"limits": [{"key": "user:k", "burst": 1, "window": "1m"}]})";
+  start(configWith("/limits-strict"));
+  const auto send = [&](const std::string& target) {
+    return httpCall(endpoint_, http::verb::get, target, "",
+                    {{"Authorization", "Bearer k"}, {"X-A", "caf\xe9 \xff"}});
+  };
+  EXPECT_EQ(send("/a%FF").status, 200);
+  EXPECT_EQ(send("/a%FF").status, 429);
+  EXPECT_EQ(gateway_->stats().webhook.failures, 0u);
+}
+
 // An interval limit with max_throttle holds the request instead of rejecting it.
 TEST_F(WebhookLimitsTest, IntervalLimitWithMaxThrottleDelays) {
   upstream_.limits_answer = R"({"limits": [{"key": "k", "interval": 100, "max_throttle": "1s"}]})";
