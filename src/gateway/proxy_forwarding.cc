@@ -3,8 +3,12 @@
 // the client read that watches for a hang-up, and the wait for an early answer while a body
 // streams, which touch no buffer of the exchange), so destroying the exchange from a handler
 // never leaves an operation behind that could write into it.
+#include <sys/socket.h>
+
+#include <array>
 #include <cerrno>
 #include <chrono>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/write.hpp>
@@ -116,12 +120,25 @@ void ProxySession::onUpstreamReadable(beast::error_code ec, std::uint64_t genera
   // ended and closed its upstream socket (ec).
   if (ec || generation != upstream_watch_ || exchange_ == nullptr) return;
   Exchange& exchange = *exchange_;
-  char status_line[12];  // "HTTP/1.1 1xx": enough to tell an interim answer
-  const ssize_t got =
-      server::peekBytes(exchange.upstream->native_handle(), status_line, sizeof status_line);
-  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return watchUpstream();
-  // An interim answer (103 Early Hints) asks for nothing: it is read, as usual, after the body.
-  if (got == sizeof status_line && status_line[9] == '1') return;
+  const int upstream = exchange.upstream->native_handle();
+  // An interim answer (103 Early Hints, a 100 Continue nobody asked for) asks for nothing and is
+  // not passed on: it is taken off the socket, and the watch goes on for the answer behind it,
+  // which may be an early one. (Ending the watch there left an early 413 behind a 100 unseen,
+  // and the stalled body write turned it into a 504.) The look is repeated at once, as that
+  // answer may have come in the same segment: no new event would announce it.
+  std::array<char, 1024> head{};
+  for (;;) {
+    const ssize_t got = server::peekBytes(upstream, head.data(), head.size());
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return watchUpstream();
+    const std::string_view seen(head.data(), got > 0 ? static_cast<std::size_t>(got) : 0);
+    if (seen.size() < 12 || !seen.starts_with("HTTP/1.") || seen[9] != '1') break;
+    const std::size_t end = seen.find("\r\n\r\n");
+    // Not all here yet, or longer than is worth holding: it is read, as usual, after the body.
+    if (end == std::string_view::npos) return;
+    if (::recv(upstream, head.data(), end + 4, MSG_DONTWAIT) != static_cast<ssize_t>(end + 4)) {
+      return;
+    }
+  }
   // An answer, an end of stream or an error: the operation streaming the body (a read of the
   // client or a write to the upstream, one at a time) is cancelled, and its handler, seeing
   // answered_early, reads the answer instead of going on.

@@ -192,10 +192,10 @@ TEST_F(GatewayTest, ARefusedUploadStillGetsItsAnswer) {
 
 // An upstream that answers before it has read the whole body (a 413 for an upload too large)
 // has its answer passed on, whether it then closes the connection (a reset: the body is unread)
-// or keeps it open and stops reading; not a 502 for the failed write, nor a 504 for the stalled
-// one. The connection closes after the answer.
+// or keeps it open and stops reading, also behind an interim 100; not a 502 for the failed
+// write, nor a 504 for the stalled one. The connection closes after the answer.
 TEST_F(GatewayTest, AnAnswerBeforeTheWholeBodyIsPassedOn) {
-  for (const std::string target : {"/early-close", "/early-hold"}) {
+  for (const std::string target : {"/early-close", "/early-hold", "/early-interim-hold"}) {
     const std::string answer = uploadThenRead(target, 8 << 20);
     EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << target << ": " << answer.substr(0, 200);
     EXPECT_NE(answer.find("Connection: close"), std::string::npos) << target;

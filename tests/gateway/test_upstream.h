@@ -19,6 +19,7 @@
 //                        the connection is closed (the kernel resets it: unread data)
 //   /early-hold          the same 413, but the connection stays open and is never read again
 //                        (until the upstream stops), as an upstream that stops taking a body
+//   /early-interim-hold  /early-hold's 413, behind an interim 100 Continue (in one write)
 //   /endless-chunk-line  a chunked 200 whose first chunk-size line never ends: 4 MiB of a
 //                        chunk extension, then the connection is closed
 //   /ws                  a WebSocket request gets 101 and "hello" right behind it, then every
@@ -31,6 +32,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -136,11 +138,24 @@ class TestUpstream {
     // /early-close and /early-hold: 413 before reading the body.
     void answerEarly() {
       ++upstream.requests;
-      const bool hold = parser->get().target() == "/early-hold";
+      const bool interim = parser->get().target() == "/early-interim-hold";
+      const bool hold = interim || parser->get().target() == "/early-hold";
       response = Response{boost::beast::http::status::payload_too_large, 11};
       response.body() = "too large";
       response.keep_alive(false);
       response.prepare_payload();
+      if (interim) {
+        auto written = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+        std::ostringstream serialized;
+        serialized << response;
+        *written += serialized.str();
+        boost::asio::async_write(
+            stream, boost::asio::buffer(*written),
+            [self = shared_from_this(), written](boost::beast::error_code, std::size_t) {
+              self->upstream.held_.push_back(self);  // open, never read
+            });
+        return;
+      }
       boost::beast::http::async_write(
           stream, response,
           [self = shared_from_this(), hold](boost::beast::error_code, std::size_t) {
