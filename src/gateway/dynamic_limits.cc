@@ -1,5 +1,7 @@
 #include "gateway/dynamic_limits.h"
 
+#include <algorithm>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -119,6 +121,11 @@ Result<DynamicLimitsPtr> parseDynamicLimits(std::string_view json) {
     // 'w' marks the webhook's counters: no policy key begins with it, so none is shared.
     std::string counter = "w";
     policy::appendCounterPart(counter, key->as_string());
+    // A key given twice is two limits on it, each with its own count: one counter for both
+    // took a unit for each per request.
+    if (std::find(limits->keys.begin(), limits->keys.end(), counter) != limits->keys.end()) {
+      policy::appendCounterPart(counter, std::to_string(limits->limits.size()));
+    }
     limits->keys.push_back(std::move(counter));
     limits->limits.push_back(std::move(made));
   }

@@ -110,6 +110,32 @@ TEST(DynamicLimitsTest, DecidedAllOrNothingWithThePolicy) {
   EXPECT_FALSE(decide(nullptr).allowed);
 }
 
+// A key given twice is two limits, each counting on its own: two of burst 2 admit two requests.
+// (One shared counter took a unit for each per request and admitted one.)
+TEST(DynamicLimitsTest, AKeyGivenTwiceIsTwoLimits) {
+  FakeClock clock(1'000 * kMicrosPerSecond);
+  MemoryStore store;
+  Engine engine(store, clock);
+  const auto policy = sluice::testing::policyFrom(
+      "limits:\n  - { name: roomy, key: ip, algorithm: token_bucket, rate: 100/s, burst: 100 }\n");
+  const policy::RequestView view = getRoot();
+  const policy::RequestContext context = policy::resolveIdentity(*policy, view, 1000);
+  const auto parsed = parseDynamicLimits(
+      R"({"limits": [{"key": "user:1", "burst": 2, "window": "1h"},
+                     {"key": "user:1", "burst": 2, "window": "1h"}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  const DynamicLimitsPtr dynamic = parsed.value();
+  const auto allowed = [&] {
+    std::optional<policy::PolicyDecision> decided;
+    decideWithDynamic(*policy, context, dynamic, engine, 0,
+                      [&](policy::PolicyDecision&& decision) { decided = std::move(decision); });
+    return decided.has_value() && decided->allowed;
+  };
+  EXPECT_TRUE(allowed());
+  EXPECT_TRUE(allowed());
+  EXPECT_FALSE(allowed());
+}
+
 // With webhook limits, the policy's limits keep their own settings: here on_error: deny, with a
 // Redis store that cannot be reached (nothing listens on its port), denies the request.
 TEST(DynamicLimitsTest, PolicyLimitsKeepTheirOnError) {
