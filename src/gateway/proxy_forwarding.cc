@@ -52,7 +52,9 @@ void ProxySession::forward() {
   exchange.request_framing = request_->chunked()          ? Framing::kChunked
                              : request_->content_length() ? Framing::kLength
                                                           : Framing::kNone;
-  exchange.websocket = exchange.request_framing == Framing::kNone && wantsWebSocket(header);
+  // A handshake has no body; `Content-Length: 0` says as much.
+  exchange.websocket = !request_->chunked() && request_->content_length().value_or(0) == 0 &&
+                       wantsWebSocket(header);
   request_head_.clear();
   appendUpstreamRequestHead(header, peer_ip_,
                             state_->settings.upstreams[exchange.route->upstream].host,

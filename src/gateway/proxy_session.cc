@@ -182,9 +182,15 @@ void ProxySession::watchClient() {
 void ProxySession::onClientRead(beast::error_code ec, std::size_t bytes, std::uint64_t generation) {
   if (generation != watch_generation_) return;  // the session closed meanwhile
   watching_client_ = false;
-  // Read while the upstream switched to a WebSocket: the first of what goes through the tunnel.
-  if (tunnel_ != nullptr) return onRelayRead(Toward::kUpstream, ec, bytes);
   client_buffer_.commit(bytes);
+  if (tunnel_ != nullptr) {
+    // The upstream switched to a WebSocket meanwhile (startTunnel cancelled this read): what it
+    // read goes first through the tunnel, whose reads of the client start once the 101 is out
+    // (here if it is, else in the 101's handler) and see any end of stream this one did.
+    if (ec && ec != net::error::operation_aborted && ec != net::error::eof) return close();
+    if (exchange_->response_head_sent) relay(Toward::kUpstream);
+    return;
+  }
   if (std::exchange(header_after_watch_, false)) {
     if (ec) return onHeader(ec);  // as if the header read had failed: closes
     return readHeaderFromBuffer();

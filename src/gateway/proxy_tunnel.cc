@@ -18,6 +18,11 @@ namespace net = boost::asio;
 
 void ProxySession::startTunnel() {
   Exchange& exchange = *exchange_;
+  // Shutting down: a tunnel opened now would hold the stop up until it ends (closeIfIdle has
+  // already passed this session by), so the client hears the gateway is going instead.
+  if (state_->draining.load(std::memory_order_relaxed)) {
+    return respondLocal(503, "the gateway is shutting down", {});
+  }
   count(state_->counters.forwarded);
   count(state_->counters.websockets);
   disarm();  // the tunnel's idle timer takes over from the per-operation deadline
@@ -26,6 +31,13 @@ void ProxySession::startTunnel() {
   // reads must see the end of stream then, not at the descriptor's next event.
   client_.expectEndOfStream(true);
   exchange.upstream->expectEndOfStream(true);
+  // The read watching the client for a hang-up waits in the reactor, where an end of stream
+  // queued behind the handshake raises no event: it is cancelled (its handler, onClientRead,
+  // keeps what it read), and the tunnel's reads, which try the socket first, take over.
+  if (watching_client_) {
+    beast::error_code ignored;
+    client_.cancel(ignored);
+  }
   out_.clear();
   appendWebSocketAcceptHead(exchange.response->get(), client_header_lines_, out_);
   net::async_write(client_, net::buffer(out_),
@@ -35,8 +47,8 @@ void ProxySession::startTunnel() {
                      self->exchange_->response_head_sent = true;
                      self->armTunnelIdle();
                      // What the upstream sent behind its 101 waits in upstream_buffer_ and goes
-                     // first. A read of the client is already out when the session was watching
-                     // for a hang-up: its completion starts that way (onClientRead).
+                     // first. The client's way starts here, or, while the cancelled watch has
+                     // not completed yet, when it does (onClientRead): once either way.
                      self->relay(Toward::kClient);
                      if (!self->watching_client_) self->relay(Toward::kUpstream);
                    });

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -22,6 +23,11 @@ namespace {
 
 namespace net = boost::asio;
 using sluice::testing::bigBody;
+
+bool readableWithin10s(int fd) {
+  pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
+  return poll(&ready, 1, 10'000) == 1;
+}
 
 constexpr const char* kConfig = R"(
 limits:
@@ -100,13 +106,18 @@ class WebSocketTest : public sluice::testing::GatewayFixture {
     const std::string routes = "  routes: [ { path_prefix: /, upstream: app } ]\n";
     config.replace(config.find(routes), routes.size(),
                    "  routes:\n    - { path_prefix: /beast, upstream: beast }\n"
+                   "    - { path_prefix: /raw, upstream: raw }\n"
                    "    - { path_prefix: /, upstream: app }\n");
     config.replace(config.find("{ app: UPSTREAM }"), 17,
-                   "{ app: UPSTREAM, beast: " + beast_.address() + " }");
+                   "{ app: UPSTREAM, beast: " + beast_.address() + ", raw: 127.0.0.1:" +
+                       std::to_string(raw_upstream_.local_endpoint().port()) + " }");
     start(config);
   }
 
   BeastEchoServer beast_;
+  // An upstream the test itself plays, one blocking step at a time, to time its 101.
+  net::io_context raw_io_;
+  net::ip::tcp::acceptor raw_upstream_{raw_io_, {net::ip::make_address("127.0.0.1"), 0}};
 
   // A connection to the gateway that sends a handshake for `target` with `extra` header lines
   // and reads the answer's head; every read gives up after 10 s (a watchdog, not a timing).
@@ -118,11 +129,14 @@ class WebSocketTest : public sluice::testing::GatewayFixture {
 
     void send(const std::string& bytes) { net::write(stream, net::buffer(bytes)); }
 
-    // Exactly `bytes` bytes, or what came before the connection ended.
+    // Whether something (bytes or an end) comes within 10 s: the watchdog of every read, as
+    // Beast's stream timeouts bound asynchronous operations only.
+    bool readable() { return readableWithin10s(stream.socket().native_handle()); }
+
+    // Exactly `bytes` bytes, or what came before the connection ended or the watchdog.
     std::string read(std::size_t bytes) {
       boost::beast::error_code ec;
-      while (pending.size() < bytes && !ec) {
-        stream.expires_after(std::chrono::seconds(10));
+      while (pending.size() < bytes && !ec && readable()) {
         char chunk[65536];
         const std::size_t got = stream.read_some(net::buffer(chunk), ec);
         pending.append(chunk, got);
@@ -134,10 +148,12 @@ class WebSocketTest : public sluice::testing::GatewayFixture {
 
     // True when the gateway closes the connection (end of stream) within the watchdog.
     bool endsWithin10s() {
-      stream.expires_after(std::chrono::seconds(10));
       boost::beast::error_code ec;
       char byte;
-      while (!ec) stream.read_some(net::buffer(&byte, 1), ec);
+      while (!ec) {
+        if (!readable()) return false;
+        stream.read_some(net::buffer(&byte, 1), ec);
+      }
       return ec == net::error::eof || ec == net::error::connection_reset;
     }
   };
@@ -218,6 +234,90 @@ TEST_F(WebSocketTest, ARealWebSocketClientAndServerTalkThroughIt) {
   EXPECT_TRUE(boost::beast::buffers_to_string(buffer.data()) == big) << "the megabyte changed";
   ws.close(boost::beast::websocket::close_code::normal);
   EXPECT_EQ(gateway_->stats().websockets, 1u);
+}
+
+// The client's first bytes arriving just as the upstream's 101 does go through once. (The read
+// watching the client for a hang-up completed into the tunnel as it opened, and both it and
+// the 101's handler started the client's way: the bytes went up twice, and two reads shared
+// the buffer.) Each round times the two as closely as the test can; the old code doubled the
+// bytes in about a third of rounds.
+TEST_F(WebSocketTest, BytesMeetingThe101GoThroughOnce) {
+  for (int round = 0; round < 100; ++round) {
+    net::ip::tcp::socket client(raw_io_);
+    client.connect(endpoint_);
+    client.set_option(net::ip::tcp::no_delay(true));
+    net::write(client,
+               net::buffer(std::string("GET /raw HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                                       "Upgrade: websocket\r\nSec-WebSocket-Key: a\r\n"
+                                       "Sec-WebSocket-Version: 13\r\n\r\n")));
+    ASSERT_TRUE(readableWithin10s(raw_upstream_.native_handle())) << round;
+    net::ip::tcp::socket upstream = raw_upstream_.accept();
+    upstream.set_option(net::ip::tcp::no_delay(true));
+    std::string request;
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      ASSERT_TRUE(readableWithin10s(upstream.native_handle())) << round;
+      char chunk[4096];
+      request.append(chunk, upstream.read_some(net::buffer(chunk)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the gateway awaits the 101
+    net::write(upstream, net::buffer(std::string("HTTP/1.1 101 Switching Protocols\r\n"
+                                                 "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                                                 "Sec-WebSocket-Accept: x\r\n\r\n")));
+    // Right behind the 101, or a few tens of microseconds later (a spin: sleeping is coarser).
+    const auto gap = std::chrono::microseconds(round % 5 * 15);
+    for (const auto sent = std::chrono::steady_clock::now();
+         std::chrono::steady_clock::now() - sent < gap;) {
+    }
+    const std::string payload = "<" + std::to_string(round) + ">";
+    net::write(client, net::buffer(payload + "|end"));
+    std::string got;
+    while (got.find("|end") == std::string::npos) {
+      ASSERT_TRUE(readableWithin10s(upstream.native_handle())) << round << ": got " << got;
+      char chunk[4096];
+      boost::system::error_code ec;
+      got.append(chunk, upstream.read_some(net::buffer(chunk), ec));
+      ASSERT_FALSE(ec) << round << ": got " << got;
+    }
+    EXPECT_EQ(got, payload + "|end") << round;
+  }
+}
+
+// A 101 that comes once the gateway is shutting down opens no tunnel (which would hold the stop
+// up until it ended): the client gets 503.
+TEST_F(WebSocketTest, A101DuringShutdownGets503) {
+  net::ip::tcp::socket client(raw_io_);
+  client.connect(endpoint_);
+  net::write(client,
+             net::buffer(std::string("GET /raw HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                                     "Upgrade: websocket\r\nSec-WebSocket-Key: a\r\n"
+                                     "Sec-WebSocket-Version: 13\r\n\r\n")));
+  ASSERT_TRUE(readableWithin10s(raw_upstream_.native_handle()));
+  net::ip::tcp::socket upstream = raw_upstream_.accept();
+  std::string request;
+  while (request.find("\r\n\r\n") == std::string::npos) {
+    ASSERT_TRUE(readableWithin10s(upstream.native_handle()));
+    char chunk[4096];
+    request.append(chunk, upstream.read_some(net::buffer(chunk)));
+  }
+  gateway_->shutdown();
+  net::write(upstream, net::buffer(std::string("HTTP/1.1 101 Switching Protocols\r\n"
+                                               "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                                               "Sec-WebSocket-Accept: x\r\n\r\n")));
+  std::string answer;
+  boost::system::error_code ec;
+  while (!ec && readableWithin10s(client.native_handle())) {
+    char chunk[4096];
+    answer.append(chunk, client.read_some(net::buffer(chunk), ec));
+  }
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 503 ")) << answer;
+  EXPECT_TRUE(ec == net::error::eof || ec == net::error::connection_reset) << ec.message();
+  EXPECT_EQ(gateway_->stats().websockets, 0u);
+}
+
+// `Content-Length: 0` says there is no body: such a handshake is one.
+TEST_F(WebSocketTest, AHandshakeSayingItHasNoBodyIsOne) {
+  auto client = handshake("/ws", "Content-Length: 0\r\n");
+  EXPECT_TRUE(client->head.starts_with("HTTP/1.1 101 ")) << client->head;
 }
 
 // The handshake is a request like any other: over its limit, it is refused with 429 and never
