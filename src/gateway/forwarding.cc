@@ -76,7 +76,9 @@ bool isHopByHop(std::string_view name, std::string_view connection) noexcept {
 template <class Fields>
 bool wantsWebSocket(const boost::beast::http::header<true, Fields>& request) {
   namespace bhttp = boost::beast::http;
+  // Most requests have no Upgrade field: they are told apart before any value is joined.
   return request.version() >= 11 && request.method() == bhttp::verb::get &&
+         request.find(bhttp::field::upgrade) != request.end() &&
          listContains(joinedField(request, bhttp::field::connection), "upgrade") &&
          listContains(joinedField(request, bhttp::field::upgrade), "websocket");
 }
@@ -134,11 +136,11 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
   // The gateway's own lines, whose values may carry names from outside (a webhook's keys):
   // a control byte there must not end the line, so each becomes a space.
   for (const auto& [name, value] : extra) {
-    std::string clean(value);
-    for (char& c : clean) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
+    const std::size_t start = out.size() + name.size() + 2;  // where the value goes
+    appendHeaderLine(name, value, out);
+    for (std::size_t i = start; i < out.size() - 2; ++i) {
+      if (static_cast<unsigned char>(out[i]) < 0x20 || out[i] == 0x7F) out[i] = ' ';
     }
-    appendHeaderLine(name, clean, out);
   }
   out += "\r\n";
 }
