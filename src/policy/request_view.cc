@@ -49,7 +49,9 @@ bool alreadyNormal(std::string_view path) noexcept {
 }  // namespace
 
 std::string normalizePath(std::string_view raw) {
-  raw = raw.substr(0, raw.find('?'));
+  // A fragment is never sent, but a client may: backends (and nginx's $uri) drop it, so a limit
+  // on /login must match /login#x.
+  raw = raw.substr(0, raw.find_first_of("?#"));
   if (alreadyNormal(raw)) return std::string(raw);
   // Decode, keeping an encoded slash encoded: it is data, not a segment boundary.
   std::string decoded;
