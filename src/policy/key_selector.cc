@@ -118,8 +118,13 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         break;
       }
       case Kind::kCookie: {
-        const auto header = context.request.header("cookie");
-        const auto value = header ? findCookie(*header, part.name) : std::nullopt;
+        // In every Cookie line, as a backend reads them (RFC 9113 8.2.3 splits cookies over
+        // lines): reading the first only, a client with a second line, "Cookie: a=b" ahead of
+        // its session, was keyed as having no session at all.
+        std::optional<std::string_view> value;
+        for (const auto& [name, line] : context.request.headers) {
+          if (!value && equalsIgnoreCase(name, "cookie")) value = findCookie(line, part.name);
+        }
         if (!value) return false;
         appendCounterPart(out, *value);
         break;

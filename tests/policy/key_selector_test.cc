@@ -65,6 +65,16 @@ TEST_F(KeySelectorTest, ValuesCannotForgeOtherKeys) {
   EXPECT_NE(key({"header:A", "header:B"}), split_one_way);
 }
 
+// Cookies split over several Cookie lines are all read, the first occurrence of a name winning:
+// a line ahead of the session ("Cookie: theme=dark") hid it, and the limit keyed on it saw none.
+TEST_F(KeySelectorTest, CookiesOnEveryLine) {
+  view_.headers = {
+      {"Cookie", "theme=dark"}, {"cookie", "session=s2; id=first"}, {"Cookie", "id=second"}};
+  EXPECT_EQ(key({"cookie:session"}), "2:s2");
+  EXPECT_EQ(key({"cookie:id"}), "5:first");
+  EXPECT_EQ(key({"cookie:nope"}), std::nullopt);
+}
+
 // A missing part makes the whole key missing.
 TEST_F(KeySelectorTest, MissingParts) {
   EXPECT_EQ(key({"ip", "header:X-Absent"}), std::nullopt);
