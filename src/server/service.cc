@@ -349,6 +349,16 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const unsigned version = request.version();
+  // The read-only paths answer GET and HEAD; a DELETE of /metrics answered 200 as if it had
+  // done something.
+  const bool reads =
+      path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/admin/config";
+  if (reads && request.method() != http::verb::get && request.method() != http::verb::head) {
+    HttpResponse response =
+        errorResponse(http::status::method_not_allowed, "use GET or HEAD", version);
+    response.set(http::field::allow, "GET, HEAD");
+    return respond(std::move(response));
+  }
   if (path == "/healthz") {
     return respond(jsonResponse(http::status::ok, R"({"status":"ok"})", version));
   }

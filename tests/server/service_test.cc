@@ -203,6 +203,21 @@ TEST_F(ServiceTest, BadRequests) {
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/healthz").status, 200);
 }
 
+// The admin listener's read-only paths answer GET and HEAD only; reload takes POST only.
+TEST_F(ServiceTest, AdminPathsTakeTheirMethodsOnly) {
+  for (const char* path : {"/healthz", "/readyz", "/metrics", "/admin/config"}) {
+    EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, path).status, 200) << path;
+    for (const http::verb method : {http::verb::post, http::verb::delete_, http::verb::put}) {
+      const HttpReply refused = httpCall(admin_endpoint_, method, path);
+      EXPECT_EQ(refused.status, 405) << path << " " << http::to_string(method);
+      EXPECT_EQ(refused.header("allow"), "GET, HEAD") << path;
+    }
+  }
+  const HttpReply reload = httpCall(admin_endpoint_, http::verb::get, "/admin/reload");
+  EXPECT_EQ(reload.status, 405);
+  EXPECT_EQ(reload.header("allow"), "POST");
+}
+
 // A client that sends half a request and stalls is cut off after request_timeout.
 TEST_F(ServiceTest, SlowClientIsTimedOut) {
   boost::asio::io_context io;
