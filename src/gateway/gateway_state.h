@@ -14,6 +14,7 @@
 #include "gateway/gateway.h"
 #include "gateway/upstream_pool.h"
 #include "gateway/webhook_limits.h"
+#include "server/throttle_lines.h"
 
 namespace sluice::gateway {
 
@@ -32,6 +33,7 @@ struct Gateway::State {
   std::shared_ptr<ConcurrencyLimiter> concurrency;
   std::shared_ptr<WebhookLimits> webhook;  // null without a webhook
   UpstreamPools upstreams;
+  server::ThrottleLines throttle_lines;
 
   std::atomic<std::size_t> connections{0};
   std::atomic<bool> draining{false};

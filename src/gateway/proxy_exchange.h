@@ -24,6 +24,7 @@
 #include "policy/decide.h"
 #include "policy/request_context.h"
 #include "server/loop_io.h"
+#include "server/throttle_lines.h"
 
 namespace sluice::gateway {
 
@@ -48,7 +49,9 @@ struct ProxySession::Exchange {
   Micros waited_us = 0;
   std::vector<ConcurrencyLimiter::Permit> permits;
   std::unique_ptr<server::LoopTimer> timer;
-  http::HeaderList upstream_headers;  // added to the request: monitor-mode verdict
+  server::ThrottleLines::Place line;                // while a throttle holds it: its place in line
+  std::chrono::steady_clock::time_point queued_at;  // when it began to wait for its turn
+  http::HeaderList upstream_headers;                // added to the request: monitor-mode verdict
   bool head_request = false;
   bool websocket = false;  // asked to become a WebSocket (wantsWebSocket)
   unsigned version = 11;

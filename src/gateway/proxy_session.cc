@@ -377,23 +377,21 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   if (exchange_ == nullptr) return;
   Exchange& exchange = *exchange_;
   exchange.decision = std::move(decision);
+  if (exchange.decision.throttle_wait_us > 0) return waitToDecideAgain();  // proxy_throttle.cc
+  exchange.line.reset();  // decided for good: the next request in its line decides now
   const bool monitor = exchange.route->mode == RouteMode::kMonitor;
-  const Micros wait_us =
-      exchange.decision.throttle_wait_us > 0
-          ? exchange.decision.throttle_wait_us
-          : (monitor || !exchange.decision.allowed ? 0 : exchange.decision.hold_us);
-  if (wait_us == 0) return afterDecision();
+  const Micros hold_us = monitor || !exchange.decision.allowed ? 0 : exchange.decision.hold_us;
+  if (hold_us == 0) return afterDecision();
+  // A shaper gave the request a later slot: it is let through then.
   if (exchange.waited_us == 0) count(state_->counters.throttled);
-  exchange.waited_us += wait_us;
-  const bool final_hold = exchange.decision.throttle_wait_us == 0;  // a shaper's slot
+  exchange.waited_us += hold_us;
   if (request_->is_done()) watchClient();  // else the client is still sending its body
   exchange.timer = std::make_unique<server::LoopTimer>(loop_);
-  exchange.timer->expires_after(std::chrono::microseconds(wait_us));
-  exchange.timer->async_wait(
-      [self = shared_from_this(), final_hold](const boost::system::error_code&) {
-        if (self->exchange_ == nullptr) return;
-        final_hold ? self->afterDecision() : self->decidePass();
-      });
+  exchange.timer->expires_after(std::chrono::microseconds(hold_us));
+  exchange.timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->exchange_ == nullptr) return;
+    self->afterDecision();
+  });
 }
 
 void ProxySession::afterDecision() {

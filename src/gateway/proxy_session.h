@@ -50,6 +50,12 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void admit();
   void decidePass();
   void onDecision(policy::PolicyDecision&& decision);
+  // A throttle limit holds the request (proxy_throttle.cc): it waits in line for its limit and
+  // key (server/throttle_lines.h), the first for the unit the store says frees, the others for
+  // their turn or their max_delay, whichever comes first, and then decides again.
+  void waitToDecideAgain();
+  void waitForTurn();
+  void onTurnInLine();
   void afterDecision();
   bool acquirePermits();
   void respondDenied();

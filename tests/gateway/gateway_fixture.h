@@ -2,7 +2,9 @@
 // built from YAML in which UPSTREAM stands for the test upstream's address.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -15,6 +17,23 @@
 #include "support/policy_text.h"
 
 namespace sluice::testing {
+
+// The memory store, counting the decisions asked of it: how tests see how often requests held
+// by a throttle decide again.
+class CountingStore final : public Store {
+ public:
+  [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
+                                  std::span<Outcome> outcomes) noexcept override {
+    applies.fetch_add(1, std::memory_order_relaxed);
+    return inner_.apply(checks, clock, outcomes);
+  }
+  [[nodiscard]] bool decidesInline() const noexcept override { return true; }
+
+  std::atomic<int> applies{0};
+
+ private:
+  MemoryStore inner_;
+};
 
 class GatewayFixture : public ::testing::Test {
  protected:
@@ -46,7 +65,7 @@ class GatewayFixture : public ::testing::Test {
 
   TestUpstream upstream_;
   SystemClock clock_;
-  MemoryStore store_;
+  CountingStore store_;
   Engine engine_{store_, clock_};
   server::IoPool pool_{2};
   policy::PolicyPtr policy_;
