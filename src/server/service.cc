@@ -1,9 +1,11 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 
@@ -94,6 +96,8 @@ struct Service::Pending {
   Respond respond;
   net::io_context* loop = nullptr;  // the connection's loop, where throttle waits happen
   std::unique_ptr<LoopTimer> timer;
+  ThrottleLines::Place line;  // while a throttle holds it: its place in line
+  Micros queued_at_us = 0;    // when it began to wait for its turn (steady clock)
 
   // Items of a batch never wait, each would hold the connection in turn; that goes for a batch
   // of one item too, whose caller asked for the batch form's answer at once.
@@ -227,22 +231,8 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
   }
   policy::PolicyDecision decision = std::move(decided).value();
   if (decision.enforced.degraded || decision.shadow.degraded) metrics_.countDegraded();
-  if (decision.throttle_wait_us > 0) {
-    // Hold the request on a timer, no thread blocked, then decide again.
-    if (pending->waited_us[index] == 0) {  // once per request, however many passes
-      metrics_.countDecision(decision.binding()->label, Metrics::Result::kThrottled);
-    }
-    pending->waited_us[index] += decision.throttle_wait_us;
-    pending->timer = std::make_unique<LoopTimer>(*pending->loop);
-    pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
-    pending->timer->async_wait([this, pending](const boost::system::error_code&) {
-      // A client that hung up while held is not decided for again: that decision would take
-      // a unit (or a slot ahead of the clients still waiting) for an answer nobody reads.
-      if (pending->respond.clientGone()) return respondClientGone(*pending);
-      decideAndRespond(pending);
-    });
-    return;
-  }
+  if (decision.throttle_wait_us > 0) return holdForThrottle(pending, decision);
+  pending->line.reset();  // decided for good: the next request in its line decides now
   for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
     const bool allowed = decision.enforced.statuses[i].allowed;
     if (decision.allowed || !allowed) {
@@ -268,7 +258,65 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
   decideAndRespond(pending);
 }
 
-void Service::respondClientGone(const Pending& pending) {
+void Service::holdForThrottle(const std::shared_ptr<Pending>& pending,
+                              const policy::PolicyDecision& decision) {
+  const std::size_t index = pending->next;
+  const policy::PlannedCheck& binding = *decision.binding();
+  if (pending->waited_us[index] == 0) {  // once per request, however many passes
+    metrics_.countDecision(binding.label, Metrics::Result::kThrottled);
+  }
+  std::string line = binding.label;
+  line += '\n';
+  line += binding.key;
+  if (!pending->line.held() || pending->line.key() != line) {
+    pending->line = throttle_lines_.join(
+        std::move(line), [this, weak = std::weak_ptr<Pending>(pending), loop = pending->loop] {
+          net::post(*loop, [this, weak] {
+            if (auto held = weak.lock()) onTurnInLine(held);
+          });
+        });
+    if (!pending->line.first()) return waitForTurn(pending, binding.limit->max_delay_us);
+  }
+  // First in line: held on a timer, no thread blocked, for the unit the store says frees then.
+  pending->waited_us[index] += decision.throttle_wait_us;
+  pending->timer = std::make_unique<LoopTimer>(*pending->loop);
+  pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
+  pending->timer->async_wait([this, pending](const boost::system::error_code& ec) {
+    if (ec) return;
+    // A client that hung up while held is not decided for again: that decision would take
+    // a unit (or a slot ahead of the clients still waiting) for an answer nobody reads.
+    if (pending->respond.clientGone()) return respondClientGone(*pending);
+    decideAndRespond(pending);
+  });
+}
+
+void Service::waitForTurn(const std::shared_ptr<Pending>& pending, Micros max_delay_us) {
+  const Micros left_us = std::max<Micros>(0, max_delay_us - pending->waited_us[pending->next]);
+  pending->queued_at_us = steadyMicros();
+  pending->timer = std::make_unique<LoopTimer>(*pending->loop);
+  pending->timer->expires_after(std::chrono::microseconds(left_us));
+  pending->timer->async_wait([this, pending](const boost::system::error_code& ec) {
+    // Cancelled: its turn came first. Else its max_delay passed in line: it leaves the line and
+    // decides a last time (a unit may have freed; else this pass denies).
+    if (ec || !pending->line.held() || pending->line.first()) return;
+    pending->line.reset();
+    pending->waited_us[pending->next] += steadyMicros() - pending->queued_at_us;
+    if (pending->respond.clientGone()) return respondClientGone(*pending);
+    decideAndRespond(pending);
+  });
+}
+
+void Service::onTurnInLine(const std::shared_ptr<Pending>& pending) {
+  if (!pending->line.held() || pending->line.first()) return;  // it left meanwhile
+  pending->line.becameFirst();
+  pending->timer.reset();  // the wait for its max_delay: its handler sees the cancellation
+  pending->waited_us[pending->next] += steadyMicros() - pending->queued_at_us;
+  if (pending->respond.clientGone()) return respondClientGone(*pending);
+  decideAndRespond(pending);
+}
+
+void Service::respondClientGone(Pending& pending) {
+  pending.line.reset();  // the next in line need not wait for this one's answer to be written
   metrics_.countClientGone();
   // nginx's code for a request whose client closed first. A client that closed reads nothing; one
   // that only half-closed its side (shutdown after sending) reads this 499 instead of a

@@ -17,6 +17,7 @@
 #include "policy/policy.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/throttle_lines.h"
 #include "store/memory_store.h"
 
 namespace sluice::server {
@@ -77,7 +78,14 @@ class Service {
                      Result<policy::PolicyDecision>&& decided);
   void respondCheck(const std::shared_ptr<Pending>& pending);
   // Ends a held request whose client has gone, without deciding it.
-  void respondClientGone(const Pending& pending);
+  void respondClientGone(Pending& pending);
+  // A throttle holds the request: it waits in line for its limit and key (throttle_lines.h),
+  // the first for the unit the store says frees, the others for their turn or their max_delay,
+  // and then decides again.
+  void holdForThrottle(const std::shared_ptr<Pending>& pending,
+                       const policy::PolicyDecision& decision);
+  void waitForTurn(const std::shared_ptr<Pending>& pending, Micros max_delay_us);
+  void onTurnInLine(const std::shared_ptr<Pending>& pending);
 
   // The policy in force and what is derived from it once rather than per response; swapped
   // whole on reload.
@@ -97,6 +105,7 @@ class Service {
   std::function<std::size_t()> key_count_;
   std::vector<std::function<std::string()>> extra_metrics_;
   std::vector<ReloadHook> reload_hooks_;
+  ThrottleLines throttle_lines_;
   // Held by reload(): SIGHUP (on the first loop) and POST /admin/reload (on any) can overlap,
   // and a slower reload that read an older file must not store it after a newer one.
   std::mutex reload_mutex_;
