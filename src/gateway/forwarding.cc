@@ -48,6 +48,29 @@ std::string joinedField(const Fields& fields, boost::beast::http::field name) {
   return joined;
 }
 
+// The status line in `version` ("HTTP/1.1") with the upstream's code and reason, and the
+// response's end-to-end fields, but Content-Length when `drop_length` (the framing is
+// re-stated).
+template <class Fields>
+void appendStatusAndFields(const boost::beast::http::header<false, Fields>& response,
+                           std::string_view version, bool drop_length, std::string& out) {
+  namespace bhttp = boost::beast::http;
+  out += version;
+  out += ' ';
+  out += std::to_string(response.result_int());
+  out += ' ';
+  const std::string_view reason = response.reason();
+  out += reason.empty() ? std::string_view(bhttp::obsolete_reason(response.result())) : reason;
+  out += "\r\n";
+  const std::string connection = joinedField(response, bhttp::field::connection);
+  for (const auto& field : response) {
+    const std::string_view name = field.name_string();
+    if (isHopByHop(name, connection)) continue;
+    if (drop_length && equalsIgnoreCase(name, "content-length")) continue;
+    appendHeaderLine(name, field.value(), out);
+  }
+}
+
 }  // namespace
 
 void appendHeaderLine(std::string_view name, std::string_view value, std::string& out) {
@@ -148,17 +171,7 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
 template <class Fields>
 void appendWebSocketAcceptHead(const boost::beast::http::header<false, Fields>& response,
                                std::string_view extra_lines, std::string& out) {
-  namespace bhttp = boost::beast::http;
-  out += "HTTP/1.1 101 ";
-  const std::string_view reason = response.reason();
-  out += reason.empty() ? std::string_view(bhttp::obsolete_reason(response.result())) : reason;
-  out += "\r\n";
-  const std::string connection = joinedField(response, bhttp::field::connection);
-  for (const auto& field : response) {
-    if (!isHopByHop(field.name_string(), connection)) {
-      appendHeaderLine(field.name_string(), field.value(), out);
-    }
-  }
+  appendStatusAndFields(response, "HTTP/1.1", false, out);
   appendHeaderLine("Connection", "upgrade", out);
   appendHeaderLine("Upgrade", "websocket", out);
   out += extra_lines;
@@ -170,21 +183,9 @@ void appendClientResponseHead(const boost::beast::http::header<false, Fields>& r
                               unsigned client_version, Framing framing,
                               std::optional<std::uint64_t> content_length, bool keep_alive,
                               std::string_view extra_lines, std::string& out) {
-  namespace bhttp = boost::beast::http;
-  out += client_version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
-  out += std::to_string(response.result_int());
-  out += ' ';
-  const std::string_view reason = response.reason();
-  out += reason.empty() ? std::string_view(bhttp::obsolete_reason(response.result())) : reason;
-  out += "\r\n";
-  const std::string connection = joinedField(response, bhttp::field::connection);
-  for (const auto& field : response) {
-    const std::string_view name = field.name_string();
-    if (isHopByHop(name, connection)) continue;
-    // A body without framing of its own (HEAD, 204, 304) keeps the upstream's Content-Length.
-    if (framing != Framing::kNone && equalsIgnoreCase(name, "content-length")) continue;
-    appendHeaderLine(name, field.value(), out);
-  }
+  // A body without framing of its own (HEAD, 204, 304) keeps the upstream's Content-Length.
+  appendStatusAndFields(response, client_version == 10 ? "HTTP/1.0" : "HTTP/1.1",
+                        framing != Framing::kNone, out);
   appendFraming(framing, content_length.value_or(0), out);
   if (!keep_alive) {
     appendHeaderLine("Connection", "close", out);

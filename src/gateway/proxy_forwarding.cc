@@ -53,8 +53,8 @@ void ProxySession::forward() {
                              : request_->content_length() ? Framing::kLength
                                                           : Framing::kNone;
   // A handshake has no body; `Content-Length: 0` says as much.
-  exchange.websocket = !request_->chunked() && request_->content_length().value_or(0) == 0 &&
-                       wantsWebSocket(header);
+  exchange.websocket =
+      !request_->chunked() && request_->content_length().value_or(0) == 0 && wantsWebSocket(header);
   request_head_.clear();
   appendUpstreamRequestHead(header, peer_ip_,
                             state_->settings.upstreams[exchange.route->upstream].host,

@@ -44,7 +44,7 @@ TEST(NormalizePath, AsTheBackendSeesIt) {
   EXPECT_EQ(normalizePath("/login#a"), "/login");  // a fragment, which backends drop
   EXPECT_EQ(normalizePath("/login/#a?b=1"), "/login");
   EXPECT_EQ(normalizePath("/log%23in"), "/log#in");  // an encoded '#' is data
-  EXPECT_EQ(normalizePath("/a%2Fb"), "/a%2Fb");  // an encoded slash is data, not a boundary
+  EXPECT_EQ(normalizePath("/a%2Fb"), "/a%2Fb");      // an encoded slash is data, not a boundary
   EXPECT_EQ(normalizePath("/bad%zzescape%4"), "/bad%zzescape%4");
   EXPECT_EQ(normalizePath(""), "/");
   EXPECT_EQ(normalizePath("/"), "/");
