@@ -33,7 +33,7 @@ struct Gateway::State {
   std::shared_ptr<ConcurrencyLimiter> concurrency;
   std::shared_ptr<WebhookLimits> webhook;  // null without a webhook
   UpstreamPools upstreams;
-  server::ThrottleLines throttle_lines;
+  std::shared_ptr<server::ThrottleLines> throttle_lines = server::ThrottleLines::make();
 
   std::atomic<std::size_t> connections{0};
   std::atomic<bool> draining{false};

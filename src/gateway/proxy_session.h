@@ -55,7 +55,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   // their turn or their max_delay, whichever comes first, and then decides again.
   void waitToDecideAgain();
   void waitForTurn();
-  void onTurnInLine();
+  void onTurnInLine(std::uint64_t place);
   void afterDecision();
   bool acquirePermits();
   void respondDenied();

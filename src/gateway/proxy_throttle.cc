@@ -32,10 +32,10 @@ void ProxySession::waitToDecideAgain() {
   line += '\n';
   line += binding.key;
   if (!exchange.line.held() || exchange.line.key() != line) {
-    exchange.line =
-        state_->throttle_lines.join(std::move(line), [weak = weak_from_this(), loop = &loop_] {
-          net::post(*loop, [weak] {
-            if (auto self = weak.lock()) self->onTurnInLine();
+    exchange.line = state_->throttle_lines->join(
+        std::move(line), [weak = weak_from_this(), loop = &loop_](std::uint64_t place) {
+          net::post(*loop, [weak, place] {
+            if (auto self = weak.lock()) self->onTurnInLine(place);
           });
         });
     if (!exchange.line.first()) return waitForTurn();
@@ -69,8 +69,13 @@ void ProxySession::waitForTurn() {
   });
 }
 
-void ProxySession::onTurnInLine() {
-  if (exchange_ == nullptr || !exchange_->line.held() || exchange_->line.first()) return;
+void ProxySession::onTurnInLine(std::uint64_t place) {
+  // The session ended, or the request left that place meanwhile (its max_delay passed),
+  // perhaps for another line.
+  if (exchange_ == nullptr || !exchange_->line.held() || exchange_->line.id() != place ||
+      exchange_->line.first()) {
+    return;
+  }
   Exchange& exchange = *exchange_;
   exchange.line.becameFirst();
   exchange.timer.reset();  // the wait for its max_delay; its handler sees the cancellation

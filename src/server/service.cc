@@ -269,10 +269,11 @@ void Service::holdForThrottle(const std::shared_ptr<Pending>& pending,
   line += '\n';
   line += binding.key;
   if (!pending->line.held() || pending->line.key() != line) {
-    pending->line = throttle_lines_.join(
-        std::move(line), [this, weak = std::weak_ptr<Pending>(pending), loop = pending->loop] {
-          net::post(*loop, [this, weak] {
-            if (auto held = weak.lock()) onTurnInLine(held);
+    pending->line = throttle_lines_->join(
+        std::move(line),
+        [this, weak = std::weak_ptr<Pending>(pending), loop = pending->loop](std::uint64_t place) {
+          net::post(*loop, [this, weak, place] {
+            if (auto held = weak.lock()) onTurnInLine(held, place);
           });
         });
     if (!pending->line.first()) return waitForTurn(pending, binding.limit->max_delay_us);
@@ -306,8 +307,9 @@ void Service::waitForTurn(const std::shared_ptr<Pending>& pending, Micros max_de
   });
 }
 
-void Service::onTurnInLine(const std::shared_ptr<Pending>& pending) {
-  if (!pending->line.held() || pending->line.first()) return;  // it left meanwhile
+void Service::onTurnInLine(const std::shared_ptr<Pending>& pending, std::uint64_t place) {
+  // It left that place meanwhile (its max_delay passed), perhaps for another line.
+  if (!pending->line.held() || pending->line.id() != place || pending->line.first()) return;
   pending->line.becameFirst();
   pending->timer.reset();  // the wait for its max_delay: its handler sees the cancellation
   pending->waited_us[pending->next] += steadyMicros() - pending->queued_at_us;

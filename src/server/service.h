@@ -85,7 +85,7 @@ class Service {
   void holdForThrottle(const std::shared_ptr<Pending>& pending,
                        const policy::PolicyDecision& decision);
   void waitForTurn(const std::shared_ptr<Pending>& pending, Micros max_delay_us);
-  void onTurnInLine(const std::shared_ptr<Pending>& pending);
+  void onTurnInLine(const std::shared_ptr<Pending>& pending, std::uint64_t place);
 
   // The policy in force and what is derived from it once rather than per response; swapped
   // whole on reload.
@@ -105,7 +105,7 @@ class Service {
   std::function<std::size_t()> key_count_;
   std::vector<std::function<std::string()>> extra_metrics_;
   std::vector<ReloadHook> reload_hooks_;
-  ThrottleLines throttle_lines_;
+  std::shared_ptr<ThrottleLines> throttle_lines_ = ThrottleLines::make();
   // Held by reload(): SIGHUP (on the first loop) and POST /admin/reload (on any) can overlap,
   // and a slower reload that read an older file must not store it after a newer one.
   std::mutex reload_mutex_;

@@ -1,17 +1,16 @@
 #include "server/throttle_lines.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace sluice::server {
 
-ThrottleLines::Place ThrottleLines::join(std::string key, std::function<void()> wake) {
+ThrottleLines::Place ThrottleLines::join(std::string key, Wake wake) {
   std::lock_guard lock(mutex_);
   const std::uint64_t id = next_id_++;
-  std::deque<Waiter>& line = lines_[key];
+  Line& line = lines_[key];
   const bool first = line.empty();
-  line.push_back({id, first ? std::function<void()>() : std::move(wake)});
-  return Place(this, std::move(key), id, first);
+  const auto position = line.insert(line.end(), Waiter{id, first ? Wake() : std::move(wake)});
+  return Place(shared_from_this(), std::move(key), position, id, first);
 }
 
 std::size_t ThrottleLines::waiting(const std::string& key) const {
@@ -20,40 +19,41 @@ std::size_t ThrottleLines::waiting(const std::string& key) const {
   return found == lines_.end() ? 0 : found->second.size();
 }
 
-void ThrottleLines::leave(const std::string& key, std::uint64_t id) {
-  std::function<void()> wake;
+void ThrottleLines::leave(const std::string& key, Line::iterator position) {
+  Wake wake;
+  std::uint64_t woken = 0;
   {
     std::lock_guard lock(mutex_);
     const auto found = lines_.find(key);
     if (found == lines_.end()) return;
-    std::deque<Waiter>& line = found->second;
-    const auto waiter = std::find_if(line.begin(), line.end(),
-                                     [id](const Waiter& entry) { return entry.id == id; });
-    if (waiter == line.end()) return;
-    const bool was_first = waiter == line.begin();
-    line.erase(waiter);
+    Line& line = found->second;
+    const bool was_first = position == line.begin();
+    line.erase(position);
     if (line.empty()) {
       lines_.erase(found);
     } else if (was_first) {
+      woken = line.front().id;
       wake = std::move(line.front().wake);  // called once: the entry keeps an empty function
     }
   }
-  if (wake) wake();  // outside the lock: it may join or leave a line itself
+  if (wake) wake(woken);  // outside the lock: it may join or leave a line itself
 }
 
 ThrottleLines::Place& ThrottleLines::Place::operator=(Place&& other) noexcept {
   if (this != &other) {
     reset();
-    lines_ = std::exchange(other.lines_, nullptr);
+    lines_ = std::move(other.lines_);
     key_ = std::move(other.key_);
+    position_ = other.position_;
     id_ = other.id_;
-    first_ = other.first_;
+    first_ = std::exchange(other.first_, false);
   }
   return *this;
 }
 
 void ThrottleLines::Place::reset() {
-  if (ThrottleLines* lines = std::exchange(lines_, nullptr)) lines->leave(key_, id_);
+  if (std::shared_ptr<ThrottleLines> lines = std::move(lines_)) lines->leave(key_, position_);
+  lines_ = nullptr;
   first_ = false;
 }
 

@@ -7,36 +7,48 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
 namespace sluice::server {
 
-class ThrottleLines {
+class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
  public:
   class Place;
+  // Told the id of the place that has just become first.
+  using Wake = std::function<void(std::uint64_t id)>;
+
+  // Made shared: a place keeps its lines alive, as the requests holding places may outlive
+  // their door (the event loops destroy what they still hold after the door is gone).
+  [[nodiscard]] static std::shared_ptr<ThrottleLines> make() {
+    return std::shared_ptr<ThrottleLines>(new ThrottleLines());
+  }
 
   // Thread-safe. Joins the line for `key` (the binding limit's name and counter key). When the
   // place is not first, `wake` is called once it becomes first, on the thread that made it so
   // (the caller posts to its own loop); it is never called for a place that is first at once,
   // or after the place is left.
-  [[nodiscard]] Place join(std::string key, std::function<void()> wake);
+  [[nodiscard]] Place join(std::string key, Wake wake);
 
   // Thread-safe: how many requests wait in the line for `key` (tests).
   [[nodiscard]] std::size_t waiting(const std::string& key) const;
 
  private:
+  ThrottleLines() = default;
+
   struct Waiter {
     std::uint64_t id;
-    std::function<void()> wake;
+    Wake wake;
   };
-  void leave(const std::string& key, std::uint64_t id);
+  using Line = std::list<Waiter>;  // a place keeps its position: leaving is O(1) anywhere
+  void leave(const std::string& key, Line::iterator position);
 
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::deque<Waiter>> lines_;
+  std::unordered_map<std::string, Line> lines_;
   std::uint64_t next_id_ = 1;
 };
 
@@ -53,17 +65,24 @@ class ThrottleLines::Place {
   void reset();
   [[nodiscard]] bool held() const noexcept { return lines_ != nullptr; }
   [[nodiscard]] bool first() const noexcept { return first_; }
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] const std::string& key() const noexcept { return key_; }
-  // Called by the owner when its wake came: it is first now.
+  // Called by the owner when the wake for this place (its id) came: it is first now.
   void becameFirst() noexcept { first_ = true; }
 
  private:
   friend class ThrottleLines;
-  Place(ThrottleLines* lines, std::string key, std::uint64_t id, bool first)
-      : lines_(lines), key_(std::move(key)), id_(id), first_(first) {}
+  Place(std::shared_ptr<ThrottleLines> lines, std::string key, Line::iterator position,
+        std::uint64_t id, bool first)
+      : lines_(std::move(lines)),
+        key_(std::move(key)),
+        position_(position),
+        id_(id),
+        first_(first) {}
 
-  ThrottleLines* lines_ = nullptr;
+  std::shared_ptr<ThrottleLines> lines_;
   std::string key_;
+  Line::iterator position_{};
   std::uint64_t id_ = 0;
   bool first_ = false;
 };
