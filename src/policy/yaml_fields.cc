@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -39,16 +40,18 @@ void checkDuplicateKeys(const YAML::Node& root, Errors& errors) {
       for (const auto& item : node) to_visit.push_back(item);
       continue;
     }
-    std::vector<std::pair<std::string, YAML::Mark>> keys;
+    // By name: comparing each key with every earlier one took 12 s for a mapping of 80,000.
+    std::unordered_map<std::string, YAML::Mark> keys;
     for (const auto& entry : node) {
       const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string();
-      for (const auto& [earlier, mark] : keys) {
-        if (key.empty() || key != earlier) continue;
-        errors.add(entry.first, "key \"" + key + "\" appears twice in one mapping (first at line " +
-                                    std::to_string(mark.line + 1) + ")");
-        break;
+      if (!key.empty()) {
+        const auto [earlier, fresh] = keys.emplace(key, entry.first.Mark());
+        if (!fresh) {
+          errors.add(entry.first, "key \"" + key +
+                                      "\" appears twice in one mapping (first at line " +
+                                      std::to_string(earlier->second.line + 1) + ")");
+        }
       }
-      keys.emplace_back(key, entry.first.Mark());
       to_visit.push_back(entry.second);
     }
   }

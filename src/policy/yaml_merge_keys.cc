@@ -17,11 +17,29 @@ bool isMergeKey(const YAML::Node& key) {
 }
 
 // A mapping's entries in order, found by their (scalar) key.
+// How much merging one file may do. Merges of aliases of merges grow exponentially with their
+// nesting (a 679-byte file took over 15 minutes); lyft's YAML library refuses such files as
+// excessive aliasing. Entries written, and mappings merged into mappings (each builds a new
+// mapping, which yaml-cpp joins to the document's node memory at a cost that grows with it):
+// real files merge a few defaults, far below either.
+constexpr std::size_t kMaxMergedEntries = 100'000;
+constexpr std::size_t kMaxDeepMerges = 1'000;
+
+struct MergeBudget {
+  std::size_t entries = kMaxMergedEntries;
+  std::size_t deep_merges = kMaxDeepMerges;
+  [[nodiscard]] bool spent() const { return entries == 0 || deep_merges == 0; }
+};
+
 class Entries {
  public:
+  explicit Entries(MergeBudget& budget) : budget_(budget) {}
+
   // As go-yaml v2 decodes into a value already set: a mapping into a mapping merges key by key,
-  // all the way down; anything else replaces it.
+  // all the way down; anything else replaces it. Does nothing once the budget is spent.
   void assign(const YAML::Node& key, const YAML::Node& value) {
+    if (budget_.spent()) return;
+    --budget_.entries;
     const std::string name = key.IsScalar() ? key.Scalar() : std::string();
     const auto found = index_.find(name);
     if (name.empty() || found == index_.end()) {
@@ -36,9 +54,10 @@ class Entries {
   [[nodiscard]] const std::vector<std::pair<YAML::Node, YAML::Node>>& list() const { return list_; }
 
  private:
-  static YAML::Node merged(const YAML::Node& earlier, const YAML::Node& later) {
-    if (!(earlier.IsMap() && later.IsMap())) return later;
-    Entries both;
+  YAML::Node merged(const YAML::Node& earlier, const YAML::Node& later) {
+    if (!(earlier.IsMap() && later.IsMap()) || budget_.spent()) return later;
+    --budget_.deep_merges;
+    Entries both(budget_);
     for (const auto& entry : earlier) both.assign(entry.first, entry.second);
     for (const auto& entry : later) both.assign(entry.first, entry.second);
     YAML::Node map(YAML::NodeType::Map);  // new: the two may be shared through aliases
@@ -46,6 +65,7 @@ class Entries {
     return map;
   }
 
+  MergeBudget& budget_;
   std::vector<std::pair<YAML::Node, YAML::Node>> list_;
   std::unordered_map<std::string, std::size_t> index_;
 };
@@ -85,8 +105,9 @@ class MergeResolver {
     }
     // As go-yaml v2 (lyft's YAML library) reads them: in the order written, a merge setting its
     // mappings' keys over those before it, and keys after it over its own.
-    Entries entries;
+    Entries entries(budget_);
     for (auto entry : map) {
+      if (overBudget(entry.first)) return;
       if (!isMergeKey(entry.first)) {
         resolve(entry.second);
         entries.assign(entry.first, entry.second);
@@ -97,12 +118,25 @@ class MergeResolver {
         for (const auto& merged : source) entries.assign(merged.first, merged.second);
       }
     }
+    if (overBudget(map)) return;
     const YAML::Node& view = map;  // looked up const: the mutable operator[] would add keys
     for (const auto& [key, value] : entries.list()) {
       if (key.IsScalar() && view[key.Scalar()]) map.remove(key.Scalar());
     }
     while (view[kMergeKey]) map.remove(kMergeKey);
     for (const auto& [key, value] : entries.list()) map.force_insert(key, value);
+  }
+
+  // Whether merging has done all it may in this file; says so once, at `where`.
+  bool overBudget(const YAML::Node& where) {
+    if (!budget_.spent()) return false;
+    if (!std::exchange(budget_reported_, true)) {
+      errors_.add(where, "merge keys (<<) here expand too far (more than " +
+                             std::to_string(kMaxMergedEntries) + " entries or " +
+                             std::to_string(kMaxDeepMerges) +
+                             " merged mappings): excessive aliasing");
+    }
+    return true;
   }
 
   // The mappings a merge key's value stands for, in the order they apply: for a list, the last
@@ -133,6 +167,8 @@ class MergeResolver {
 
   Errors& errors_;
   std::unordered_map<std::size_t, State> states_;
+  MergeBudget budget_;
+  bool budget_reported_ = false;
 };
 
 }  // namespace

@@ -385,6 +385,25 @@ TEST(LyftConfigMergeKeysTest, BadMergesAreErrors) {
   EXPECT_TRUE(anyContains(loop, "contain itself")) << loop.front();
 }
 
+// Merges of aliases of merges grow exponentially with their nesting: a 679-byte file took over
+// 15 minutes to load (and a reload by the watcher held an I/O thread). Such a file is refused as
+// lyft's YAML library refuses it, at once.
+TEST(LyftConfigMergeKeysTest, ExcessiveAliasingIsAnError) {
+  std::string yaml = "domain: d\ndescriptors:\n  - key: k\n    metadata:\n      x0: &x0 {v: 1}\n";
+  constexpr int kDepth = 8;
+  for (int level = 1; level <= kDepth; ++level) {
+    const std::string earlier = "*x" + std::to_string(level - 1);
+    yaml += "      x" + std::to_string(level) + ": &x" + std::to_string(level) + " {";
+    for (const char* key : {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}) {
+      yaml += std::string(key) + ": " + earlier + (std::string(key) == "j" ? "" : ", ");
+    }
+    yaml += "}\n";
+  }
+  yaml += "      m:\n        <<: *x" + std::to_string(kDepth) + "\n        a: *x" +
+          std::to_string(kDepth - 1) + "\n";
+  EXPECT_TRUE(anyContains(errorsOf(yaml), "excessive aliasing"));
+}
+
 // Two files may not define the same domain.
 TEST(LyftConfigErrorsTest, DuplicateDomain) {
   const LyftSource sources[] = {{"one.yaml", "domain: d\n"}, {"two.yaml", "domain: d\n"}};
