@@ -120,10 +120,12 @@ void applyReplaces(std::vector<PlannedDescriptor>& descriptors) {
   }
 }
 
+// In whole seconds, rounded up and at least one, as lyft answers (`unit - now % unit` in Unix
+// seconds). Envoy's X-RateLimit-Reset reads the seconds only: a SECOND limit's 0.6 s read 0,
+// and clients retried at once.
 void setDuration(Micros us, google::protobuf::Duration& duration) {
-  us = std::max<Micros>(us, 0);
-  duration.set_seconds(us / kMicrosPerSecond);
-  duration.set_nanos(static_cast<std::int32_t>(us % kMicrosPerSecond * 1000));
+  duration.set_seconds(std::max<Micros>(1, (us + kMicrosPerSecond - 1) / kMicrosPerSecond));
+  duration.set_nanos(0);
 }
 
 // Until the end of the unit's window containing `now_us`, as lyft computes the reset.
@@ -244,10 +246,9 @@ std::optional<RpcError> RlsPlan::render(std::span<const Decision> decisions,
       over_limit = true;
     }
   }
-  if (options.shadow_mode) {
-    for (auto& status : *response.mutable_statuses()) status.set_code(RateLimitResponse::OK);
-    over_limit = false;
-  }
+  // Global shadow mode answers OK overall and leaves each descriptor's code as decided, as lyft
+  // does: Envoy acts on the overall code, and the statuses still say which limits were over.
+  if (options.shadow_mode) over_limit = false;
   response.set_overall_code(over_limit ? RateLimitResponse::OVER_LIMIT : RateLimitResponse::OK);
   if (options.response_headers) addHeaders(decisions, options, over_limit, response);
   return std::nullopt;

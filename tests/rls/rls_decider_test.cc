@@ -102,8 +102,9 @@ TEST_F(RlsDeciderTest, WithinLimitReportsLimitRemainingAndReset) {
   EXPECT_EQ(status.current_limit().requests_per_unit(), 3u);
   EXPECT_EQ(status.current_limit().unit(), RateLimitResponse::RateLimit::MINUTE);
   EXPECT_EQ(status.limit_remaining(), 2u);
-  EXPECT_EQ(status.duration_until_reset().seconds(), 44);
-  EXPECT_EQ(status.duration_until_reset().nanos(), 750'000'000);
+  // 44.75 s to the minute's end, in whole seconds rounded up, as lyft answers.
+  EXPECT_EQ(status.duration_until_reset().seconds(), 45);
+  EXPECT_EQ(status.duration_until_reset().nanos(), 0);
   EXPECT_TRUE(response.response_headers_to_add().empty());
 }
 
@@ -307,10 +308,23 @@ TEST_F(RlsDeciderTest, DescriptorWithoutEntriesMatchesNothing) {
   EXPECT_EQ(response.statuses(1).limit_remaining(), 2u);
 }
 
-// Global shadow mode answers OK even when a limit is over.
+// Global shadow mode answers OK overall even when a limit is over; the descriptor's own code
+// still says it is over, as lyft leaves it.
 TEST_F(RlsDeciderTest, GlobalShadowMode) {
   options_.shadow_mode = true;
-  EXPECT_EQ(overall({{{{"blocked", "x"}}, {}, {}}}), RateLimitResponse::OK);
+  const RateLimitResponse response = decide({{{{"blocked", "x"}}, {}, {}}});
+  EXPECT_EQ(response.overall_code(), RateLimitResponse::OK);
+  EXPECT_EQ(response.statuses(0).code(), RateLimitResponse::OVER_LIMIT);
+}
+
+// A SECOND limit's reset is a whole second, never 0: Envoy's X-RateLimit-Reset reads the
+// seconds only, and 0.6 s read 0.
+TEST_F(RlsDeciderTest, ResetIsWholeSecondsAndNeverZero) {
+  clock_.advance(400'000);  // 0.6 s before the second ends
+  const RateLimitResponse response = decide({{{{"tenant_burst", "x"}}, {}, {}}});
+  ASSERT_EQ(response.statuses_size(), 1);
+  EXPECT_EQ(response.statuses(0).duration_until_reset().seconds(), 1);
+  EXPECT_EQ(response.statuses(0).duration_until_reset().nanos(), 0);
 }
 
 // Bad requests fail the RPC with a status that says what is wrong.
