@@ -16,7 +16,6 @@ bool isMergeKey(const YAML::Node& key) {
   return key.IsScalar() && key.Scalar() == kMergeKey && key.Tag() != "!";
 }
 
-// A mapping's entries in order, found by their (scalar) key.
 // How much merging one file may do. Merges of aliases of merges grow exponentially with their
 // nesting (a 679-byte file took over 15 minutes); lyft's YAML library refuses such files as
 // excessive aliasing. Entries written, and mappings merged into mappings (each builds a new
@@ -31,6 +30,7 @@ struct MergeBudget {
   [[nodiscard]] bool spent() const { return entries == 0 || deep_merges == 0; }
 };
 
+// A mapping's entries in order, found by their (scalar) key.
 class Entries {
  public:
   explicit Entries(MergeBudget& budget) : budget_(budget) {}
