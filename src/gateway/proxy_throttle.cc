@@ -28,9 +28,7 @@ void ProxySession::waitToDecideAgain() {
   if (exchange.waited_us == 0) count(state_->counters.throttled);
   if (request_->is_done()) watchClient();  // else the client is still sending its body
   const policy::PlannedCheck& binding = *exchange.decision.binding();
-  std::string line = binding.label;
-  line += '\n';
-  line += binding.key;
+  std::string line = server::ThrottleLines::lineKey(binding.label, binding.key);
   if (!exchange.line.held() || exchange.line.key() != line) {
     exchange.line = state_->throttle_lines->join(
         std::move(line), [weak = weak_from_this(), loop = &loop_](std::uint64_t place) {

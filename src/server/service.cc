@@ -265,9 +265,7 @@ void Service::holdForThrottle(const std::shared_ptr<Pending>& pending,
   if (pending->waited_us[index] == 0) {  // once per request, however many passes
     metrics_.countDecision(binding.label, Metrics::Result::kThrottled);
   }
-  std::string line = binding.label;
-  line += '\n';
-  line += binding.key;
+  std::string line = ThrottleLines::lineKey(binding.label, binding.key);
   if (!pending->line.held() || pending->line.key() != line) {
     pending->line = throttle_lines_->join(
         std::move(line),

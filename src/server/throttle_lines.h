@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace sluice::server {
@@ -26,6 +27,14 @@ class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
   // their door (the event loops destroy what they still hold after the door is gone).
   [[nodiscard]] static std::shared_ptr<ThrottleLines> make() {
     return std::shared_ptr<ThrottleLines>(new ThrottleLines());
+  }
+
+  // The line of the requests held on one limit (its label) and counter key.
+  [[nodiscard]] static std::string lineKey(std::string_view label, std::string_view key) {
+    std::string line(label);
+    line += '\n';
+    line += key;
+    return line;
   }
 
   // Thread-safe. Joins the line for `key` (the binding limit's name and counter key). When the
