@@ -4,6 +4,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "store/redis/cluster_routed_call.h"
 #include "store/redis/cluster_slots.h"
 #include "store/redis/script_call.h"
 
@@ -39,21 +40,6 @@ struct ClusterRequest {
   bool refunded = false;  // refunds were sent for the slots that consumed (not at shutdown)
 };
 
-// A script call for one slot on its way through the cluster's redirections.
-struct RoutedCall {
-  std::shared_ptr<const ScriptCall> call;
-  std::uint16_t slot = 0;
-  std::chrono::steady_clock::time_point deadline;
-  // The final reply: null when the call failed; an error reply when the cluster refused it.
-  std::function<void(const redisReply*)> handler;
-  // A decide, not a refund: a reply that comes after its attempt was given up on is refunded
-  // (undoLate), and while its node's breaker is open it fails at once. A refund is sent
-  // whatever the breaker says: it must land, or the limit stays over-counted.
-  bool decide = false;
-  int redirects = 0;
-  std::string ask_address;  // when set, the next attempt goes there, after ASKING
-};
-
 }  // namespace redis
 
 namespace {
@@ -62,20 +48,6 @@ using redis::ClusterRequest;
 using redis::RoutedCall;
 using redis::SlotGroup;
 using SteadyClock = std::chrono::steady_clock;
-
-// A bound on MOVED/ASK hops for one call: a cluster in the middle of a reshard may move a slot
-// again, but a loop of redirections means the nodes disagree, and the table must be fetched.
-constexpr int kMaxRedirects = 3;
-// How often a call waiting for a slot's master (table not fetched yet, or a new node's first
-// connection) looks again: short, since it spends the request's own time.
-constexpr std::chrono::microseconds kWaitPoll{500};
-// Refreshes caused by MOVED or failures come at most this often, so a burst of redirected
-// requests asks the cluster once.
-constexpr std::chrono::milliseconds kMinRefreshGap{50};
-constexpr std::chrono::milliseconds kFirstRefreshBackoff{5};
-constexpr std::chrono::milliseconds kLastRefreshBackoff{1000};
-// CLUSTER SLOTS runs in the background; it may take longer than a decision may.
-constexpr std::chrono::milliseconds kRefreshTimeout{1000};
 
 std::shared_ptr<ClusterRequest> makeRequest(std::span<const LimitCheck> checks, const Clock& clock,
                                             std::string_view key_prefix,
@@ -107,13 +79,6 @@ std::shared_ptr<ClusterRequest> makeRequest(std::span<const LimitCheck> checks, 
   return request;
 }
 
-// The breakers' time: any steady count of microseconds will do, as they only compare instants.
-Micros steadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             SteadyClock::now().time_since_epoch())
-      .count();
-}
-
 // A group that consumed and was refunded reports its state as it is now: as many units back as
 // the request's checks of each key took, up to and including this one.
 void restoreRefunded(SlotGroup& group) {
@@ -130,7 +95,7 @@ void restoreRefunded(SlotGroup& group) {
 }  // namespace
 
 RedisClusterStore::RedisClusterStore(RedisClusterStoreOptions options)
-    : options_(std::move(options)), refresh_backoff_(kFirstRefreshBackoff) {
+    : options_(std::move(options)) {
   loop_.runAndWait([this] {
     refresh_timer_ = std::make_unique<boost::asio::steady_timer>(loop_.io());
     for (const std::string& seed : options_.seeds) node(seed);
@@ -150,7 +115,8 @@ RedisClusterStore::~RedisClusterStore() {
     doomed.clear();
     signalIfDrained();  // closing the pools may have finished the last of them already
   });
-  // Requests waiting to look for their slot's master again see stopping_ within kWaitPoll.
+  // Requests waiting to look for their slot's master again see stopping_ within kWaitPoll
+  // (cluster_routing.cc).
   drained_.get_future().wait();
   loop_.stop();
 }
@@ -171,21 +137,6 @@ void RedisClusterStore::applyAsync(std::span<const LimitCheck> checks, const Clo
       options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt, outcomes,
       std::move(done), SteadyClock::now() + std::chrono::microseconds(options_.timeout_us));
   loop_.post([this, request] { start(request); });
-}
-
-RedisClusterStore::Node* RedisClusterStore::node(const std::string& address) {
-  const auto found = nodes_.find(address);
-  if (found != nodes_.end()) return &found->second;
-  const std::optional<redis::HostPort> parsed = redis::splitHostPort(address);
-  if (!parsed) return nullptr;
-  Node& made = nodes_[address];
-  made.breaker =
-      std::make_unique<CircuitBreaker>(options_.breaker_failures, options_.breaker_cooldown_us);
-  made.host = parsed->host;
-  made.pool = std::make_unique<redis::ServerPool>(loop_.io(), parsed->host, parsed->port,
-                                                  options_.connections, options_.auth);
-  made.pool->start();
-  return &made;
 }
 
 void RedisClusterStore::start(const std::shared_ptr<ClusterRequest>& request) {
@@ -344,168 +295,6 @@ void RedisClusterStore::finish(const std::shared_ptr<ClusterRequest>& request) {
   }
   request->done(request->status);
   release();
-}
-
-void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
-  if (stopping_ || SteadyClock::now() >= routed->deadline) return routed->handler(nullptr);
-  Node* target = routed->ask_address.empty() ? slots_[routed->slot] : node(routed->ask_address);
-  if (target == nullptr) {
-    requestRefresh();
-    // No master known for the slot. While the first table is on its way, wait for it; once a
-    // table names none (the slot is not covered), or every node has refused its connects,
-    // waiting would spend each request's whole time: fail at once.
-    if (ready_.load() || !anyNodeMayAnswer()) return routed->handler(nullptr);
-    return retryLater(routed);
-  }
-  const bool connected = target->pool->connected();
-  // Its first connects are under way: wait for them, within the request's time.
-  if (!connected && !target->ever_connected && !target->pool->everyConnectionTried()) {
-    return retryLater(routed);
-  }
-  const Micros now_us = steadyMicros();
-  if (routed->decide && !target->breaker->allow(now_us)) {
-    requestRefresh();  // a replica may have replaced it
-    return routed->handler(nullptr);
-  }
-  if (!connected) {
-    // A master that went away, or that refused every first connect: fail fast, and look for
-    // the replica that may replace it.
-    target->breaker->onFailure(now_us);
-    requestRefresh();
-    return routed->handler(nullptr);
-  }
-  target->ever_connected = true;
-  const auto remaining = std::max(
-      std::chrono::microseconds(1),
-      std::chrono::duration_cast<std::chrono::microseconds>(routed->deadline - SteadyClock::now()));
-  const bool asking = !routed->ask_address.empty();
-  target->pool->call(
-      routed->call, remaining,
-      [this, routed, target](const redisReply* reply, std::string_view) {
-        onRouted(routed, reply, *target);
-      },
-      [this, routed](const redisReply* reply) {
-        if (routed->decide) undoLate(*routed->call, routed->slot, reply);
-      },
-      asking);
-}
-
-bool RedisClusterStore::anyNodeMayAnswer() const {
-  return std::any_of(nodes_.begin(), nodes_.end(), [](const auto& entry) {
-    const redis::ServerPool& pool = *entry.second.pool;
-    return pool.connected() || !pool.everyConnectionTried();
-  });
-}
-
-void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, const redisReply* reply,
-                                 Node& asked) {
-  routed->ask_address.clear();  // an ASK holds for one attempt only
-  if (stopping_) return routed->handler(nullptr);
-  if (reply == nullptr) {
-    asked.breaker->onFailure(steadyMicros());
-    requestRefresh();  // timed out or lost the connection: the master may have failed over
-    return routed->handler(nullptr);
-  }
-  asked.breaker->onSuccess();  // any reply, an error or a redirection included: it answers
-  const std::optional<redis::Redirect> redirect =
-      redis::readRedirect(redis::errorText(reply), asked.host);
-  // TRYAGAIN, CLUSTERDOWN and script errors end here, as error replies the caller rejects.
-  if (!redirect) return routed->handler(reply);
-  if (++routed->redirects > kMaxRedirects) {
-    requestRefresh();
-    return routed->handler(nullptr);
-  }
-  if (redirect->kind == redis::Redirect::Kind::kMoved) {
-    // The slot has a new master for good: use it now, and learn whatever else moved with it.
-    slots_[redirect->slot] = node(redirect->address);
-    requestRefresh();
-  } else {
-    routed->ask_address = redirect->address;
-  }
-  route(routed);
-}
-
-void RedisClusterStore::retryLater(const std::shared_ptr<RoutedCall>& routed) {
-  auto timer = std::make_shared<boost::asio::steady_timer>(loop_.io());
-  timer->expires_at(std::min(routed->deadline, SteadyClock::now() + kWaitPoll));
-  timer->async_wait([this, routed, timer](const boost::system::error_code&) { route(routed); });
-}
-
-void RedisClusterStore::requestRefresh() {
-  if (stopping_) return;
-  if (refresh_in_flight_) {
-    refresh_again_ = true;
-    return;
-  }
-  armRefresh(std::max(SteadyClock::now(), last_refresh_ + kMinRefreshGap));
-}
-
-void RedisClusterStore::armRefresh(Deadline at) {
-  if (stopping_ || (refresh_armed_ && refresh_due_ <= at)) return;
-  refresh_armed_ = true;
-  refresh_due_ = at;
-  refresh_timer_->expires_at(at);  // cancels a later wait
-  refresh_timer_->async_wait([this](const boost::system::error_code& error) {
-    if (error) return;  // replaced by an earlier wait, or the store is stopping
-    refresh_armed_ = false;
-    refreshNow();
-  });
-}
-
-void RedisClusterStore::refreshNow() {
-  if (stopping_) return;
-  if (refresh_in_flight_) {
-    refresh_again_ = true;
-    return;
-  }
-  // Ask the next node that is connected, so one stuck node cannot keep the table stale.
-  Node* asked = nullptr;
-  for (std::size_t tried = 0; tried < nodes_.size() && asked == nullptr; ++tried) {
-    auto it =
-        std::next(nodes_.begin(), static_cast<std::ptrdiff_t>(refresh_cursor_++ % nodes_.size()));
-    if (it->second.pool->connected()) asked = &it->second;
-  }
-  if (asked == nullptr) {
-    armRefresh(SteadyClock::now() + refresh_backoff_);
-    refresh_backoff_ = std::min(refresh_backoff_ * 2, kLastRefreshBackoff);
-    return;
-  }
-  refresh_in_flight_ = true;
-  last_refresh_ = SteadyClock::now();
-  asked->pool->command({"CLUSTER", "SLOTS"}, kRefreshTimeout,
-                       [this, host = asked->host](const redisReply* reply, std::string_view) {
-                         onSlots(reply, host);
-                       });
-}
-
-void RedisClusterStore::onSlots(const redisReply* reply, const std::string& asked_host) {
-  refresh_in_flight_ = false;
-  if (stopping_) return;
-  redis::SlotMap map;
-  if (redis::readClusterSlots(reply, asked_host, map)) {
-    armRefresh(SteadyClock::now() + refresh_backoff_);  // try the next node
-    refresh_backoff_ = std::min(refresh_backoff_ * 2, kLastRefreshBackoff);
-    return;
-  }
-  applySlotMap(map);
-  refresh_backoff_ = kFirstRefreshBackoff;
-  ready_.store(true);
-  if (refresh_again_) {
-    refresh_again_ = false;
-    armRefresh(SteadyClock::now() + kMinRefreshGap);
-  } else {
-    armRefresh(SteadyClock::now() + std::chrono::microseconds(options_.refresh_interval_us));
-  }
-}
-
-void RedisClusterStore::applySlotMap(const redis::SlotMap& map) {
-  std::vector<Node*> masters;
-  masters.reserve(map.masters.size());
-  for (const std::string& address : map.masters) masters.push_back(node(address));
-  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
-    const std::int32_t owner = map.owner[slot];
-    slots_[slot] = owner == redis::SlotMap::kNoMaster ? nullptr : masters[owner];
-  }
 }
 
 }  // namespace sluice

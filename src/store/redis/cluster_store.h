@@ -88,6 +88,7 @@ class RedisClusterStore final : public Store {
 
  private:
   using Deadline = std::chrono::steady_clock::time_point;
+  static constexpr std::chrono::milliseconds kFirstRefreshBackoff{5};
   // A master (or seed) and the connections to it. Kept for the store's life once seen: a
   // cluster has a bounded number of nodes, and in-flight calls may still be on its pool.
   struct Node {
@@ -140,7 +141,8 @@ class RedisClusterStore final : public Store {
   bool refresh_in_flight_ = false;
   bool refresh_again_ = false;
   Deadline last_refresh_{};
-  std::chrono::milliseconds refresh_backoff_;
+  // The wait before asking again for a table after a failed CLUSTER SLOTS; doubles per failure.
+  std::chrono::milliseconds refresh_backoff_{kFirstRefreshBackoff};
   std::size_t refresh_cursor_ = 0;
   bool stopping_ = false;
   std::size_t outstanding_ = 0;  // requests started and refunds sent, not finished

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <hiredis/hiredis.h>
+
+namespace sluice::redis {
+
+class ScriptCall;
+
+// A script call for one slot on its way through the cluster's redirections.
+struct RoutedCall {
+  std::shared_ptr<const ScriptCall> call;
+  std::uint16_t slot = 0;
+  std::chrono::steady_clock::time_point deadline;
+  // The final reply: null when the call failed; an error reply when the cluster refused it.
+  std::function<void(const redisReply*)> handler;
+  // A decide, not a refund: a reply that comes after its attempt was given up on is refunded
+  // (undoLate), and while its node's breaker is open it fails at once. A refund is sent
+  // whatever the breaker says: it must land, or the limit stays over-counted.
+  bool decide = false;
+  int redirects = 0;
+  std::string ask_address;  // when set, the next attempt goes there, after ASKING
+};
+
+}  // namespace sluice::redis
