@@ -4,7 +4,6 @@
 #include <ctime>
 #include <utility>
 
-#include <spdlog/spdlog.h>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -14,8 +13,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include "gateway/proxy_exchange.h"
-#include "http/check_api.h"
-#include "http/rate_limit_headers.h"
+#include "http/json_string.h"
 #include "server/request_framing.h"
 
 namespace sluice::gateway {
@@ -25,37 +23,6 @@ namespace bhttp = beast::http;
 namespace net = boost::asio;
 
 namespace {
-
-struct OriginForm {
-  std::string authority;
-  std::string target;  // path and query
-};
-
-// "http://host:port/path?query" as ("host:port", "/path?query"); nullopt when `target` is not in
-// absolute form. The scheme is case-insensitive; a missing path is "/".
-std::optional<OriginForm> originForm(std::string_view target) {
-  const auto has_scheme = [&](std::string_view scheme) {
-    if (target.size() < scheme.size()) return false;
-    for (std::size_t i = 0; i < scheme.size(); ++i) {
-      const char c = target[i];
-      if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c) != scheme[i]) return false;
-    }
-    return true;
-  };
-  std::size_t start = 0;
-  if (has_scheme("http://")) {
-    start = 7;
-  } else if (has_scheme("https://")) {
-    start = 8;
-  } else {
-    return std::nullopt;
-  }
-  const std::size_t end = std::min(target.find_first_of("/?", start), target.size());
-  OriginForm origin{std::string(target.substr(start, end - start)),
-                    std::string(target.substr(end))};
-  if (!origin.target.starts_with('/')) origin.target.insert(0, 1, '/');
-  return origin;
-}
 
 // The IMF-fixdate for the Date header of the gateway's own answers, formatted once a second.
 std::string_view httpDate() {
@@ -69,31 +36,6 @@ std::string_view httpDate() {
     cached_second = now;
   }
   return text;
-}
-
-// The header options of a policy, derived once per policy and thread rather than per request.
-const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
-  thread_local std::weak_ptr<const policy::Policy> derived_from;
-  thread_local http::HeaderOptions options;
-  if (derived_from.lock() != policy) {
-    options = http::headerOptionsFor(policy->headers);
-    derived_from = policy;
-  }
-  return options;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
-
-// At most one log line a second per kind: a flood must not turn into a flood of logs.
-bool shouldLog(std::atomic<std::int64_t>& last_logged_s) {
-  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count();
-  return last_logged_s.exchange(now_s, std::memory_order_relaxed) != now_s;
 }
 
 }  // namespace
@@ -289,188 +231,6 @@ void ProxySession::onHeader(beast::error_code ec) {
   if (ec) return respondLocal(400, "malformed HTTP request", {});
   disarm();  // each later step sets its own deadline
   admit();
-}
-
-// The guard, then the route, then identity; the webhook (when configured) before deciding.
-void ProxySession::admit() {
-  const auto& header = request_->get();
-  Exchange& exchange = *exchange_;
-  exchange.head_request = header.method() == bhttp::verb::head;
-  // Routes, limits and the guard read the path, and the upstream must get that same path: an
-  // absolute-form target (`GET http://host/login`), which origin servers accept as /login,
-  // becomes that origin form (RFC 9112 3.2.2: its authority replaces Host) before anything
-  // reads it; any other target that is not a path is refused.
-  if (const auto origin = originForm(header.target())) {
-    request_->get().set(bhttp::field::host, origin->authority);
-    request_->get().target(origin->target);
-  } else if (!header.target().starts_with('/') &&
-             !(header.target() == "*" && header.method() == bhttp::verb::options)) {
-    return respondLocal(400, "the request target must be a path", {});
-  }
-  if (const auto refusal = server::transferEncodingRefusal(header, request_->chunked())) {
-    return respondLocal(refusal->status, refusal->message, {});
-  }
-  // Two Host fields leave the site in doubt (RFC 9112 3.2): the gateway and the upstream could
-  // each pick another.
-  if (header.count(bhttp::field::host) > 1) {
-    return respondLocal(400, "the request has more than one Host field", {});
-  }
-  if (!state_->guard.admitGlobal()) {
-    return respondLocal(503, "the gateway is over its request ceiling", {{"Retry-After", "1"}});
-  }
-  const std::string_view target = header.target();
-  if (const auto pattern = state_->guard.suspiciousPattern(target)) {
-    static std::atomic<std::int64_t> last_logged_s{0};
-    if (shouldLog(last_logged_s)) {
-      spdlog::warn("guard: refused {} {} from {}: matches \"{}\"",
-                   std::string(header.method_string()), std::string(target.substr(0, 200)),
-                   peer_ip_, *pattern);
-    }
-    return respondLocal(400, "the request was refused by the gateway's guard", {});
-  }
-  policy::RequestView& view = exchange.view;
-  view.method = std::string(header.method_string());
-  for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-  view.path = policy::normalizePath(target.substr(0, target.find('?')));
-  view.peer = peer_.address();
-  for (const auto& field : header) {
-    view.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-  }
-  for (const Route& route : state_->settings.routes) {
-    if (route.match.matches(view.method, view.path)) {
-      exchange.route = &route;
-      break;
-    }
-  }
-  if (exchange.route == nullptr) {
-    count(state_->counters.not_found);
-    return respondLocal(404, "no gateway route matches this request", {});
-  }
-  exchange.policy = state_->policy();
-  exchange.context.emplace(
-      policy::resolveIdentity(*exchange.policy, view, state_->clock.now() / kMicrosPerSecond));
-  if (state_->webhook == nullptr) return decidePass();
-  state_->webhook->lookup(view, exchange.context->client_ip, loop_,
-                          [self = shared_from_this()](DynamicLimitsPtr limits) {
-                            if (self->exchange_ == nullptr) return;  // closed meanwhile
-                            self->exchange_->dynamic = std::move(limits);
-                            self->decidePass();
-                          });
-}
-
-void ProxySession::decidePass() {
-  Exchange& exchange = *exchange_;
-  const bool monitor = exchange.route->mode == RouteMode::kMonitor;
-  // A monitor route never holds a request: a throttle verdict is passed on as a denial. The
-  // store may answer on its own thread; the session carries on on its loop.
-  decideWithDynamic(*exchange.policy, *exchange.context, exchange.dynamic, state_->engine,
-                    monitor ? policy::kCannotWait : exchange.waited_us,
-                    [self = shared_from_this()](policy::PolicyDecision&& decision) {
-                      net::dispatch(self->client_.get_executor(),
-                                    [self, decided = std::move(decision)]() mutable {
-                                      self->onDecision(std::move(decided));
-                                    });
-                    });
-}
-
-void ProxySession::onDecision(policy::PolicyDecision&& decision) {
-  if (exchange_ == nullptr) return;
-  Exchange& exchange = *exchange_;
-  exchange.decision = std::move(decision);
-  if (exchange.decision.throttle_wait_us > 0) return waitToDecideAgain();  // proxy_throttle.cc
-  exchange.line.reset();  // decided for good: the next request in its line decides now
-  const bool monitor = exchange.route->mode == RouteMode::kMonitor;
-  const Micros hold_us = monitor || !exchange.decision.allowed ? 0 : exchange.decision.hold_us;
-  if (hold_us == 0) return afterDecision();
-  // A shaper gave the request a later slot: it is let through then.
-  if (exchange.waited_us == 0) count(state_->counters.throttled);
-  exchange.waited_us += hold_us;
-  if (request_->is_done()) watchClient();  // else the client is still sending its body
-  exchange.timer = std::make_unique<server::LoopTimer>(loop_);
-  exchange.timer->expires_after(std::chrono::microseconds(hold_us));
-  exchange.timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || self->exchange_ == nullptr) return;
-    self->afterDecision();
-  });
-}
-
-void ProxySession::afterDecision() {
-  Exchange& exchange = *exchange_;
-  const policy::PolicyDecision& decision = exchange.decision;
-  const std::vector<std::string> shadow = decision.shadowDenials();
-  if (!shadow.empty()) count(state_->counters.shadow_denied);
-  if (exchange.route->mode == RouteMode::kMonitor) {
-    // The application decides (e.g. shadow-bans); the client sees the upstream's answer as is.
-    http::HeaderList& out = exchange.upstream_headers;
-    out.emplace_back("X-Sluice-Decision", decision.allowed ? "allow" : "deny");
-    if (const policy::PlannedCheck* binding = decision.binding()) {
-      out.emplace_back("X-Sluice-Limit", binding->label);
-      out.emplace_back("X-Sluice-Remaining",
-                       std::to_string(decision.enforced.bindingStatus()->remaining));
-    }
-    if (!decision.allowed) {
-      count(state_->counters.monitor_denied);
-      out.emplace_back("X-Sluice-Status", std::to_string(decision.status));
-      out.emplace_back("X-Sluice-Retry-After",
-                       std::to_string(http::headerSeconds(decision.enforced.retry_after_us)));
-    }
-    if (!shadow.empty()) out.emplace_back("X-Sluice-Shadow", joined(shadow));
-    if (!acquirePermits()) out.emplace_back("X-Sluice-Concurrency", "over");
-    return forward();
-  }
-  if (!decision.allowed) return respondDenied();
-  std::string& lines = client_header_lines_;
-  if (decision.enforced.degraded) appendHeaderLine("X-RateLimit-Degraded", "true", lines);
-  const http::LimitLabels labels = http::enforcedLabels(decision);
-  http::appendRateLimitHeaderLines(decision.enforced, labels, headerOptions(exchange.policy),
-                                   lines);
-  if (!shadow.empty()) appendHeaderLine("X-RateLimit-Shadow", joined(shadow), lines);
-  if (exchange.waited_us > 0) {
-    appendHeaderLine("X-RateLimit-Delayed-Ms", std::to_string((exchange.waited_us + 999) / 1000),
-                     lines);
-  }
-  if (!acquirePermits()) return;  // answered
-  forward();
-}
-
-// The permits of every concurrency limit that applies. False when one is full: then, on an
-// enforce route, the request has been answered with that limit's status.
-bool ProxySession::acquirePermits() {
-  Exchange& exchange = *exchange_;
-  for (const ConcurrencyLimit& limit : state_->settings.concurrency) {
-    if (!limit.match.matches(exchange.view.method, exchange.view.path)) continue;
-    std::string key;
-    policy::appendCounterPart(key, limit.name);
-    if (!limit.key.appendKey(*exchange.context, limit.match.describe(), key)) {
-      key += 'i';  // a missing key part: count the client address
-      policy::appendCounterPart(key, exchange.context->client_ip);
-    }
-    auto permit = state_->concurrency->tryAcquire(key, limit.max_in_flight);
-    if (!permit) {
-      count(state_->counters.concurrency_denied);
-      if (exchange.route->mode == RouteMode::kMonitor) return false;
-      const std::string body =
-          "{\"error\":\"too_many_concurrent_requests\",\"message\":\"at most " +
-          std::to_string(limit.max_in_flight) + " requests may be in flight at once\",\"limit\":";
-      std::string name;
-      http::appendJsonString(name, limit.name);
-      respondLocal(static_cast<unsigned>(limit.deny_status), body + name + "}", {});
-      return false;
-    }
-    exchange.permits.push_back(std::move(*permit));
-  }
-  return true;
-}
-
-void ProxySession::respondDenied() {
-  Exchange& exchange = *exchange_;
-  count(state_->counters.denied);
-  const http::LimitLabels labels = http::enforcedLabels(exchange.decision);
-  http::HeaderList headers;
-  http::appendRateLimitHeaders(exchange.decision.enforced, labels, headerOptions(exchange.policy),
-                               headers);
-  respondLocal(static_cast<unsigned>(exchange.decision.status),
-               http::deniedBody(exchange.decision.enforced, labels), headers);
 }
 
 // The gateway's own answer. `message` is a JSON body when it starts with '{', else the message

@@ -44,7 +44,8 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
  private:
   struct Exchange;  // one request and its response
 
-  // Client side: read, guard, route, decide (proxy_session.cc).
+  // Client side: read the request (proxy_session.cc), then guard, route, decide
+  // (proxy_admission.cc).
   void readHeader();
   void onHeader(boost::beast::error_code ec);
   void admit();
