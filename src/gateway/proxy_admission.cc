@@ -82,11 +82,10 @@ bool shouldLog(std::atomic<std::int64_t>& last_logged_s) {
 
 }  // namespace
 
-// The guard, then the route, then identity; the webhook (when configured) before deciding.
-void ProxySession::admit() {
+// What is checked before any per-client work: the target's form, the framing, Host, and the
+// guard. True when the request was refused (and is being answered).
+bool ProxySession::refusedBeforeRouting() {
   const auto& header = request_->get();
-  Exchange& exchange = *exchange_;
-  exchange.head_request = header.method() == bhttp::verb::head;
   // Routes, limits and the guard read the path, and the upstream must get that same path: an
   // absolute-form target (`GET http://host/login`), which origin servers accept as /login,
   // becomes that origin form (RFC 9112 3.2.2: its authority replaces Host) before anything
@@ -96,18 +95,22 @@ void ProxySession::admit() {
     request_->get().target(origin->target);
   } else if (!header.target().starts_with('/') &&
              !(header.target() == "*" && header.method() == bhttp::verb::options)) {
-    return respondLocal(400, "the request target must be a path", {});
+    respondLocal(400, "the request target must be a path", {});
+    return true;
   }
   if (const auto refusal = server::transferEncodingRefusal(header, request_->chunked())) {
-    return respondLocal(refusal->status, refusal->message, {});
+    respondLocal(refusal->status, refusal->message, {});
+    return true;
   }
   // Two Host fields leave the site in doubt (RFC 9112 3.2): the gateway and the upstream could
   // each pick another.
   if (header.count(bhttp::field::host) > 1) {
-    return respondLocal(400, "the request has more than one Host field", {});
+    respondLocal(400, "the request has more than one Host field", {});
+    return true;
   }
   if (!state_->guard.admitGlobal()) {
-    return respondLocal(503, "the gateway is over its request ceiling", {{"Retry-After", "1"}});
+    respondLocal(503, "the gateway is over its request ceiling", {{"Retry-After", "1"}});
+    return true;
   }
   const std::string_view target = header.target();
   if (const auto pattern = state_->guard.suspiciousPattern(target)) {
@@ -117,8 +120,19 @@ void ProxySession::admit() {
                    std::string(header.method_string()), std::string(target.substr(0, 200)),
                    peer_ip_, *pattern);
     }
-    return respondLocal(400, "the request was refused by the gateway's guard", {});
+    respondLocal(400, "the request was refused by the gateway's guard", {});
+    return true;
   }
+  return false;
+}
+
+// The guard, then the route, then identity; the webhook (when configured) before deciding.
+void ProxySession::admit() {
+  Exchange& exchange = *exchange_;
+  exchange.head_request = request_->get().method() == bhttp::verb::head;
+  if (refusedBeforeRouting()) return;
+  const auto& header = request_->get();
+  const std::string_view target = header.target();
   policy::RequestView& view = exchange.view;
   view.method = std::string(header.method_string());
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);

@@ -49,6 +49,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void readHeader();
   void onHeader(boost::beast::error_code ec);
   void admit();
+  [[nodiscard]] bool refusedBeforeRouting();
   void decidePass();
   void onDecision(policy::PolicyDecision&& decision);
   // A throttle limit holds the request (proxy_throttle.cc): it waits in line for its limit and
