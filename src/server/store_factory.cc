@@ -43,60 +43,57 @@ FailoverOptions failoverOptions(const policy::StoreSettings& settings) {
       .breaker_cooldown_us = settings.breaker_cooldown_us};
 }
 
-}  // namespace
-
-Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
-                                const std::vector<boost::asio::io_context*>& request_loops) {
-  using Type = policy::StoreSettings::Type;
+StoreInstance memoryStore(const policy::StoreSettings& settings) {
   StoreInstance instance;
-  if (settings.type == Type::kMemory) {
-    auto memory = std::make_unique<MemoryStore>(MemoryStoreOptions{.max_keys = settings.max_keys});
-    MemoryStore* raw = memory.get();
-    instance.key_count = [raw] { return raw->keyCount(); };
-    instance.store = std::move(memory);
-    instance.description = "memory";
-    return instance;
-  }
-  Result<HostPort> first = splitAddress(settings.addresses.front());
-  if (!first.ok()) return Error{first.error()};
-  const HostPort& server = first.value();
-  if (settings.type == Type::kRedis) {
-    auto redis =
-        std::make_unique<RedisStore>(RedisStoreOptions{.host = server.host,
-                                                       .port = server.port,
-                                                       .connections = settings.connections,
-                                                       .calls_in_flight = settings.calls_in_flight,
-                                                       .timeout_us = settings.timeout_us,
-                                                       .key_prefix = settings.key_prefix,
-                                                       .auth = auth(settings),
-                                                       .database = settings.database,
-                                                       .request_loops = request_loops});
-    instance.store = std::make_unique<FailoverStore>(std::move(redis), failoverOptions(settings));
-    instance.key_count = [] { return std::size_t{0}; };  // the keys live in Redis
-    instance.description = "redis " + settings.addresses.front();
-    return instance;
-  }
-  if (settings.type == Type::kSynced) {
-    auto synced = std::make_unique<SyncedStore>(
-        SyncedStoreOptions{.host = server.host,
-                           .port = server.port,
-                           .timeout_us = settings.timeout_us,
-                           .key_prefix = settings.key_prefix,
-                           .auth = auth(settings),
-                           .database = settings.database,
-                           .sync_interval_us = settings.sync_interval_us,
-                           .sluice_nodes = settings.sluice_nodes,
-                           .max_keys = settings.max_keys});
-    SyncedStore* raw = synced.get();
-    instance.key_count = [raw] { return raw->keyCount(); };
-    instance.store = std::move(synced);
-    instance.description = "synced through redis " + settings.addresses.front();
-    return instance;
-  }
-  // redis_cluster: every address is a seed; the other masters are discovered from them.
-  for (const std::string& address : settings.addresses) {
-    if (Result<HostPort> seed = splitAddress(address); !seed.ok()) return Error{seed.error()};
-  }
+  auto memory = std::make_unique<MemoryStore>(MemoryStoreOptions{.max_keys = settings.max_keys});
+  MemoryStore* raw = memory.get();
+  instance.key_count = [raw] { return raw->keyCount(); };
+  instance.store = std::move(memory);
+  instance.description = "memory";
+  return instance;
+}
+
+StoreInstance redisStore(const policy::StoreSettings& settings, const HostPort& server,
+                         const std::vector<boost::asio::io_context*>& request_loops) {
+  StoreInstance instance;
+  auto redis =
+      std::make_unique<RedisStore>(RedisStoreOptions{.host = server.host,
+                                                     .port = server.port,
+                                                     .connections = settings.connections,
+                                                     .calls_in_flight = settings.calls_in_flight,
+                                                     .timeout_us = settings.timeout_us,
+                                                     .key_prefix = settings.key_prefix,
+                                                     .auth = auth(settings),
+                                                     .database = settings.database,
+                                                     .request_loops = request_loops});
+  instance.store = std::make_unique<FailoverStore>(std::move(redis), failoverOptions(settings));
+  instance.key_count = [] { return std::size_t{0}; };  // the keys live in Redis
+  instance.description = "redis " + settings.addresses.front();
+  return instance;
+}
+
+StoreInstance syncedStore(const policy::StoreSettings& settings, const HostPort& server) {
+  StoreInstance instance;
+  auto synced = std::make_unique<SyncedStore>(
+      SyncedStoreOptions{.host = server.host,
+                         .port = server.port,
+                         .timeout_us = settings.timeout_us,
+                         .key_prefix = settings.key_prefix,
+                         .auth = auth(settings),
+                         .database = settings.database,
+                         .sync_interval_us = settings.sync_interval_us,
+                         .sluice_nodes = settings.sluice_nodes,
+                         .max_keys = settings.max_keys});
+  SyncedStore* raw = synced.get();
+  instance.key_count = [raw] { return raw->keyCount(); };
+  instance.store = std::move(synced);
+  instance.description = "synced through redis " + settings.addresses.front();
+  return instance;
+}
+
+// Every address is a seed; the other masters are discovered from them.
+StoreInstance clusterStore(const policy::StoreSettings& settings) {
+  StoreInstance instance;
   FailoverOptions failover = failoverOptions(settings);
   // One policy for both: the cluster store applies it to the failed slots of a request whose
   // other slots answered, the failover store to requests that failed as a whole.
@@ -118,6 +115,32 @@ Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
   instance.key_count = [] { return std::size_t{0}; };  // the keys live in the cluster
   instance.description = "redis cluster " + settings.addresses.front();
   return instance;
+}
+
+}  // namespace
+
+Result<StoreInstance> makeStore(const policy::StoreSettings& settings,
+                                const std::vector<boost::asio::io_context*>& request_loops) {
+  using Type = policy::StoreSettings::Type;
+  if (settings.type == Type::kMemory) return memoryStore(settings);
+  if (settings.addresses.empty()) return Error{"the store names no Redis address"};
+  for (const std::string& address : settings.addresses) {
+    if (Result<HostPort> parsed = splitAddress(address); !parsed.ok()) {
+      return Error{parsed.error()};
+    }
+  }
+  const HostPort server = splitAddress(settings.addresses.front()).value();
+  switch (settings.type) {
+    case Type::kRedis:
+      return redisStore(settings, server, request_loops);
+    case Type::kSynced:
+      return syncedStore(settings, server);
+    case Type::kRedisCluster:
+      return clusterStore(settings);
+    case Type::kMemory:
+      break;  // made above
+  }
+  return memoryStore(settings);
 }
 
 }  // namespace sluice::server
