@@ -33,6 +33,23 @@ YAML::Node onlyDocument(const std::string& text, Errors& errors) {
   return documents.front();
 }
 
+// "ip:port" or "[ipv6]:port", port 0..65535 (0: any free port).
+bool isListenAddress(const std::string& value) {
+  const std::size_t colon = value.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = value.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  boost::system::error_code bad_address;
+  boost::asio::ip::make_address(host, bad_address);
+  unsigned port = 0;
+  const std::string digits = value.substr(colon + 1);
+  const auto [end, bad_port] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  return !bad_address && !digits.empty() && bad_port == std::errc() &&
+         end == digits.data() + digits.size() && port <= 65535;
+}
+
 void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) {
   if (!isMap(node, "server", errors)) return;
   checkKeys(node, "server",
@@ -89,19 +106,7 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   }
   for (const auto& [value, name] :
        {std::pair{server.listen, "server.listen"}, std::pair{server.admin, "server.admin"}}) {
-    const std::size_t colon = value.rfind(':');
-    std::string host = colon == std::string::npos ? "" : value.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-      host = host.substr(1, host.size() - 2);
-    }
-    boost::system::error_code bad_address;
-    boost::asio::ip::make_address(host, bad_address);
-    unsigned port = 0;
-    const std::string digits = colon == std::string::npos ? "" : value.substr(colon + 1);
-    const auto [end, bad_port] =
-        std::from_chars(digits.data(), digits.data() + digits.size(), port);
-    if (colon == std::string::npos || bad_address || digits.empty() || bad_port != std::errc() ||
-        end != digits.data() + digits.size() || port > 65535) {
+    if (!isListenAddress(value)) {
       errors.add(node, std::string(name) +
                            " must be an IP address and port (0..65535), e.g. 127.0.0.1:8080");
     }
