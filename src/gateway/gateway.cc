@@ -4,6 +4,7 @@
 
 #include "gateway/gateway_state.h"
 #include "gateway/proxy_session.h"
+#include "policy/ip_endpoint.h"
 #include "server/accept_pause.h"
 #include "server/http_server.h"
 
@@ -88,7 +89,7 @@ Gateway::Gateway(server::IoPool& pool, Engine& engine, const Clock& clock, Polic
 Gateway::~Gateway() { shutdown(); }
 
 Result<tcp::endpoint> Gateway::listen() {
-  Result<tcp::endpoint> endpoint = server::parseEndpoint(state_->settings.listen);
+  Result<tcp::endpoint> endpoint = policy::parseEndpoint(state_->settings.listen);
   if (!endpoint.ok()) return endpoint;
   auto acceptor = std::make_shared<tcp::acceptor>(state_->pool.first());
   boost::system::error_code ec;

@@ -1,10 +1,10 @@
 #include "gateway/gateway_config.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include <yaml-cpp/yaml.h>
 
+#include "policy/ip_endpoint.h"
 #include "policy/limit_loader.h"
 #include "policy/request_view.h"
 #include "policy/section_change.h"
@@ -16,24 +16,11 @@ namespace {
 
 using policy::Errors;
 
-// "host:port" with an IP literal: the gateway resolves no names, so a slow DNS can never stall a
-// request.
-std::optional<boost::asio::ip::tcp::endpoint> parseHostPort(const std::string& text) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string::npos) return std::nullopt;
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  unsigned port = 0;
-  const char* first = text.data() + colon + 1;
-  const char* last = text.data() + text.size();
-  boost::system::error_code bad_address;
-  const auto address = boost::asio::ip::make_address(host, bad_address);
-  const auto [end, ec] = std::from_chars(first, last, port);
-  if (bad_address || ec != std::errc() || end != last || port == 0 || port > 65535) {
-    return std::nullopt;
-  }
-  return boost::asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port));
+// An upstream's or the webhook's address: an IP literal and a port other than 0.
+std::optional<boost::asio::ip::tcp::endpoint> serverEndpoint(std::string_view text) {
+  const Result<boost::asio::ip::tcp::endpoint> endpoint = policy::parseEndpoint(text);
+  if (!endpoint.ok() || endpoint.value().port() == 0) return std::nullopt;
+  return endpoint.value();
 }
 
 std::optional<boost::asio::ip::tcp::endpoint> endpointValue(const YAML::Node& node,
@@ -41,7 +28,7 @@ std::optional<boost::asio::ip::tcp::endpoint> endpointValue(const YAML::Node& no
                                                             Errors& errors) {
   const auto text = policy::scalar(node, what, errors);
   if (!text) return std::nullopt;
-  auto endpoint = parseHostPort(*text);
+  auto endpoint = serverEndpoint(*text);
   if (!endpoint) errors.add(node, what + " must be an IP address and port, e.g. 127.0.0.1:9000");
   return endpoint;
 }
@@ -216,7 +203,7 @@ void loadWebhook(const YAML::Node& node, GatewaySettings& settings, Errors& erro
     errors.add(node["url"] ? node["url"] : node,
                "gateway.webhook.url must be http://<ip>:<port>/<path>");
   } else {
-    const auto endpoint = parseHostPort(url.substr(kScheme.size(), slash - kScheme.size()));
+    const auto endpoint = serverEndpoint(url.substr(kScheme.size(), slash - kScheme.size()));
     if (endpoint) {
       webhook.server.endpoint = *endpoint;
     } else {
@@ -269,8 +256,8 @@ void loadGateway(const YAML::Node& node, GatewaySettings& settings, Errors& erro
   if (node["listen"]) {
     settings.listen = policy::scalar(node["listen"], "gateway.listen", errors).value_or("");
     const YAML::Node listen = node["listen"];
-    // Port 0 is fine for listening (tests), so check the address part only.
-    if (settings.listen.rfind(':') == std::string::npos) {
+    // Port 0 is fine for listening (tests: any free port).
+    if (!policy::parseEndpoint(settings.listen).ok()) {
       errors.add(listen, "gateway.listen must be an IP address and port, e.g. 127.0.0.1:8000");
     }
   }

@@ -2,18 +2,17 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
-#include <boost/asio/ip/address.hpp>
 
 #include "policy/api_key_hash.h"
 #include "policy/duration.h"
 #include "policy/header_settings_loader.h"
+#include "policy/ip_endpoint.h"
 #include "policy/limit_loader.h"
 #include "policy/request_view.h"
 #include "policy/store_loader.h"
@@ -31,23 +30,6 @@ YAML::Node onlyDocument(const std::string& text, Errors& errors) {
     errors.add(documents[1].Mark(), "a second YAML document (after ---): the file holds one");
   }
   return documents.front();
-}
-
-// "ip:port" or "[ipv6]:port", port 0..65535 (0: any free port).
-bool isListenAddress(const std::string& value) {
-  const std::size_t colon = value.rfind(':');
-  if (colon == std::string::npos) return false;
-  std::string host = value.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  boost::system::error_code bad_address;
-  boost::asio::ip::make_address(host, bad_address);
-  unsigned port = 0;
-  const std::string digits = value.substr(colon + 1);
-  const auto [end, bad_port] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-  return !bad_address && !digits.empty() && bad_port == std::errc() &&
-         end == digits.data() + digits.size() && port <= 65535;
 }
 
 void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) {
@@ -106,7 +88,7 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   }
   for (const auto& [value, name] :
        {std::pair{server.listen, "server.listen"}, std::pair{server.admin, "server.admin"}}) {
-    if (!isListenAddress(value)) {
+    if (!parseEndpoint(value).ok()) {
       errors.add(node, std::string(name) +
                            " must be an IP address and port (0..65535), e.g. 127.0.0.1:8080");
     }

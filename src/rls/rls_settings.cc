@@ -1,9 +1,8 @@
 #include "rls/rls_settings.h"
 
-#include <boost/asio/ip/address.hpp>
-
 #include "http/rate_limit_headers.h"
 #include "policy/header_settings_loader.h"
+#include "policy/ip_endpoint.h"
 #include "policy/section_change.h"
 #include "policy/yaml_fields.h"
 
@@ -11,23 +10,6 @@ namespace sluice::rls {
 namespace {
 
 using policy::Errors;
-
-bool isIpAndPort(const std::string& address) {
-  const std::size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return false;
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  const std::string port = address.substr(colon + 1);
-  if (port.empty() || port.size() > 5 ||
-      port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535) {
-    return false;
-  }
-  boost::system::error_code bad_address;
-  boost::asio::ip::make_address(host, bad_address);
-  return !bad_address;
-}
 
 void loadHeaderSwitch(const YAML::Node& node, DeciderOptions& options, Errors& errors) {
   if (node.IsScalar()) {
@@ -56,7 +38,7 @@ void loadSection(const YAML::Node& node, const std::string& base_dir, RlsSetting
                     errors);
   if (node["listen"]) {
     settings.listen = policy::scalar(node["listen"], "envoy_rls.listen", errors).value_or("");
-    if (!isIpAndPort(settings.listen)) {
+    if (!policy::parseEndpoint(settings.listen).ok()) {
       errors.add(node["listen"],
                  "envoy_rls.listen must be an IP address and port, e.g. "
                  "127.0.0.1:8081");

@@ -16,6 +16,7 @@
 #include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "policy/ip_endpoint.h"
 #include "server/accept_pause.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
@@ -361,25 +362,6 @@ void accept(const std::shared_ptr<HttpServer::State>& state,
 
 }  // namespace
 
-Result<tcp::endpoint> parseEndpoint(const std::string& address) {
-  const std::size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return Error{"\"" + address + "\": expected host:port"};
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  unsigned port = 0;
-  const std::string port_text = address.substr(colon + 1);
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
-    return Error{"\"" + address + "\": the port must be 0..65535"};
-  }
-  beast::error_code parse_error;
-  const net::ip::address ip = net::ip::make_address(host, parse_error);
-  if (parse_error) return Error{"\"" + address + "\": \"" + host + "\" is not an IP address"};
-  return tcp::endpoint(ip, static_cast<unsigned short>(port));
-}
-
 std::string endpointText(const tcp::endpoint& endpoint) {
   return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
 }
@@ -390,7 +372,7 @@ HttpServer::HttpServer(IoPool& pool, HttpServerLimits limits, Handler handler)
 HttpServer::~HttpServer() { shutdown(); }
 
 Result<tcp::endpoint> HttpServer::listen(const std::string& address) {
-  Result<tcp::endpoint> endpoint = parseEndpoint(address);
+  Result<tcp::endpoint> endpoint = policy::parseEndpoint(address);
   if (!endpoint.ok()) return endpoint;
   auto acceptor = std::make_shared<tcp::acceptor>(state_->pool.first());
   beast::error_code ec;

@@ -82,8 +82,6 @@ class HttpServer {
   std::shared_ptr<State> state_;
 };
 
-// Parses "host:port" ("127.0.0.1:8080", "[::1]:0"). Error says what is wrong.
-Result<boost::asio::ip::tcp::endpoint> parseEndpoint(const std::string& address);
 // "host:port", as the ready line and the logs name a listener.
 std::string endpointText(const boost::asio::ip::tcp::endpoint& endpoint);
 

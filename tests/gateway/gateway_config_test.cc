@@ -74,6 +74,21 @@ TEST(GatewayConfigTest, DefaultPatternsAndTurningThemOff) {
             GuardSettings::defaultPatterns());
 }
 
+// The listener's address is checked as serve will bind it: `validate` passed "localhost:8000"
+// and "127.0.0.1:http", and serve then failed to start.
+TEST(GatewayConfigTest, ListenIsAnIpAndPort) {
+  for (const char* bad : {"localhost:8000", "127.0.0.1:http", "127.0.0.1:70000", ":8000"}) {
+    const auto loaded = load(std::string("gateway: { listen: \"") + bad + "\" }\n");
+    ASSERT_FALSE(loaded.ok()) << bad;
+    EXPECT_NE(loaded.error().find("gateway.listen must be an IP address and port"),
+              std::string::npos)
+        << loaded.error();
+  }
+  const auto good = load("gateway: { listen: \"[::1]:0\" }\n");
+  ASSERT_FALSE(good.ok());  // no upstreams or routes, but the address is fine
+  EXPECT_EQ(good.error().find("gateway.listen"), std::string::npos) << good.error();
+}
+
 // Every mistake is reported with file:line:column, all in one run.
 TEST(GatewayConfigTest, ReportsEveryErrorWithItsPlace) {
   const auto loaded = load(R"(gateway:

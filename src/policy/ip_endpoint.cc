@@ -1,0 +1,29 @@
+#include "policy/ip_endpoint.h"
+
+#include <charconv>
+#include <string>
+
+namespace sluice::policy {
+
+Result<boost::asio::ip::tcp::endpoint> parseEndpoint(std::string_view address) {
+  const std::string quoted = "\"" + std::string(address) + "\"";
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string_view::npos) return Error{quoted + ": expected host:port"};
+  std::string_view host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string_view digits = address.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
+      port > 65535) {
+    return Error{quoted + ": the port must be 0..65535"};
+  }
+  boost::system::error_code bad_address;
+  const auto ip = boost::asio::ip::make_address(std::string(host), bad_address);
+  if (bad_address) return Error{quoted + ": \"" + std::string(host) + "\" is not an IP address"};
+  return boost::asio::ip::tcp::endpoint(ip, static_cast<unsigned short>(port));
+}
+
+}  // namespace sluice::policy

@@ -1,0 +1,17 @@
+// The "ip:port" of a listener or an upstream, as every config section names one. Only IP
+// literals: nothing here resolves names, so a slow DNS can never stall a start or a request.
+#pragma once
+
+#include <string_view>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "sluice/result.h"
+
+namespace sluice::policy {
+
+// "127.0.0.1:8080", "[::1]:0"; the port is 0..65535 (0 asks a listener for any free port).
+// The error says what is wrong.
+Result<boost::asio::ip::tcp::endpoint> parseEndpoint(std::string_view address);
+
+}  // namespace sluice::policy
