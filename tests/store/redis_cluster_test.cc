@@ -4,6 +4,7 @@
 // and every limit is per day, so no limit refills during a test.
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -226,9 +227,25 @@ TEST_F(RedisClusterStoreTest, TimedOutCrossSlotRequestConsumesNothing) {
                                {"paused", &five, 1, paused_group}};
   ASSERT_TRUE(decide(*store, checks[1]).allowed);  // a connection to node 1 is up
   RedisConnection admin = cluster_->connect(1);
-  ASSERT_EQ(admin.command({"CLIENT", "PAUSE", "500", "ALL"}).text, "OK");
+  ASSERT_EQ(admin.command({"CLIENT", "PAUSE", "1000", "ALL"}).text, "OK");
   Outcome outcomes[2];
   EXPECT_EQ(store->apply(checks, clock_, outcomes), StoreStatus::kUnavailable);
+  // A request answered as failed is let go then, not when the paused node answers: its callback
+  // holds the caller's request (in `sluice serve`, a client's session).
+  {
+    auto session = std::make_shared<std::promise<StoreStatus>>();
+    std::future<StoreStatus> answered = session->get_future();
+    Outcome async_outcomes[2];
+    store->applyAsync(checks, clock_, async_outcomes,
+                      [session](StoreStatus status) { session->set_value(status); });
+    ASSERT_EQ(answered.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+    EXPECT_EQ(answered.get(), StoreStatus::kUnavailable);
+    // The store's loop drops the callback right after it runs.
+    for (int i = 0; i < 1000 && session.use_count() > 1; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    EXPECT_EQ(session.use_count(), 1) << "the failed request is held until its node answers";
+  }
   // Polling until the refunds land (node 1 answers again after its pause), not timing them.
   // Peeks during the pause time out; they are retried.
   const auto remaining = [&](const LimitCheck& check) -> std::uint64_t {

@@ -193,6 +193,39 @@ TEST(ServerPoolTest, AFrozenRedisKeepsItsConnections) {
   for (const std::string& id : pool_clients) EXPECT_TRUE(after.contains(id)) << "client " << id;
 }
 
+// A call that timed out lets go of its handler at once, though the connection keeps the call
+// until Redis answers: the handler holds the caller's request (in `sluice serve`, the client's
+// session). Kept, a hung Redis held every session that asked meanwhile, clients long gone:
+// they counted against max_connections, memory grew per request, and a SIGTERM's drain waited
+// for Redis to wake.
+TEST(ServerPoolTest, ATimedOutCallReleasesItsHandlerBeforeRedisAnswers) {
+  testing::RedisServer server;
+  boost::asio::io_context io;
+  redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
+  ASSERT_TRUE(startAndWarmUp(io, pool));
+  const LimitSpec day = testing::spec(Algorithm::kFixedWindow, "100/day");
+  const LimitCheck check{"held", &day, 1, {}};
+  auto decide = std::make_shared<const redis::ScriptCall>(
+      redis::ScriptCall::make("decide", "test:", {&check, 1}, std::nullopt));
+  auto session = std::make_shared<int>(0);  // what the handler holds
+  bool late = false;
+  {
+    testing::Frozen frozen(testing::redisPid(server));
+    std::optional<std::string> failed;
+    pool.call(
+        decide, 20ms,
+        [&failed, session](const redisReply*, std::string_view error) {
+          failed = std::string(error);
+        },
+        [&late](const redisReply*) { late = true; });
+    ASSERT_TRUE(runUntil(io, [&] { return failed.has_value(); }));
+    EXPECT_EQ(failed, "timed out");
+    EXPECT_EQ(session.use_count(), 1) << "the timed-out call still holds its handler";
+  }
+  // The late reply still reaches the late handler (which refunds what it consumed).
+  EXPECT_TRUE(runUntil(io, [&] { return late; }));
+}
+
 // The most a loopback connection's two socket buffers can hold in one direction: the largest
 // send buffer plus the largest receive buffer the kernel grows them to (Linux's defaults: 4 MB
 // and 6 MB), or 16 MB when /proc does not say.

@@ -92,8 +92,11 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
       [this, routed, target](const redisReply* reply, std::string_view) {
         onRouted(routed, reply, *target);
       },
-      [this, routed](const redisReply* reply) {
-        if (routed->decide) undoLate(*routed->call, routed->slot, reply);
+      // Not the routed call itself: its handler holds the request, and a reply may come long
+      // after the request was answered.
+      [this, call = routed->call, slot = routed->slot,
+       decide = routed->decide](const redisReply* reply) {
+        if (decide) undoLate(*call, slot, reply);
       },
       asking);
 }

@@ -99,7 +99,11 @@ struct ServerPool::InFlight {
     if (finished) return;
     finished = true;
     deadline.cancel();
-    handler(reply, error);
+    // Let go of the handler now: what it holds (the caller's request, and with it a client's
+    // session) must not wait for a reply that may come seconds later, or never.
+    const CallHandler done = std::move(handler);
+    handler = nullptr;
+    done(reply, error);
   }
 
   // A script call's reply, on time or not.
