@@ -1,6 +1,8 @@
 // The script's operations beyond single decisions: TTLs on written keys, refunds after other
 // admissions, sync's refusal of the sliding log, and malformed calls.
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -187,6 +189,56 @@ TEST_F(ScriptOperations, KeysInTheEarlierLayoutAreRead) {
   const ScriptCheck peek[] = {{"legacy:log", &limit, 6}};
   EXPECT_EQ(describe(script_.decidePersisted(at_us + 2000, peek).outcomes[0]),
             describe(log.consume(at_us + 2000, limit, 6)));
+}
+
+// A key holding what the script never writes (another program's value under the same name, or
+// bytes written by hand) reads as absent, and the next write replaces it. It raised a script
+// error: every request batched with that key failed, and in synced mode every sync after it.
+TEST_F(ScriptOperations, ForeignValuesReadAsAbsent) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::string nans(16, '\0');
+  std::memcpy(nans.data(), &nan, sizeof nan);
+  std::memcpy(nans.data() + 8, &inf, sizeof inf);
+  const std::vector<std::vector<std::string>> writes = {
+      {"SET", "", "garbage"},           // a string of another length
+      {"SET", "", nans},                // 16 bytes, not finite numbers
+      {"RPUSH", "", "x", "1:2:3"},      // a list (the sliding log's old layout reads its entries)
+      {"SADD", "", "member"},           // a set
+      {"ZADD", "", "1", "member"},      // a sorted set
+      {"HSET", "", "other", "field"}};  // a hash without the old layout's fields
+  const Micros now_us = kJan2026 + 99;
+  const LimitSpec specs[] = {spec(Algorithm::kFixedWindow, "10/day"),
+                             spec(Algorithm::kSlidingWindowLog, "10/min"),
+                             spec(Algorithm::kSlidingWindowCounter, "10/min"),
+                             spec(Algorithm::kTokenBucket, "7/min", 5),
+                             spec(Algorithm::kTokenBucketInterval, "3/min", 9),
+                             spec(Algorithm::kLeakyBucketMeter, "7/min", 5),
+                             spec(Algorithm::kLeakyBucketShaper, "7/min", 5),
+                             spec(Algorithm::kGcra, "7/min", 5)};
+  for (const LimitSpec& limit : specs) {
+    const ScriptCheck fresh[] = {{"fresh:" + limit.toString(), &limit, 2}};
+    const Outcome expected = script_.decide(now_us, fresh).outcomes[0];
+    ASSERT_TRUE(expected.allowed) << limit.toString();
+    for (std::vector<std::string> write : writes) {
+      const std::string key = "foreign:" + limit.toString();
+      connection_.command({"DEL", key});
+      write[1] = key;
+      connection_.command(write);
+      const ScriptCheck check[] = {{key, &limit, 2}};
+      const RedisReply reply = script_.call("decide", now_us, check);
+      ASSERT_NE(reply.type, REDIS_REPLY_ERROR)
+          << limit.toString() << " " << write[0] << ": " << reply.text;
+      EXPECT_EQ(describe(ScriptClient::parseDecide(reply, 1).outcomes[0]), describe(expected))
+          << limit.toString() << " " << write[0];
+      EXPECT_EQ(connection_.command({"TYPE", key}).text, "string") << limit.toString();
+      if (limit.algorithm() == Algorithm::kSlidingWindowLog) continue;  // no sync for logs
+      connection_.command({"DEL", key});
+      connection_.command(write);
+      const RedisReply synced = script_.call("sync", now_us, check);
+      ASSERT_NE(synced.type, REDIS_REPLY_ERROR) << limit.toString() << " " << synced.text;
+    }
+  }
 }
 
 // A batch decides each of its requests exactly as that request's own decide call would, in

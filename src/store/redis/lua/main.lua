@@ -9,20 +9,29 @@
 -- state, and two different algorithms must never share a key name.
 
 -- A compact key's stored values: whether it exists, and its fields a, b, t (CompactState's two
--- fields and GCRA's refund instant); an absent key is the zero state.
+-- fields and GCRA's refund instant); an absent key is the zero state. So is a key that holds
+-- anything else (another program's value under the same name, bytes written by hand: a list, a
+-- string of another length, a value that is not a finite number), and the next write replaces
+-- it. Raising an error instead would fail every request batched with that key, and in synced
+-- mode every sync after it.
 local function readValues(key)
   local value = redis.pcall('GET', key)
+  local a, b, t = 0, 0, 0
   if type(value) == 'table' then
-    -- WRONGTYPE: a hash of decimal fields a, b, t, as earlier script versions wrote; the next
-    -- write replaces it.
-    local fields = redis.call('HMGET', key, 'a', 'b', 't')
-    return true, tonumber(fields[1]) or 0, tonumber(fields[2]) or 0, tonumber(fields[3]) or 0
-  elseif value then
-    if #value == 24 then return true, unpack('<ddd', value) end
-    local a, b = unpack('<dd', value)
-    return true, a, b, 0
+    -- WRONGTYPE: a hash of decimal fields a, b, t, as earlier script versions wrote.
+    local fields = redis.pcall('HMGET', key, 'a', 'b', 't')
+    if fields.err then return false, 0, 0, 0 end
+    a, b, t = tonumber(fields[1]) or 0, tonumber(fields[2]) or 0, tonumber(fields[3]) or 0
+  elseif value and #value == 24 then
+    a, b, t = unpack('<ddd', value)
+  elseif value and #value == 16 then
+    a, b = unpack('<dd', value)
+  else
+    return false, 0, 0, 0
   end
-  return false, 0, 0, 0
+  -- x - x is 0 for a finite x, NaN for an infinity or NaN.
+  if (a - a) + (b - b) + (t - t) ~= 0 then return false, 0, 0, 0 end
+  return true, a, b, t
 end
 
 -- A compact key's state { a, b, t } as the algorithms read and change it, with the values as

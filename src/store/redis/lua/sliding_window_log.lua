@@ -17,21 +17,32 @@ if uses[SLIDING_WINDOW_LOG] then
     local text = redis.pcall('GET', key)
     if type(text) == 'table' then
       -- WRONGTYPE: a list of "<at_us>:<units>" texts, as earlier script versions wrote.
-      -- Read as if packed; the next write replaces it.
+      -- Read as if packed; the next write replaces it. Entries of another form are skipped,
+      -- and a key of another type reads as an empty log, as in readValues (main.lua).
       local packed = {}
-      for i, entry in ipairs(redis.call('LRANGE', key, 0, -1)) do
+      local entries = redis.pcall('LRANGE', key, 0, -1)
+      if entries.err then entries = {} end
+      for _, entry in ipairs(entries) do
         local at_text, units_text = match(entry, '^(%d+):(%d+)$')
-        packed[i] = pack('<dd', tonumber(at_text), tonumber(units_text))
+        if at_text then
+          packed[#packed + 1] = pack('<dd', tonumber(at_text), tonumber(units_text))
+        end
       end
       text = table.concat(packed)
     end
-    text = text or ''
+    -- A string that is not whole entries was not written by this script: an empty log.
+    if not text or #text % ENTRY ~= 0 then text = '' end
     local at, units = {}, {}
-    local last, total = 0, 0
+    local last, total, instants = 0, 0, 0
     for position = 1, #text - ENTRY + 1, ENTRY do
       last = last + 1
       at[last], units[last] = unpack('<dd', text, position)
       total = total + units[last]
+      instants = instants + at[last]
+    end
+    -- Entries that are not finite numbers: an empty log too (x - x is NaN for those).
+    if (total - total) + (instants - instants) ~= 0 then
+      text, at, units, last, total = '', {}, {}, 0, 0
     end
     return { key = key, text = text, at = at, units = units, first = 1, last = last,
              stored_count = last, total = total, newest_changed = false, latest = false }
