@@ -16,6 +16,7 @@
 #include "http/check_api.h"
 #include "http/rate_limit_headers.h"
 #include "server/request_framing.h"
+#include "store/log_throttle.h"
 
 namespace sluice::gateway {
 
@@ -72,14 +73,6 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// At most one log line a second per kind: a flood must not turn into a flood of logs.
-bool shouldLog(std::atomic<std::int64_t>& last_logged_s) {
-  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count();
-  return last_logged_s.exchange(now_s, std::memory_order_relaxed) != now_s;
-}
-
 }  // namespace
 
 // What is checked before any per-client work: the target's form, the framing, Host, and the
@@ -114,11 +107,14 @@ bool ProxySession::refusedBeforeRouting() {
   }
   const std::string_view target = header.target();
   if (const auto pattern = state_->guard.suspiciousPattern(target)) {
-    static std::atomic<std::int64_t> last_logged_s{0};
-    if (shouldLog(last_logged_s)) {
-      spdlog::warn("guard: refused {} {} from {}: matches \"{}\"",
+    // A flood of such requests must not turn into a flood of log lines.
+    static LogThrottle throttle(std::chrono::seconds(1));
+    if (const auto dropped = throttle.admit()) {
+      spdlog::warn("guard: refused {} {} from {}: matches \"{}\"{}",
                    std::string(header.method_string()), std::string(target.substr(0, 200)),
-                   peer_ip_, *pattern);
+                   peer_ip_, *pattern,
+                   *dropped == 0 ? std::string()
+                                 : " (" + std::to_string(*dropped) + " more refused before it)");
     }
     respondLocal(400, "the request was refused by the gateway's guard", {});
     return true;

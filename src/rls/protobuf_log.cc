@@ -6,16 +6,6 @@
 
 namespace sluice::rls {
 
-std::optional<std::uint64_t> LogThrottle::admit(Clock::time_point now) {
-  const std::lock_guard lock(mutex_);
-  if (last_passed_ && now - *last_passed_ < interval_) {
-    ++dropped_;
-    return std::nullopt;
-  }
-  last_passed_ = now;
-  return std::exchange(dropped_, 0);
-}
-
 void forwardProtobufLine(LogThrottle& throttle, google::protobuf::LogLevel level, const char* file,
                          int line, const std::string& message, LogThrottle::Clock::time_point now) {
   std::uint64_t dropped = 0;

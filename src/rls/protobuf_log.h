@@ -5,30 +5,13 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
-#include <optional>
 #include <string>
 
 #include <google/protobuf/stubs/logging.h>
 
+#include "store/log_throttle.h"
+
 namespace sluice::rls {
-
-// Lets through at most one line per interval.
-class LogThrottle {
- public:
-  using Clock = std::chrono::steady_clock;
-  explicit LogThrottle(Clock::duration interval) : interval_(interval) {}
-
-  // Thread-safe. nullopt: drop the line. Otherwise pass it on; the number is how many lines were
-  // dropped since the last one passed, for the line to say.
-  [[nodiscard]] std::optional<std::uint64_t> admit(Clock::time_point now);
-
- private:
-  std::mutex mutex_;
-  Clock::duration interval_;
-  std::optional<Clock::time_point> last_passed_;
-  std::uint64_t dropped_ = 0;
-};
 
 // What the installed handler does with one libprotobuf line: through `throttle` (FATAL lines
 // always pass, libprotobuf aborts after them) to spdlog at the matching level.

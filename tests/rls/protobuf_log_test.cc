@@ -2,61 +2,25 @@
 
 #include <future>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include "rls/rls_server.h"
 #include "store/memory_store.h"
+#include "support/captured_log.h"
 
 namespace sluice::rls {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::size_t countOf(const std::string& text, const std::string& part) {
-  std::size_t count = 0;
-  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
-    ++count;
-  }
-  return count;
-}
-
-// spdlog's default logger writes into a string for the test's life.
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink));
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  CapturedLog(const CapturedLog&) = delete;
-  CapturedLog& operator=(const CapturedLog&) = delete;
-  [[nodiscard]] std::string text() const { return text_.str(); }
-
- private:
-  std::shared_ptr<spdlog::logger> previous_;
-  std::ostringstream text_;
-};
-
-// One line per interval passes; the next one to pass says how many were dropped meanwhile.
-TEST(LogThrottleTest, OneLinePerIntervalCountingTheDropped) {
-  LogThrottle throttle(1s);
-  const LogThrottle::Clock::time_point start{};
-  EXPECT_EQ(throttle.admit(start), 0u);
-  for (int i = 0; i < 299; ++i) EXPECT_EQ(throttle.admit(start + 999ms), std::nullopt);
-  EXPECT_EQ(throttle.admit(start + 1s), 299u);
-  EXPECT_EQ(throttle.admit(start + 1500ms), std::nullopt);
-  EXPECT_EQ(throttle.admit(start + 3s), 1u);
-}
+using testing::CapturedLog;
+using testing::countOf;
 
 // libprotobuf's lines reach spdlog at their level, saying how many were dropped before them.
-TEST(LogThrottleTest, ForwardsToSpdlogWithTheDroppedCount) {
+TEST(ProtobufLogTest, ForwardsToSpdlogWithTheDroppedCount) {
   const CapturedLog log;
   LogThrottle throttle(1s);
   const LogThrottle::Clock::time_point start{};

@@ -22,6 +22,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 
+#include "support/captured_log.h"
 #include "support/frozen_redis.h"
 #include "support/redis_server.h"
 #include "support/specs.h"
@@ -224,6 +225,39 @@ TEST(ServerPoolTest, ATimedOutCallReleasesItsHandlerBeforeRedisAnswers) {
   }
   // The late reply still reaches the late handler (which refunds what it consumed).
   EXPECT_TRUE(runUntil(io, [&] { return late; }));
+}
+
+// A script call Redis refuses (here out of memory under maxmemory) fails, and says why in the
+// log, once for a burst of them: it was seen only as degraded decisions.
+TEST(ServerPoolTest, RefusedCallsAreLoggedOnceForABurst) {
+  testing::RedisServer server;
+  testing::RedisConnection admin = server.connect();
+  boost::asio::io_context io;
+  redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
+  ASSERT_TRUE(startAndWarmUp(io, pool));
+  const LimitSpec day = testing::spec(Algorithm::kFixedWindow, "100/day");
+  const LimitCheck check{"refused", &day, 1, {}};
+  auto decide = std::make_shared<const redis::ScriptCall>(
+      redis::ScriptCall::make("decide", "test:", {&check, 1}, std::nullopt));
+  ASSERT_EQ(admin.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).text, "OK");
+  ASSERT_EQ(admin.command({"CONFIG", "SET", "maxmemory", "1"}).text, "OK");
+  const testing::CapturedLog log;
+  int answered = 0;
+  std::string refusal;
+  for (int i = 0; i < 20; ++i) {
+    pool.call(
+        decide, 2s,
+        [&](const redisReply* reply, std::string_view) {
+          ++answered;
+          if (reply != nullptr && reply->type == REDIS_REPLY_ERROR) refusal = reply->str;
+        },
+        [](const redisReply*) {});
+  }
+  ASSERT_TRUE(runUntil(io, [&] { return answered == 20; }));
+  ASSERT_EQ(admin.command({"CONFIG", "SET", "maxmemory", "0"}).text, "OK");
+  EXPECT_TRUE(refusal.starts_with("OOM")) << refusal;
+  const std::string text = log.text();
+  EXPECT_EQ(testing::countOf(text, "refused a script call: OOM"), 1u) << text;
 }
 
 // The most a loopback connection's two socket buffers can hold in one direction: the largest

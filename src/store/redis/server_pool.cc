@@ -235,7 +235,10 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
   const std::vector<std::string_view> argv = call->argv();
   const bool sent = connection->send(
       argv, [this, flight, call, asking](const redisReply* reply, std::string_view error) {
-        if (!isNoScript(reply)) return flight->answer(reply, error);
+        if (!isNoScript(reply)) {
+          logRefusal(reply);
+          return flight->answer(reply, error);
+        }
         if (flight->finished) return;  // the script did not run, and nobody waits any more
         // Redis lost the script (restart, SCRIPT FLUSH): send its text once; that loads it.
         RedisConnection* again = pick();
@@ -246,7 +249,8 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
           again->send(ask, [](const redisReply*, std::string_view) {});
         }
         if (again == nullptr ||
-            !again->send(eval, [flight](const redisReply* retried, std::string_view why) {
+            !again->send(eval, [this, flight](const redisReply* retried, std::string_view why) {
+              logRefusal(retried);
               flight->answer(retried, why);
             })) {
           flight->finish(nullptr, "not connected to " + address_);
@@ -266,6 +270,19 @@ void ServerPool::command(std::vector<std::string> argv, std::chrono::microsecond
       })) {
     flight->finish(nullptr, "could not send to " + address_);
   }
+}
+
+void ServerPool::logRefusal(const redisReply* reply) {
+  const std::string_view error = errorText(reply);
+  if (error.empty() || error.starts_with("MOVED ") || error.starts_with("ASK ")) return;
+  const std::optional<std::uint64_t> dropped = refusals_logged_.admit();
+  if (!dropped) return;
+  spdlog::warn(
+      "redis {}: refused a script call: {}; such calls fail as unavailable, and each limit's "
+      "on_error decides{}",
+      address_, error.substr(0, 300),
+      *dropped == 0 ? std::string()
+                    : " (" + std::to_string(*dropped) + " more refused since the last line)");
 }
 
 void ServerPool::onCallTimedOut() {

@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "store/log_throttle.h"
 #include "store/redis/redis_connection.h"
 #include "store/redis/script_call.h"
 
@@ -80,6 +81,11 @@ class ServerPool {
   // connection of the process to this server is up, once, with the reason, and the moment one
   // is again.
   void onConnectionState(bool up, bool was_up, std::string_view reason);
+  // A script call Redis refused (out of memory under maxmemory, a replica that became
+  // read-only, a script still busy): such calls fail as unavailable and each limit's on_error
+  // decides, which only the degraded metric showed. Logged at most once in 10 s per pool.
+  // Redirections are the cluster store's to follow, not refusals.
+  void logRefusal(const redisReply* reply);
 
   boost::asio::io_context& io_;
   std::string host_;
@@ -91,6 +97,7 @@ class ServerPool {
   std::size_t next_ = 0;
   std::shared_ptr<Probe> probe_;  // the probe running, if any
   std::size_t up_ = 0;            // connections up (on_state), forgotten when the pool goes
+  LogThrottle refusals_logged_{std::chrono::seconds(10)};
 };
 
 }  // namespace sluice::redis
