@@ -89,6 +89,10 @@ RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
     if (tier != policy.api_key_tiers.end()) {
       context.api_key_known = true;
       context.tier = tier->second;
+    } else if (policy.api_keys_listed) {
+      // Not in the keys file: no key at all, so an `api_key` limit falls back as when_missing
+      // says. Counted by itself, each made-up key was a fresh counter, minted at will.
+      context.api_key_id.reset();
     }
   }
   if (!context.api_key_known && context.claims && !policy.tier_claim.empty()) {

@@ -125,6 +125,8 @@ struct Policy {
   std::string tier_claim;  // a JWT claim naming the caller's tier; empty for none
   std::map<std::string, Tier, std::less<>> tiers;
   std::map<std::string, std::string, std::less<>> api_key_tiers;  // hashed key → tier
+  // identity.keys_file was given: the keys in it are all there are, and any other is no key.
+  bool api_keys_listed = false;
   std::vector<Limit> limits;
   // The configuration as loaded, secrets replaced, for GET /admin/config.
   std::string redacted_yaml;

@@ -292,7 +292,10 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
     if (root["identity"]) {
       loadIdentity(root["identity"], base_dir, *policy, errors, keys_file, keys_file_node);
     }
-    if (!keys_file.empty()) loadKeysFile(keys_file, keys_file_node, *policy, errors);
+    if (!keys_file.empty()) {
+      policy->api_keys_listed = true;
+      loadKeysFile(keys_file, keys_file_node, *policy, errors);
+    }
     if (!root["limits"] || !root["limits"].IsSequence() || root["limits"].size() == 0) {
       errors.add(root["limits"] ? root["limits"] : root, "limits: must list at least one limit");
     } else {

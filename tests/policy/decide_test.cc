@@ -90,6 +90,38 @@ limits:
   EXPECT_EQ(sixth.binding()->key.find("gold-key"), std::string::npos);  // hashed, never as is
 }
 
+// With a keys file, a key not in it is no key: an `api_key` limit keys it as when_missing says
+// (the address by default). Each made-up key was a fresh counter. Without a keys file, any key
+// is counted by itself, as the backend is the one that knows which exist.
+TEST_F(DecideTest, UnknownApiKeysAreNoKeysWhenAKeysFileListsThem) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/listed-keys.yaml") << "keys:\n  - { key: gold-key, tier: premium }\n";
+  const std::string limits = R"(
+limits:
+  - { name: per-key, key: api_key, rate: 1/min }
+)";
+  const auto with_key = [&](const std::string& key) {
+    RequestView view = request("/a");
+    view.headers.emplace_back("Authorization", "Bearer " + key);
+    return view;
+  };
+  policy_ = policyFrom(
+      "identity: { keys_file: listed-keys.yaml }\ntiers: { premium: { rate: 9/min } }\n" + limits,
+      dir);
+  ASSERT_NE(policy_, nullptr);
+  EXPECT_TRUE(decideFor(with_key("made-up-1")).allowed);
+  EXPECT_FALSE(decideFor(with_key("made-up-2")).allowed);  // the same address's counter
+  EXPECT_FALSE(decideFor(request("/a")).allowed);          // as with no key at all
+  EXPECT_TRUE(decideFor(with_key("gold-key")).allowed);    // a listed key has its own
+  EXPECT_FALSE(decideFor(with_key("gold-key")).allowed);
+
+  policy_ = policyFrom(limits, dir);
+  ASSERT_NE(policy_, nullptr);
+  EXPECT_TRUE(decideFor(with_key("made-up-3")).allowed);
+  EXPECT_TRUE(decideFor(with_key("made-up-4")).allowed);
+  EXPECT_FALSE(decideFor(with_key("made-up-4")).allowed);
+}
+
 // What a store is asked: each check's counter key and its group (a Redis Cluster hash tag).
 class GroupRecordingStore final : public Store {
  public:
