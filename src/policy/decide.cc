@@ -15,7 +15,8 @@ constexpr std::string_view kBearer = "Bearer ";
 // The credential in `header`: for Authorization, the token after "Bearer "; else the value.
 std::optional<std::string_view> credential(const RequestView& request, std::string_view header) {
   const auto value = request.header(header);
-  if (!value) return std::nullopt;
+  // An empty field is no credential: sent by a client whose key variable was unset, say.
+  if (!value || value->empty()) return std::nullopt;
   if (!equalsIgnoreCase(header, "authorization")) return value;
   if (value->size() <= kBearer.size() ||
       !equalsIgnoreCase(value->substr(0, kBearer.size()), kBearer)) {

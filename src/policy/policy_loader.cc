@@ -183,7 +183,11 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
           file_errors.add(entry, "a keys entry takes key or sha256, not both");
         }
         if (entry["key"]) {
-          id = hashApiKey(scalar(entry["key"], "key", file_errors).value_or(""));
+          const std::string key = scalar(entry["key"], "key", file_errors).value_or("");
+          // An empty key (a template's unset variable) would give its tier to every client
+          // sending the header empty.
+          if (key.empty()) file_errors.add(entry["key"], "a key must not be empty");
+          id = hashApiKey(key);
         } else if (entry["sha256"]) {
           id = apiKeyIdFromSha256("sha256:" +
                                   scalar(entry["sha256"], "sha256", file_errors).value_or(""));

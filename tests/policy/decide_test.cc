@@ -122,6 +122,19 @@ limits:
   EXPECT_FALSE(decideFor(with_key("made-up-4")).allowed);
 }
 
+// An empty API key field is no key: it shares the address's counter with requests sending none.
+TEST_F(DecideTest, AnEmptyCredentialIsNone) {
+  load(R"(
+identity: { api_key_header: X-Api-Key }
+limits:
+  - { name: per-key, key: api_key, rate: 1/min }
+)");
+  RequestView empty = request("/a");
+  empty.headers.emplace_back("X-Api-Key", "");
+  EXPECT_TRUE(decideFor(empty).allowed);
+  EXPECT_FALSE(decideFor(request("/a")).allowed);
+}
+
 // What a store is asked: each check's counter key and its group (a Redis Cluster hash tag).
 class GroupRecordingStore final : public Store {
  public:

@@ -302,6 +302,12 @@ TEST(PolicyLoader, KeysFile) {
   ASSERT_FALSE(twice.empty());
   EXPECT_NE(twice[0].find("keys-twice.yaml:3:"), std::string::npos) << describe(twice);
   EXPECT_NE(twice[0].find("already listed"), std::string::npos) << describe(twice);
+  // An empty key (a template's unset variable) would give its tier to every empty header.
+  std::ofstream(dir + "/keys-empty.yaml") << "keys:\n  - { key: \"\", tier: gold }\n";
+  const std::vector<std::string> empty = errorsOf(base + "keys-empty.yaml\n", dir);
+  ASSERT_FALSE(empty.empty());
+  EXPECT_NE(empty[0].find("keys-empty.yaml:2:"), std::string::npos) << describe(empty);
+  EXPECT_NE(empty[0].find("must not be empty"), std::string::npos) << describe(empty);
   const std::vector<std::string> errors = errorsOf(base + "keys-bad.yaml\n", dir);
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors[0].find("keys-bad.yaml:2:"), std::string::npos) << describe(errors);
