@@ -1,5 +1,6 @@
 #include "cli/optional_doors.h"
 
+#include "policy/section_change.h"
 #include "server/http_server.h"
 
 #ifdef SLUICE_WITH_GATEWAY
@@ -17,17 +18,29 @@ namespace {
 template <typename Load>
 [[maybe_unused]] void watchForAddedSection(server::Service& service, const std::string& section,
                                            const std::string& path, Load load) {
-  service.addReloadHook([section, path, load](server::ReloadReport& report) {
-    const auto now = load(path);
-    if (now.ok() && now.value()) {
-      report.warnings.push_back(section + ": the section was added; the door opens at restart");
-    } else if (!now.ok() && report.errors.empty()) {
-      report.errors.push_back(section +
-                              ": the section was added with errors, which would stop the next "
-                              "start:\n" +
-                              now.error());
-    }
-  });
+  service.addReloadHook(
+      [section, path, load](server::ReloadReport& report) -> std::function<void()> {
+        const auto now = load(path);
+        if (now.ok() && now.value()) {
+          report.warnings.push_back(section + ": the section was added; the door opens at restart");
+        } else if (!now.ok() && report.errors.empty()) {
+          report.errors.push_back(section +
+                                  ": the section was added with errors, which would stop the "
+                                  "next start:\n" +
+                                  now.error());
+        }
+        return {};
+      });
+}
+
+// A running door's section as a reload found it: a change is a warning (it waits for a
+// restart), or an error when the section would stop the next start, unless the file as a whole
+// already failed (then its errors say it).
+[[maybe_unused]] void reportSectionChange(server::ReloadReport& report,
+                                          std::optional<policy::SectionChange> change) {
+  if (!change) return;
+  if (!change->refuses) return report.warnings.push_back(std::move(change->text));
+  if (report.errors.empty()) report.errors.push_back(std::move(change->text));
 }
 
 }  // namespace
@@ -47,18 +60,35 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " rls=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return rls_->metricsText(); });
-    service.addReloadHook([this, path](server::ReloadReport& report) {
+    service.addReloadHook([this, path](server::ReloadReport& report) -> std::function<void()> {
       // Live reconfiguration of the door (its port, shadow mode, ...) is not done: say so
       // rather than report a reload that silently left the section's edits unapplied.
-      if (auto warning = rls::restartOnlyChange(rls_->settings(), path)) {
-        report.warnings.push_back(std::move(*warning));
+      reportSectionChange(report, rls::restartOnlyChange(rls_->settings(), path));
+      auto read = std::make_shared<rls::RlsServer::Read>(rls_->read());
+      if (read->loaded.config == nullptr) {
+        for (std::string& error : read->loaded.errors) {
+          report.errors.push_back("envoy_rls: " + std::move(error));
+        }
+        return {};
       }
-      for (std::string& error : rls_->reload()) report.errors.push_back("envoy_rls: " + error);
+      return [this, read] { rls_->install(std::move(*read)); };
     });
     rls_->watchConfigDir(pool.first());
   } else {
-    watchForAddedSection(service, "envoy_rls", path,
-                         [](const std::string& file) { return rls::loadRlsSettings(file); });
+    watchForAddedSection(service, "envoy_rls", path, [](const std::string& file) {
+      auto settings = rls::loadRlsSettings(file);
+      // The door loads its lyft files when it opens: files it cannot load would stop the start.
+      if (settings.ok() && settings.value()) {
+        const rls::LyftLoadResult lyft = rls::loadLyftConfigDir(settings.value()->config_dir);
+        if (lyft.config == nullptr) {
+          std::string errors;
+          for (const std::string& error : lyft.errors)
+            errors += (errors.empty() ? "" : "\n") + error;
+          return decltype(settings)(Error{errors});
+        }
+      }
+      return settings;
+    });
   }
 #endif
 #ifdef SLUICE_WITH_GATEWAY
@@ -71,12 +101,11 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " gateway=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return gateway::metricsText(gateway_->stats()); });
-    service.addReloadHook(
-        [running = *gateway_settings.value(), path](server::ReloadReport& report) {
-          if (auto warning = gateway::restartOnlyChange(running, path)) {
-            report.warnings.push_back(std::move(*warning));
-          }
-        });
+    service.addReloadHook([running = *gateway_settings.value(),
+                           path](server::ReloadReport& report) -> std::function<void()> {
+      reportSectionChange(report, gateway::restartOnlyChange(running, path));
+      return {};
+    });
   } else {
     watchForAddedSection(service, "gateway", path, [](const std::string& file) {
       return gateway::loadGatewaySettings(file);

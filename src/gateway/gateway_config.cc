@@ -326,10 +326,10 @@ Result<std::optional<GatewaySettings>> loadGatewaySettings(const std::string& pa
   return loadGatewaySettingsText(text, path);
 }
 
-std::optional<std::string> restartOnlyChange(const GatewaySettings& running,
-                                             const std::string& path) {
-  return policy::sectionRestartWarning("gateway", "the gateway", "the limits it enforces reload",
-                                       running.section_text, loadGatewaySettings(path));
+std::optional<policy::SectionChange> restartOnlyChange(const GatewaySettings& running,
+                                                       const std::string& path) {
+  return policy::sectionRestartChange("gateway", "the gateway", "the limits it enforces reload",
+                                      running.section_text, loadGatewaySettings(path));
 }
 
 }  // namespace sluice::gateway

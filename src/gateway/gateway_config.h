@@ -12,6 +12,7 @@
 
 #include "policy/key_selector.h"
 #include "policy/route_match.h"
+#include "policy/section_change.h"
 #include "sluice/result.h"
 #include "sluice/time.h"
 
@@ -94,9 +95,9 @@ struct GatewaySettings {
 
 // For a reload, which takes in the limits the gateway enforces but not its own settings: a
 // warning when the gateway section of the config at `path` is no longer the one `running` was
-// read from (changed, removed, or now in error), saying it takes effect at restart; nullopt when
-// it is the same. Never throws.
-[[nodiscard]] std::optional<std::string> restartOnlyChange(const GatewaySettings& running,
-                                                           const std::string& path);
+// read from (changed or removed), saying it takes effect at restart, or an error when it now has
+// errors; nullopt when it is the same. Never throws.
+[[nodiscard]] std::optional<policy::SectionChange> restartOnlyChange(const GatewaySettings& running,
+                                                                     const std::string& path);
 
 }  // namespace sluice::gateway

@@ -271,7 +271,7 @@ std::string redact(YAML::Node root) {
 }  // namespace
 
 LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
-                          const std::string& base_dir) {
+                          const std::string& base_dir, const StoreSettings* running_store) {
   Errors errors(source);
   auto policy = std::make_shared<Policy>();
   policy->source = source;
@@ -304,7 +304,17 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
       errors.add(root["limits"] ? root["limits"] : root, "limits: must list at least one limit");
     } else {
       loadLimits(root["limits"], root["tiers"], *policy, errors);
-      checkLimitsFitStore(root["limits"], *policy, errors);
+      const bool synced = policy->store.type == StoreSettings::Type::kSynced;
+      checkLimitsFitStore(root["limits"], *policy, policy->store,
+                          synced ? "the synced store" : "the Redis store", errors);
+      // A reload's limits go to the store running now, whatever the file says it will be.
+      if (running_store != nullptr && running_store->type != policy->store.type) {
+        const bool running_synced = running_store->type == StoreSettings::Type::kSynced;
+        checkLimitsFitStore(root["limits"], *policy, *running_store,
+                            std::string(running_synced ? "the synced store" : "the Redis store") +
+                                " this process runs (store settings change at restart)",
+                            errors);
+      }
     }
     policy->redacted_yaml = redact(root);
   } catch (const YAML::Exception& error) {
@@ -314,12 +324,13 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
   return {std::move(policy), {}};
 }
 
-LoadResult loadPolicy(const std::string& path) {
+LoadResult loadPolicy(const std::string& path, const StoreSettings* running_store) {
   bool ok = false;
   const std::string text = readFile(path, ok);
   if (!ok) return {nullptr, {path + ": cannot read the file"}};
   const std::size_t slash = path.rfind('/');
-  return loadPolicyText(text, path, slash == std::string::npos ? "" : path.substr(0, slash));
+  return loadPolicyText(text, path, slash == std::string::npos ? "" : path.substr(0, slash),
+                        running_store);
 }
 
 }  // namespace sluice::policy

@@ -167,9 +167,10 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   }
 }
 
-void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, Errors& errors) {
-  if (!policy.store.shared()) return;
-  const bool synced = policy.store.type == StoreSettings::Type::kSynced;
+void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, const StoreSettings& store,
+                         const std::string& which, Errors& errors) {
+  if (!store.shared()) return;
+  const bool synced = store.type == StoreSettings::Type::kSynced;
   for (std::size_t i = 0; i < policy.limits.size(); ++i) {
     const Limit& limit = policy.limits[i];
     const YAML::Node node =
@@ -180,14 +181,14 @@ void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, Errors&
     for (const auto& [tier, spec] : limit.tier_daily_specs) specs.push_back(&spec);
     for (const LimitSpec* spec : specs) {
       if (synced && spec->algorithm() == Algorithm::kSlidingWindowLog) {
-        errors.add(node, "limit " + limit.name +
-                             ": the synced store cannot share a sliding window log (its state "
-                             "is a log); use sliding_window_counter, or store type redis");
+        errors.add(node, "limit " + limit.name + ": " + which +
+                             " cannot share a sliding window log (its state is a log); use "
+                             "sliding_window_counter, or store type redis");
         break;
       }
       if (const auto reason = redis::luaIncompatibility(*spec)) {
-        errors.add(node, "limit " + limit.name + " (" + spec->toString() +
-                             ") is too large for the Redis store: " + *reason);
+        errors.add(node, "limit " + limit.name + " (" + spec->toString() + ") is too large for " +
+                             which + ": " + *reason);
         break;
       }
     }

@@ -15,9 +15,11 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors);
 std::optional<OnStoreError> onStoreErrorValue(const YAML::Node& node, const std::string& what,
                                               Errors& errors);
 
-// Reports the limits a shared store cannot hold exactly: numbers beyond what the Redis script
-// computes exactly (lua_bounds.h), and sliding window logs in the synced store. `limits` is the
-// limits: sequence the policy's limits were read from, for line numbers.
-void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, Errors& errors);
+// Reports the limits `store` (when shared) cannot hold exactly: numbers beyond what the Redis
+// script computes exactly (lua_bounds.h), and sliding window logs in the synced store. `limits`
+// is the limits: sequence the policy's limits were read from, for line numbers; `which` names
+// the store in messages ("the Redis store").
+void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, const StoreSettings& store,
+                         const std::string& which, Errors& errors);
 
 }  // namespace sluice::policy

@@ -105,12 +105,24 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
 }
 
 std::vector<std::string> RlsServer::reload() {
-  const std::lock_guard lock(reload_mutex_);
-  // Never throws: loading turns any exception (out of memory, say) into a refused load.
-  LyftLoadResult loaded = loadLyftConfigDir(settings_.config_dir);
-  if (loaded.config == nullptr) return std::move(loaded.errors);
-  config_.store(std::move(loaded.config), std::memory_order_release);
+  Read read_now = read();
+  if (read_now.loaded.config == nullptr) return std::move(read_now.loaded.errors);
+  install(std::move(read_now));
   return {};
+}
+
+RlsServer::Read RlsServer::read() {
+  const std::uint64_t sequence = reads_begun_.fetch_add(1) + 1;
+  // Never throws: loading turns any exception (out of memory, say) into a refused load.
+  return Read{.loaded = loadLyftConfigDir(settings_.config_dir), .sequence = sequence};
+}
+
+void RlsServer::install(Read read) {
+  if (read.loaded.config == nullptr) return;
+  const std::lock_guard lock(install_mutex_);
+  if (read.sequence < installed_sequence_) return;  // older files than those in force
+  installed_sequence_ = read.sequence;
+  config_.store(std::move(read.loaded.config), std::memory_order_release);
 }
 
 void RlsServer::watchConfigDir(boost::asio::io_context& loop) {

@@ -55,6 +55,16 @@ class RlsServer {
   // Thread-safe. Reads config_dir again and swaps it in atomically; RPCs in flight finish with
   // the config they started with. On errors the old config stays and the errors are returned.
   std::vector<std::string> reload();
+  // reload() in two halves, for a reload of several sources taken whole or not at all: read()
+  // reads config_dir (a null config and its errors when it has any), install() swaps in what
+  // read() gave, unless a read that began later has been installed meanwhile (its files are
+  // newer). Thread-safe.
+  struct Read {
+    LyftLoadResult loaded;
+    std::uint64_t sequence = 0;  // the order reads began in
+  };
+  [[nodiscard]] Read read();
+  void install(Read read);
 
   // After start(), when settings.watch_interval_us > 0: every interval, on `loop`, reads
   // config_dir and reloads when its files changed since the last look, logging the outcome (a
@@ -78,9 +88,11 @@ class RlsServer {
   RlsSettings settings_;
   RlsDecider decider_;
   std::atomic<LyftConfigPtr> config_;
-  // Held by reload(): the watcher (on its loop), SIGHUP and POST /admin/reload can overlap, and
-  // a slower reload that read older files must not store them after a newer one.
-  std::mutex reload_mutex_;
+  // The watcher (on its loop), SIGHUP and POST /admin/reload can overlap: a slower reload that
+  // read older files must not store them after a newer one. install() keeps the latest.
+  std::atomic<std::uint64_t> reads_begun_{0};
+  std::mutex install_mutex_;
+  std::uint64_t installed_sequence_ = 0;  // under install_mutex_
   RlsCounters counters_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;

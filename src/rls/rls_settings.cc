@@ -109,10 +109,11 @@ Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path) {
   return loadRlsSettingsText(text, path, slash == std::string::npos ? "" : path.substr(0, slash));
 }
 
-std::optional<std::string> restartOnlyChange(const RlsSettings& running, const std::string& path) {
-  return policy::sectionRestartWarning("envoy_rls", "the Envoy door",
-                                       "only the lyft files under config_dir reload",
-                                       running.section_text, loadRlsSettings(path));
+std::optional<policy::SectionChange> restartOnlyChange(const RlsSettings& running,
+                                                       const std::string& path) {
+  return policy::sectionRestartChange("envoy_rls", "the Envoy door",
+                                      "only the lyft files under config_dir reload",
+                                      running.section_text, loadRlsSettings(path));
 }
 
 }  // namespace sluice::rls

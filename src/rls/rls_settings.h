@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "policy/section_change.h"
 #include "rls/rls_decider.h"
 #include "sluice/result.h"
 
@@ -41,9 +42,9 @@ struct RlsSettings {
 
 // For a reload, which reloads the lyft files but not these settings: a warning when the
 // envoy_rls section of the config at `path` is no longer the one `running` was read from
-// (changed, removed, or now in error), saying it takes effect at restart; nullopt when it is
-// the same. Never throws.
-[[nodiscard]] std::optional<std::string> restartOnlyChange(const RlsSettings& running,
-                                                           const std::string& path);
+// (changed or removed), saying it takes effect at restart, or an error when it now has errors;
+// nullopt when it is the same. Never throws.
+[[nodiscard]] std::optional<policy::SectionChange> restartOnlyChange(const RlsSettings& running,
+                                                                     const std::string& path);
 
 }  // namespace sluice::rls

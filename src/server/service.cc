@@ -128,14 +128,21 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
 
 ReloadReport Service::reload() {
   const std::lock_guard lock(reload_mutex_);
-  policy::LoadResult loaded = policy::loadPolicy(config_path_);
-  metrics_.countReload(loaded.policy != nullptr);
+  policy::LoadResult loaded = policy::loadPolicy(config_path_, &initial_->store);
   ReloadReport report{.errors = std::move(loaded.errors), .warnings = {}};
-  if (loaded.policy != nullptr) {
-    active_.store(std::make_shared<const Active>(loaded.policy));
-    report.warnings = restartOnlyChanges(*initial_, *loaded.policy);
+  if (loaded.policy != nullptr) report.warnings = restartOnlyChanges(*initial_, *loaded.policy);
+  std::vector<std::function<void()>> commits;
+  for (const auto& hook : reload_hooks_) {
+    if (auto commit = hook(report)) commits.push_back(std::move(commit));
   }
-  for (const auto& hook : reload_hooks_) hook(report);
+  const bool taken = loaded.policy != nullptr && report.errors.empty();
+  metrics_.countReload(taken);
+  if (!taken) {
+    report.warnings.clear();  // of changes that were not made
+    return report;
+  }
+  active_.store(std::make_shared<const Active>(loaded.policy));
+  for (const auto& commit : commits) commit();
   for (const std::string& warning : report.warnings) spdlog::warn("reload: {}", warning);
   return report;
 }

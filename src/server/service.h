@@ -47,15 +47,18 @@ class Service {
   void handleAdmin(HttpRequest&& request, const boost::asio::ip::tcp::endpoint& peer,
                    boost::asio::io_context& loop, Respond respond);
 
-  // Thread-safe. Re-reads the configuration; on any error keeps the current policy and reports
-  // the errors. A policy taken in whose restart-only settings (restart_only_settings.h) differ
-  // from the initial policy's gets a warning for each, also logged. Then runs the reload hooks.
-  // Reloads run one at a time, so the last one to start is the one left in force.
+  // Thread-safe. Re-reads the configuration and, through the reload hooks, the other doors'
+  // files. Taken whole or not at all: on any error anywhere, nothing changes and the report
+  // lists the errors. Limits must fit the store running now (store settings change at restart
+  // only). A reload taken whose restart-only settings (restart_only_settings.h) differ from the
+  // initial policy's gets a warning for each, also logged. Reloads run one at a time, so the
+  // last one to start is the one left in force.
   ReloadReport reload();
   // More configuration reloaded with the policy (other front doors' own files), by SIGHUP and
-  // POST /admin/reload alike; adds its errors (having kept its old config) and warnings to the
-  // report. Add before serving.
-  using ReloadHook = std::function<void(ReloadReport&)>;
+  // POST /admin/reload alike. A hook reads its files and adds their errors and warnings to the
+  // report; it returns what puts them in force (or nothing), which runs only when the whole
+  // reload is taken. Add before serving.
+  using ReloadHook = std::function<std::function<void()>(ReloadReport&)>;
   void addReloadHook(ReloadHook hook) { reload_hooks_.push_back(std::move(hook)); }
 
   [[nodiscard]] policy::PolicyPtr policy() const { return active_.load()->policy; }

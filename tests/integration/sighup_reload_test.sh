@@ -32,7 +32,7 @@ printf 'server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0, threads: 1 }\nlimits:
 for door in "${doors[@]}"; do
   case "$door" in
     gateway) echo 'gateway: { listen: 127.0.0.1:0, upstreams: { app: 127.0.0.1:9 }, routes: [ { path_prefix: /, upstream: app } ] }' ;;
-    envoy_rls) echo "envoy_rls: { listen: 127.0.0.1:0, config_dir: $work }" ;;
+    envoy_rls) mkdir -p "$work/lyft"; echo "envoy_rls: { listen: 127.0.0.1:0, config_dir: $work/lyft }" ;;
     *) fail "unknown door $door" ;;
   esac >> "$work/sluice.yaml"
 done
@@ -65,13 +65,20 @@ for _ in $(seq 1 100); do [ "$(grep -c "reload refused" "$work/sluice.err")" -ge
   fail "a file that is not YAML was taken for an added door section: $(tail -3 "$work/sluice.err")"
 [ "$(limit)" = 9 ] || fail "the old policy did not keep serving after the unreadable file"
 
-# A door section added with errors (which would stop the next start) is refused, though the
-# limits beside it are taken in.
+# A door section added with errors (which would stop the next start) refuses the reload, limits
+# and all. So does an Envoy section whose lyft files would not load.
 for door in "${doors[@]}"; do
   printf 'server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }\nlimits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 9/min }\n%s: { colour: red }\n' "$door" > "$work/sluice.yaml"
   kill -HUP "$sluice_pid"
   logged "$door: the section was added with errors" ||
     fail "the broken $door section was not reported: $(tail -3 "$work/sluice.err")"
 done
+if [[ " ${doors[*]} " == *" envoy_rls "* ]]; then
+  printf 'server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }\nlimits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 5/min }\nenvoy_rls: { listen: 127.0.0.1:0, config_dir: %s/missing }\n' "$work" > "$work/sluice.yaml"
+  kill -HUP "$sluice_pid"
+  logged "envoy_rls: the section was added with errors.*" && logged "missing" ||
+    fail "an envoy_rls section whose lyft files cannot load was not refused: $(tail -3 "$work/sluice.err")"
+  [ "$(limit)" = 9 ] || fail "a refused reload changed the limits"
+fi
 echo "SIGHUP reload: good config applied, a restart-only edit reported, broken config refused with file:line"
 echo "1 passed, 0 failed"

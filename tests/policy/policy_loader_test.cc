@@ -315,6 +315,32 @@ TEST(PolicyLoader, KeysFile) {
       << describe(errors);
 }
 
+// Limits a shared store cannot hold are refused, for the store the file names and, on a
+// reload, for the store the process runs: a file edited to `type: memory` with a sliding log
+// was reloaded into a running synced store, which then denied every request to that limit.
+TEST(PolicyLoader, LimitsMustFitTheStoreRunning) {
+  const std::string logs =
+      "limits:\n  - { name: logged, algorithm: sliding_window_log, rate: 5/min }\n";
+  const LoadResult synced_file =
+      loadPolicyText("store: { type: synced, address: 127.0.0.1:6379 }\n" + logs, "t.yaml", "");
+  ASSERT_EQ(synced_file.policy, nullptr);
+  EXPECT_NE(synced_file.errors[0].find("t.yaml:3:"), std::string::npos) << synced_file.errors[0];
+  EXPECT_NE(synced_file.errors[0].find("the synced store cannot share a sliding window log"),
+            std::string::npos)
+      << synced_file.errors[0];
+  ASSERT_NE(loadPolicyText(logs, "t.yaml", "").policy, nullptr);  // memory holds any limit
+
+  StoreSettings running;
+  running.type = StoreSettings::Type::kSynced;
+  running.addresses = {"127.0.0.1:6379"};
+  const LoadResult reload = loadPolicyText(logs, "t.yaml", "", &running);
+  ASSERT_EQ(reload.policy, nullptr);
+  EXPECT_NE(reload.errors[0].find("the synced store this process runs"), std::string::npos)
+      << reload.errors[0];
+  running.type = StoreSettings::Type::kRedis;
+  EXPECT_NE(loadPolicyText(logs, "t.yaml", "", &running).policy, nullptr);  // Redis holds logs
+}
+
 // Secrets never appear in the configuration the admin endpoint shows.
 TEST(PolicyLoader, RedactsSecrets) {
   const PolicyPtr policy = policyFrom(R"(

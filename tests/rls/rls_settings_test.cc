@@ -131,7 +131,8 @@ TEST(RlsSettingsTest, EnvoyExampleLoads) {
 }
 
 // A reload reloads the lyft files only: an edit to the envoy_rls section itself is reported as
-// taking effect at restart, and an edit elsewhere (or to comments) is not.
+// taking effect at restart, and an edit elsewhere (or to comments) is not; a section edited into
+// errors refuses the reload.
 TEST(RlsSettingsTest, ReloadWarnsThatSectionEditsWaitForRestart) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("sluice-rls-settings-" +
@@ -148,12 +149,19 @@ TEST(RlsSettingsTest, ReloadWarnsThatSectionEditsWaitForRestart) {
   for (const std::string& edited :
        {std::string("envoy_rls:\n  config_dir: /srv/rl\n  shadow_mode: true\n"),
         std::string("envoy_rls:\n  config_dir: /srv/other\n  shadow_mode: false\n"),
-        section + "  colour: red\n", std::string("server: {}\n")}) {
+        std::string("server: {}\n")}) {
     write("limits: []\n" + edited);
-    const auto warning = restartOnlyChange(settings, path.string());
-    ASSERT_TRUE(warning.has_value()) << edited;
-    EXPECT_NE(warning->find("restart"), std::string::npos) << *warning;
+    const auto change = restartOnlyChange(settings, path.string());
+    ASSERT_TRUE(change.has_value()) << edited;
+    EXPECT_FALSE(change->refuses) << change->text;
+    EXPECT_NE(change->text.find("restart"), std::string::npos) << change->text;
   }
+  // A section with errors would stop the next start: the reload is refused.
+  write("limits: []\n" + section + "  colour: red\n");
+  const auto broken = restartOnlyChange(settings, path.string());
+  ASSERT_TRUE(broken.has_value());
+  EXPECT_TRUE(broken->refuses);
+  EXPECT_NE(broken->text.find("colour"), std::string::npos) << broken->text;
   std::filesystem::remove(path);
 }
 

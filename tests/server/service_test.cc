@@ -329,8 +329,10 @@ TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
 // A reload error that quotes the file's bytes, here half of a UTF-8 é after a backslash (YAML's
 // unknown escape) and a Latin-1 byte from a hook, still gives a body that is JSON.
 TEST_F(ServiceTest, ReloadErrorsQuotingRawBytesAreValidJson) {
-  service_->addReloadHook(
-      [](ReloadReport& report) { report.errors.push_back("hook: name \"caf\xe9\""); });
+  service_->addReloadHook([](ReloadReport& report) -> std::function<void()> {
+    report.errors.push_back("hook: name \"caf\xe9\"");
+    return {};
+  });
   writeConfig("limits: \"\\\xc3\xa9\"\n");
   const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
   EXPECT_EQ(refused.status, 422);
@@ -342,25 +344,35 @@ TEST_F(ServiceTest, ReloadErrorsQuotingRawBytesAreValidJson) {
   EXPECT_EQ(errors[1].as_string(), "hook: name \"caf\xef\xbf\xbd\"");  // U+FFFD for the é
 }
 
-// POST /admin/reload runs the other doors' reload hooks as SIGHUP does: their errors make it a
-// 422 and are listed, while a good policy still takes effect.
-TEST_F(ServiceTest, AdminReloadRunsTheReloadHooks) {
+// POST /admin/reload runs the other doors' reload hooks as SIGHUP does, and is taken whole or
+// not at all: a hook's errors make it a 422, listed, and neither the policy nor the hook's
+// files take effect. The policy was put in force anyway, the answer saying it was refused.
+TEST_F(ServiceTest, AdminReloadRunsTheReloadHooksAllOrNothing) {
   int hook_calls = 0;
+  int commits = 0;
   std::vector<std::string> hook_errors;
-  service_->addReloadHook([&](ReloadReport& report) {
+  service_->addReloadHook([&](ReloadReport& report) -> std::function<void()> {
     ++hook_calls;
     report.errors.insert(report.errors.end(), hook_errors.begin(), hook_errors.end());
+    return [&commits] { ++commits; };
   });
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
   EXPECT_EQ(hook_calls, 1);
+  EXPECT_EQ(commits, 1);
 
   hook_errors = {"envoy_rls: envoy.yaml:3:1: unknown unit"};
   writeConfig("limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n");
   const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
   EXPECT_EQ(hook_calls, 2);
+  EXPECT_EQ(commits, 1);
   EXPECT_EQ(refused.status, 422);
   EXPECT_NE(refused.body.find("envoy.yaml:3:1"), std::string::npos) << refused.body;
-  EXPECT_EQ(auth("/z", "192.0.2.92").header("x-ratelimit-limit"), "7");
+  EXPECT_EQ(auth("/z", "192.0.2.92").header("x-ratelimit-limit"), "3");  // the old policy
+
+  hook_errors.clear();
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(commits, 2);
+  EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");
 }
 
 // Settings read only at start (listeners, HTTP limits, the store) are not applied by a reload,
