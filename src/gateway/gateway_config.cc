@@ -320,10 +320,9 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
 }
 
 Result<std::optional<GatewaySettings>> loadGatewaySettings(const std::string& path) {
-  bool ok = false;
-  const std::string text = policy::readFile(path, ok);
-  if (!ok) return Error{path + ": cannot read the file"};
-  return loadGatewaySettingsText(text, path);
+  Result<std::string> text = policy::readFile(path);
+  if (!text.ok()) return Error{text.error()};
+  return loadGatewaySettingsText(text.value(), path);
 }
 
 std::optional<policy::SectionChange> restartOnlyChange(const GatewaySettings& running,

@@ -142,9 +142,12 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
     } else if (entry["public_key_file"]) {
       const std::string file = resolvePath(
           base_dir, scalar(entry["public_key_file"], "public_key_file", errors).value_or(""));
-      bool ok = false;
-      key.key = readFile(file, ok);
-      if (!ok) errors.add(entry["public_key_file"], "cannot read " + file);
+      Result<std::string> text = readFile(file);
+      if (text.ok()) {
+        key.key = std::move(text).value();
+      } else {
+        errors.add(entry["public_key_file"], text.error());
+      }
     } else {
       errors.add(entry, "a JWT key needs secret, secret_env or public_key_file");
     }
@@ -161,12 +164,12 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
 
 void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& policy,
                   Errors& errors) {
-  bool ok = false;
-  const std::string text = readFile(path, ok);
-  if (!ok) {
-    errors.add(where, "cannot read keys file " + path);
+  const Result<std::string> read = readFile(path);
+  if (!read.ok()) {
+    errors.add(where, "keys file " + read.error());
     return;
   }
+  const std::string& text = read.value();
   Errors file_errors(path);
   try {
     const YAML::Node root = onlyDocument(text, file_errors);
@@ -325,11 +328,10 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
 }
 
 LoadResult loadPolicy(const std::string& path, const StoreSettings* running_store) {
-  bool ok = false;
-  const std::string text = readFile(path, ok);
-  if (!ok) return {nullptr, {path + ": cannot read the file"}};
+  const Result<std::string> text = readFile(path);
+  if (!text.ok()) return {nullptr, {text.error()}};
   const std::size_t slash = path.rfind('/');
-  return loadPolicyText(text, path, slash == std::string::npos ? "" : path.substr(0, slash),
+  return loadPolicyText(text.value(), path, slash == std::string::npos ? "" : path.substr(0, slash),
                         running_store);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -134,9 +135,17 @@ std::vector<std::string> stringList(const YAML::Node& node, const std::string& w
   return values;
 }
 
-std::string readFile(const std::string& path, bool& ok) {
+Result<std::string> readFile(const std::string& path) {
+  const std::string cannot = path + ": cannot read the file";
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (ec) return Error{cannot + ": " + ec.message()};
+  if (!std::filesystem::is_regular_file(status)) return Error{cannot + ": not a regular file"};
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Error{cannot + ": " + ec.message()};
+  if (size > kMaxConfigFileBytes) return Error{cannot + ": larger than 64 MiB"};
   std::ifstream in(path, std::ios::binary);
-  ok = static_cast<bool>(in);
+  if (!in) return Error{cannot};
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();

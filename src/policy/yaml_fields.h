@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "sluice/rate.h"
+#include "sluice/result.h"
 #include "sluice/time.h"
 
 namespace sluice::policy {
@@ -59,8 +60,13 @@ std::optional<Micros> durationValue(const YAML::Node& node, const std::string& w
 std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, Errors& errors);
 std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
                                     Errors& errors);
-// The whole file; `ok` says whether it could be read.
-std::string readFile(const std::string& path, bool& ok);
+// The most a configuration file (policy, keys, JWT key, lyft file) may hold: far above any real
+// one, and a bound on what a reload reads and parses.
+inline constexpr std::uintmax_t kMaxConfigFileBytes = 64u << 20;
+// The whole file, or why not ("<path>: cannot read the file: ..."). Only a regular file of at
+// most kMaxConfigFileBytes is read: a FIFO would block the reading thread (a reload's: an I/O
+// loop's) until a writer came, and /dev/zero would grow memory without end.
+Result<std::string> readFile(const std::string& path);
 // `path` relative to the configuration's directory, unless absolute.
 std::string resolvePath(const std::string& base_dir, const std::string& path);
 

@@ -37,10 +37,9 @@ Result<std::vector<LyftSource>> readConfigDir(const std::string& dir) {
   std::sort(paths.begin(), paths.end());
   std::vector<LyftSource> sources;
   for (const std::string& path : paths) {
-    bool ok = false;
-    std::string text = policy::readFile(path, ok);
-    if (!ok) return Error{path + ": cannot read the file"};
-    sources.push_back({path, std::move(text)});
+    Result<std::string> text = policy::readFile(path);
+    if (!text.ok()) return Error{text.error()};
+    sources.push_back({path, std::move(text).value()});
   }
   return sources;
 }

@@ -102,11 +102,11 @@ Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
 }
 
 Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path) {
-  bool ok = false;
-  const std::string text = policy::readFile(path, ok);
-  if (!ok) return Error{path + ": cannot read the file"};
+  Result<std::string> text = policy::readFile(path);
+  if (!text.ok()) return Error{text.error()};
   const std::size_t slash = path.rfind('/');
-  return loadRlsSettingsText(text, path, slash == std::string::npos ? "" : path.substr(0, slash));
+  return loadRlsSettingsText(text.value(), path,
+                             slash == std::string::npos ? "" : path.substr(0, slash));
 }
 
 std::optional<policy::SectionChange> restartOnlyChange(const RlsSettings& running,

@@ -1,5 +1,8 @@
 #include "policy/policy_loader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 
@@ -280,6 +283,24 @@ TEST(PolicyLoader, SyntaxAndShape) {
   const LoadResult missing = loadPolicy("/nonexistent/sluice.yaml");
   ASSERT_EQ(missing.errors.size(), 1u);
   EXPECT_NE(missing.errors[0].find("cannot read"), std::string::npos);
+}
+
+// Only regular files are read, up to 64 MiB: a FIFO as the configuration or the keys file hung
+// `validate`, and a reload's I/O loop, until a writer came; /dev/zero grew memory without end.
+TEST(PolicyLoader, ReadsRegularFilesOnly) {
+  const std::string dir = ::testing::TempDir();
+  const std::string fifo = dir + "/sluice-fifo-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero"), dir}) {
+    const LoadResult loaded = loadPolicy(path);
+    ASSERT_EQ(loaded.errors.size(), 1u) << path;
+    EXPECT_NE(loaded.errors[0].find("not a regular file"), std::string::npos) << loaded.errors[0];
+  }
+  const std::vector<std::string> keys =
+      errorsOf("limits: [{ name: a, rate: 1/s }]\nidentity: { keys_file: " + fifo + " }\n");
+  ASSERT_FALSE(keys.empty());
+  EXPECT_NE(keys[0].find("not a regular file"), std::string::npos) << describe(keys);
+  ::unlink(fifo.c_str());
 }
 
 // Tiers and a keys file: keys map to tiers, by value or by SHA-256; unknown tiers are errors.
