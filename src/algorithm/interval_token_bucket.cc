@@ -24,7 +24,8 @@ Outcome consumeIntervalTokenBucket(IntervalTokenBucketState& state, Micros now_u
   if (state.deficit > 0) {
     const Micros elapsed_us = now_us - state.refilled_at_us;
     const Micros intervals = elapsed_us / interval_us;
-    const Int128 refilled = intervals * spec.rate().count;
+    // Widened before multiplying: idle long enough, the product passes 64 bits.
+    const Int128 refilled = Int128{intervals} * spec.rate().count;
     deficit = static_cast<std::int64_t>(std::max<Int128>(0, state.deficit - refilled));
     refilled_at_us =
         deficit > 0 ? state.refilled_at_us + static_cast<Micros>(intervals) * interval_us : now_us;

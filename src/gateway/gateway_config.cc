@@ -158,6 +158,14 @@ void loadConcurrency(const YAML::Node& node, GatewaySettings& settings, Errors& 
     ConcurrencyLimit limit;
     limit.name = entry["name"] ? policy::scalar(entry["name"], where + ".name", errors).value_or("")
                                : "concurrency-" + std::to_string(i);
+    // The name is the counter's: two entries of one name would count each other's requests.
+    for (const ConcurrencyLimit& earlier : settings.concurrency) {
+      if (earlier.name == limit.name) {
+        errors.add(entry["name"] ? entry["name"] : entry,
+                   where + ".name \"" + limit.name + "\" is already used");
+        break;
+      }
+    }
     if (entry["match"])
       limit.match = policy::loadMatchSection(entry["match"], where + ".match", errors);
     const std::vector<std::string> parts =

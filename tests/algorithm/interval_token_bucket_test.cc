@@ -54,5 +54,15 @@ TEST_F(IntervalTokenBucketTest, CapsAtMaxAmount) {
   EXPECT_EQ(consume(t0_, 26).reason, DenyReason::kCostExceedsLimit);
 }
 
+// A long idle time at a high rate refills fully: intervals × count passes 64 bits (2^33 × 2^31
+// here), and multiplied before widening it wrapped to nothing refilled.
+TEST(IntervalTokenBucketLongIdle, RefillsPastSixtyFourBits) {
+  const LimitSpec fast = spec(Algorithm::kTokenBucketInterval, "2147483648/ms", 2147483648);
+  IntervalTokenBucketState state;
+  ASSERT_TRUE(consumeIntervalTokenBucket(state, kJan2026, fast, 2147483648).allowed);
+  const Micros later = kJan2026 + (Micros{1} << 33) * kMicrosPerMilli;
+  EXPECT_EQ(consumeIntervalTokenBucket(state, later, fast, 0).remaining, 2147483648u);
+}
+
 }  // namespace
 }  // namespace sluice::algorithm

@@ -178,8 +178,14 @@ TEST(GatewayConfigTest, ConcurrencyLimitErrors) {
   concurrency:
     - { key: "bogus:x", max_in_flight: 0 }
     - { key: ip }
+    - { name: c, max_in_flight: 5 }
+    - { name: c, max_in_flight: 1 }
 )");
   ASSERT_FALSE(loaded.ok());
+  // One name, one counter: the two would count each other's requests.
+  EXPECT_NE(loaded.error().find("gateway.concurrency[3].name \"c\" is already used"),
+            std::string::npos)
+      << loaded.error();
   EXPECT_NE(loaded.error().find("gateway.concurrency[0].key"), std::string::npos);
   EXPECT_NE(loaded.error().find("max_in_flight must be at least 1"), std::string::npos);
   EXPECT_NE(loaded.error().find("gateway.concurrency[1] needs max_in_flight"), std::string::npos);
