@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real nginx (Debian's nginx-light) in front of a backend, with Sluice as its auth_request
-# service, using examples/nginx/ as shipped (only the ports are changed). At the nginx port:
-# 200s while the limit allows, then 429 with Retry-After and the rate-limit headers.
+# service, using examples/nginx/ as shipped (the ports changed, and limits of the test's own on
+# other paths). At the nginx port: 200s while the limit allows, then 429 with Retry-After and
+# the rate-limit headers; a limit's 503; a JSON body when no Retry-After can be given.
 # Usage: nginx_auth_request_test.sh SLUICE_BINARY EXAMPLES_NGINX_DIR
 set -euo pipefail
 sluice_bin="$1"
@@ -19,6 +20,14 @@ trap cleanup EXIT
 front=$(free_port); backend=$(free_port); sluice_port=$(free_port); admin=$(free_port)
 sed -e "s/127.0.0.1:8080/127.0.0.1:$sluice_port/; s/127.0.0.1:9090/127.0.0.1:$admin/" \
   "$example_dir/sluice.yaml" > "$work/sluice.yaml"
+# Two more limits, on paths of their own: one denying with 503, one no request can fit; the
+# example's per-ip limit is kept to /hello, so that each path is denied by its own limit only.
+sed -i 's|^    rate: 3/min$|    rate: 3/min\n    match: { path: /hello }|' "$work/sluice.yaml"
+grep -q 'match: { path: /hello }' "$work/sluice.yaml" || fail "the example's per-ip limit has changed"
+cat >> "$work/sluice.yaml" <<'YAML'
+  - { name: busy, key: global, rate: 1/min, deny_status: 503, match: { path: /busy } }
+  - { name: heavy, key: global, rate: 1/min, cost: 5, match: { path: /heavy } }
+YAML
 sed -e "s/127.0.0.1:8000/127.0.0.1:$front/; s/127.0.0.1:8081/127.0.0.1:$backend/g; s/127.0.0.1:8080/127.0.0.1:$sluice_port/" \
   "$example_dir/nginx.conf" > "$work/nginx.conf"
 mkdir -p "$work/tmp"
@@ -30,7 +39,7 @@ pids+=($!)
 wait_for_port "$sluice_port"
 wait_for_port "$front"
 
-request() { curl -s -D "$work/headers" -o "$work/body" -w '%{http_code}' --max-time 10 "http://127.0.0.1:$front/hello"; }
+request() { curl -s -D "$work/headers" -o "$work/body" -w '%{http_code}' --max-time 10 "http://127.0.0.1:$front${1:-/hello}"; }
 header() { grep -i "^$1:" "$work/headers" | head -1 | cut -d' ' -f2- | tr -d '\r'; }
 
 for i in 1 2 3; do
@@ -49,5 +58,17 @@ retry_after=$(header Retry-After)
 [ "$(header X-RateLimit-Remaining)" = 0 ] || fail "4th request: X-RateLimit-Remaining '$(header X-RateLimit-Remaining)'"
 header RateLimit | grep -q '"per-ip";r=0' || fail "4th request: RateLimit '$(header RateLimit)'"
 grep -q rate_limited "$work/body" || fail "4th request: body $(cat "$work/body")"
-echo "nginx auth_request: 3 allowed, then 429 with Retry-After $retry_after"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$work/body" || fail "4th request: body not JSON: $(cat "$work/body")"
+
+# A limit's own deny status reaches the client (it came as nginx's 403 page).
+[ "$(request /busy)" = 200 ] || fail "/busy: the first request was not allowed"
+status=$(request /busy)
+[ "$status" = 503 ] || fail "/busy: status $status, expected the limit's 503"
+grep -q unavailable "$work/body" || fail "/busy: body $(cat "$work/body")"
+# A request that can never fit has no Retry-After, and its body is still JSON (it read "retry_after":}).
+status=$(request /heavy)
+[ "$status" = 429 ] || fail "/heavy: status $status, expected 429"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["retry_after"] is None' "$work/body" ||
+  fail "/heavy: body $(cat "$work/body")"
+echo "nginx auth_request: 3 allowed, then 429 with Retry-After $retry_after; a 503 limit's 503; a never-fitting cost's JSON body"
 echo "1 passed, 0 failed"
