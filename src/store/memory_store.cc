@@ -52,8 +52,12 @@ bool isExpired(std::uint32_t expires_s, Micros now_us) noexcept {
   return expires_s != kNeverExpires && Micros{expires_s} * kMicrosPerSecond <= now_us;
 }
 
-// Algorithms treat a zeroed state as unused only from the epoch on.
-Micros readClock(const Clock& clock) noexcept { return std::max<Micros>(0, clock.now()); }
+// From the epoch on (algorithms treat a zeroed state as unused only from then), and at most a
+// quarter of int64's range (some 73,000 years): the algorithms add periods to the time, which
+// past that could overflow; a clock out there is broken anyway.
+Micros readClock(const Clock& clock) noexcept {
+  return std::clamp<Micros>(clock.now(), 0, std::numeric_limits<Micros>::max() / 4);
+}
 
 bool contains(std::span<const std::uint64_t> hashes, std::uint64_t hash) noexcept {
   return std::find(hashes.begin(), hashes.end(), hash) != hashes.end();

@@ -29,6 +29,9 @@ StoreStatus OnErrorPolicy::decide(std::span<const LimitCheck> checks, const Cloc
       case OnStoreError::kDeny:
         outcome.reason = DenyReason::kStoreUnavailable;
         outcome.retry_after_us = options_.unavailable_retry_after_us;
+        // Nothing is known of the limit's state: say it is full until the retry, so Reset
+        // (0, "full now") does not contradict Retry-After.
+        outcome.reset_after_us = options_.unavailable_retry_after_us;
         break;
       case OnStoreError::kLocal:
         LimitCheck local = check;

@@ -201,7 +201,8 @@ TEST_F(FailoverStoreTest, AllowAdmitsWhileRedisIsDown) {
   }
 }
 
-// on_error deny: every request is denied as unavailable, with the configured retry_after.
+// on_error deny: every request is denied as unavailable, with the configured retry_after, and
+// the limit reads full until then (a reset of 0 said "full now" beside Retry-After: 1).
 TEST_F(FailoverStoreTest, DenyDeniesWhileRedisIsDown) {
   server_.stop();
   const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kDeny};
@@ -210,6 +211,7 @@ TEST_F(FailoverStoreTest, DenyDeniesWhileRedisIsDown) {
     EXPECT_FALSE(outcome.allowed);
     EXPECT_EQ(outcome.reason, DenyReason::kStoreUnavailable);
     EXPECT_EQ(outcome.retry_after_us, kUnavailableRetryUs);
+    EXPECT_EQ(outcome.reset_after_us, kUnavailableRetryUs);
   }
 }
 

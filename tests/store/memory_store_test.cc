@@ -1,5 +1,6 @@
 #include "store/memory_store.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -258,6 +259,22 @@ TEST_F(MemoryStoreTest, FarFutureStateIsKept) {
   const LimitSpec once = spec(Algorithm::kFixedWindow, "1/min");
   EXPECT_TRUE(apply(store_, "f", once, 1, year_2128).allowed);
   EXPECT_FALSE(apply(store_, "f", once, 1, year_2128 + 1).allowed);
+}
+
+// A clock near the end of int64 (a broken one) still limits: the algorithms added periods to it
+// and overflowed (signed overflow, and 30 of 30 admitted against a limit of 10).
+TEST_F(MemoryStoreTest, AClockAtTheEndOfTimeStillLimits) {
+  const LimitSpec ten = spec(Algorithm::kFixedWindow, "10/s");
+  const LimitSpec gcra = spec(Algorithm::kGcra, "10/s", 10);
+  for (const LimitSpec* limit : {&ten, &gcra}) {
+    int admitted = 0;
+    for (int i = 0; i < 30; ++i) {
+      admitted += apply(store_, "end:" + limit->toString(), *limit, 1,
+                        std::numeric_limits<Micros>::max() - 10)
+                      .allowed;
+    }
+    EXPECT_EQ(admitted, 10) << limit->toString();
+  }
 }
 
 }  // namespace
