@@ -299,12 +299,7 @@ bool MemoryStore::decide(std::span<const LimitCheck> checks, std::span<Staged> s
       SlidingWindowLog unused;
       SlidingWindowLog& log = item.log != nullptr ? *item.log : unused;
       outcomes[i] = log.evaluate(now_us, spec, checks[i].cost, item.pending_units);
-      if (outcomes[i].allowed) {
-        item.pending_units += checks[i].cost;
-      } else if (earlier != nullptr) {
-        // The request passes only when the key's combined cost does: say when that is.
-        outcomes[i] = log.evaluate(now_us, spec, item.total_cost);
-      }
+      if (outcomes[i].allowed) item.pending_units += checks[i].cost;
     } else {
       if (earlier != nullptr) {
         item.slot = earlier->slot;
@@ -316,16 +311,44 @@ bool MemoryStore::decide(std::span<const LimitCheck> checks, std::span<Staged> s
         item.after = item.original;
       }
       outcomes[i] = algorithm::consumeCompact(item.after, now_us, spec, checks[i].cost);
-      if (!outcomes[i].allowed && earlier != nullptr) {
-        CompactState state = item.original;
-        outcomes[i] = algorithm::consumeCompact(state, now_us, spec, item.total_cost);
-        outcomes[i].allowed = false;  // even if the combined cost fits, this request did not
-        if (outcomes[i].reason == DenyReason::kNone) outcomes[i].reason = DenyReason::kOverLimit;
-      }
     }
     all_allowed = all_allowed && outcomes[i].allowed;
   }
+  if (!all_allowed) judgeRepeatedKeysWhole(checks, staged, now_us, outcomes);
   return all_allowed;
+}
+
+// A denied check of a key that the request names more than once: the request passes only when
+// the key's combined cost does, whichever of its checks came first. Say when that is. (Judged
+// one check at a time, a first check denied behind a later one allowed told a wait too short,
+// after which the request was denied again.) When the combined cost fits now, the order of the
+// checks is what denied (limits of other counts on one counter): the check's own answer stands.
+void MemoryStore::judgeRepeatedKeysWhole(std::span<const LimitCheck> checks,
+                                         std::span<const Staged> staged, Micros now_us,
+                                         std::span<Outcome> outcomes) noexcept {
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (outcomes[i].allowed) continue;
+    const Staged& item = staged[i];
+    const Staged* last = nullptr;  // the key's last check, whose total_cost is the key's
+    std::size_t named = 0;
+    for (const Staged& other : staged) {
+      if (other.hash == item.hash && other.is_log == item.is_log) {
+        last = &other;
+        ++named;
+      }
+    }
+    if (named < 2) continue;
+    const LimitSpec& spec = *checks[i].spec;
+    Outcome whole;
+    if (item.is_log) {
+      SlidingWindowLog unused;
+      whole = (item.log != nullptr ? *item.log : unused).evaluate(now_us, spec, last->total_cost);
+    } else {
+      CompactState state = item.original;
+      whole = algorithm::consumeCompact(state, now_us, spec, last->total_cost);
+    }
+    if (!whole.allowed) outcomes[i] = whole;
+  }
 }
 
 void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> staged,

@@ -63,6 +63,8 @@ class MemoryStore final : public Store {
   // Decides every check of a multi-check request without writing; true if all allow.
   bool decide(std::span<const LimitCheck> checks, std::span<Staged> staged, Micros now_us,
               std::span<Outcome> outcomes) noexcept;
+  void judgeRepeatedKeysWhole(std::span<const LimitCheck> checks, std::span<const Staged> staged,
+                              Micros now_us, std::span<Outcome> outcomes) noexcept;
   // Writes an all-allowed multi-check request's states; shards are locked.
   void commit(std::span<const LimitCheck> checks, std::span<Staged> staged, Micros now_us) noexcept;
 

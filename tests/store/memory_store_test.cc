@@ -212,6 +212,22 @@ TEST_F(MemoryStoreTest, RepeatedKeyRetryUsesTheCombinedCost) {
   const std::vector<Outcome> log_never = applyAll(store_, {{"c", &log6, 5}, {"c", &log6, 5}}, t0_);
   EXPECT_FALSE(log_never[1].allowed);
   EXPECT_EQ(log_never[1].retry_after_us, kNever);
+
+  // The first check denied and a later one allowed: the wait is still the whole cost's. It
+  // was the first check's alone (100 ms for 6 of 10/s), after which the request failed again.
+  const LimitSpec tenths = spec(Algorithm::kTokenBucket, "10/s", 10);
+  EXPECT_TRUE(apply(store_, "d", tenths, 5, t0_).allowed);
+  const std::vector<Outcome> first = applyAll(store_, {{"d", &tenths, 6}, {"d", &tenths, 1}}, t0_);
+  EXPECT_FALSE(first[0].allowed);
+  EXPECT_EQ(first[0].retry_after_us, 200 * kMicrosPerMilli);  // 7 tokens, 5 there
+  const std::vector<Outcome> retried =
+      applyAll(store_, {{"d", &tenths, 6}, {"d", &tenths, 1}}, t0_ + first[0].retry_after_us);
+  EXPECT_TRUE(retried[0].allowed && retried[1].allowed);
+  EXPECT_TRUE(apply(store_, "e", tenths, 5, t0_).allowed);
+  const std::vector<Outcome> too_big =
+      applyAll(store_, {{"e", &tenths, 6}, {"e", &tenths, 5}}, t0_);
+  EXPECT_EQ(too_big[0].reason, DenyReason::kCostExceedsLimit);  // 11 of 10 never fits
+  EXPECT_EQ(too_big[0].retry_after_us, kNever);
 }
 
 // More shards than max_keys: the shards shrink so the bound still holds.

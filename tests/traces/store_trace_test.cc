@@ -125,6 +125,11 @@ TEST_F(StoreTrace, DuplicateKeysShareOneState) {
     EXPECT_FALSE(outcomes[1].allowed) << slot.key;
     std::vector<ScriptCheck> once = {{slot.key, &slot.spec, half}, {slot.key, &slot.spec, 0}};
     expectBothAgree(once, slot.key + " once and a peek");
+    // The larger check first, denied while the smaller after it is allowed: both tell the
+    // combined cost's wait.
+    std::vector<ScriptCheck> big_first = {{slot.key, &slot.spec, slot.spec.limit()},
+                                          {slot.key, &slot.spec, 1}};
+    expectBothAgree(big_first, slot.key + " the larger first");
     clock_.advance(kMicrosPerSecond / 3);
   }
 }

@@ -84,12 +84,14 @@ end
 -- fields at reply[7 * i - 5 ..]: the call's checks for 'decide', one request's for 'batch'.
 local function decideRequest(first, last, reply)
   -- Each check decides against its key's running state, as MemoryStore::decide does: a later
-  -- check of a key sees what earlier checks of the same request admitted, and when it denies,
-  -- it reports when the key's combined cost would pass. keys: name -> its state, loaded once
-  -- per request (a later request of a batch reads what an earlier one wrote); state.latest is
-  -- the latest check of that key so far (or false), whose spec the key is written with (as
-  -- MemoryStore does). total_cost[i]: check i's cost plus earlier ones' of the same key;
-  -- pending[i], sliding log: the units earlier checks of the key admitted, i's included.
+  -- check of a key sees what earlier checks of the same request admitted; a denied check of a
+  -- key named more than once reports when the key's combined cost would pass (below, as
+  -- MemoryStore::judgeRepeatedKeysWhole does). keys: name -> its state, loaded once per request
+  -- (a later request of a batch reads what an earlier one wrote); state.latest is the latest
+  -- check of that key so far (or false), whose spec the key is written with (as MemoryStore
+  -- does), state.named how many checks name it. total_cost[i]: check i's cost plus earlier
+  -- ones' of the same key; pending[i], sliding log: the units earlier checks of the key
+  -- admitted, i's included.
   local keys = {}
   local total_cost, pending = {}, {}
   local all_allowed = true
@@ -112,25 +114,13 @@ local function decideRequest(first, last, reply)
       pending[i] = earlier and pending[earlier] or 0
       reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
         reply[j + 6] = sliding_window_log.evaluate(state, now_us, spec, cost, pending[i])
-      if reply[j] == 1 then
-        pending[i] = pending[i] + cost
-      elseif earlier then
-        reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-          reply[j + 6] = sliding_window_log.evaluate(state, now_us, spec, total_cost[i], 0)
-      end
+      if reply[j] == 1 then pending[i] = pending[i] + cost end
     else
-      local algorithm = algorithms[spec.algorithm]
       reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-        reply[j + 6] = algorithm.consume(state, now_us, spec, cost)
-      if reply[j] == 0 and earlier then
-        local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
-        reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
-          reply[j + 6] = algorithm.consume(original, now_us, spec, total_cost[i])
-        reply[j] = 0 -- even if the combined cost fits, this request did not
-        if reply[j + 1] == REASON_NONE then reply[j + 1] = REASON_OVER_LIMIT end
-      end
+        reply[j + 6] = algorithms[spec.algorithm].consume(state, now_us, spec, cost)
     end
     state.latest = i
+    state.named = (state.named or 0) + 1
     if reply[j] == 0 then all_allowed = false end
   end
 
@@ -141,10 +131,32 @@ local function decideRequest(first, last, reply)
       end
     end
   else
+    -- A denied check of a key named more than once is judged on the key's combined cost (its
+    -- last check's total), unless that fits now: then the order of the checks denied, and the
+    -- check's own answer stands. All in a first pass, before the next reads trim any log.
+    local whole = {}
+    for i = first, last do
+      local j = 7 * i - 5
+      local state, spec = keys[KEYS[i]], check_spec[i]
+      if reply[j] == 0 and state.named > 1 then
+        local r
+        if spec.algorithm == SLIDING_WINDOW_LOG then
+          r = { sliding_window_log.evaluate(state, now_us, spec, total_cost[state.latest], 0) }
+        else
+          local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
+          r = { algorithms[spec.algorithm].consume(original, now_us, spec,
+                                                   total_cost[state.latest]) }
+        end
+        if r[1] == 0 then whole[i] = r end
+      end
+    end
     -- Nothing is consumed; the limits that would have allowed report their state as it is.
     for i = first, last do
       local j = 7 * i - 5
-      if reply[j] == 1 then
+      if whole[i] then
+        reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
+          reply[j + 6] = values(whole[i])
+      elseif reply[j] == 1 then
         local state, spec = keys[KEYS[i]], check_spec[i]
         if spec.algorithm == SLIDING_WINDOW_LOG then
           reply[j], reply[j + 1], reply[j + 2], reply[j + 3], reply[j + 4], reply[j + 5],
