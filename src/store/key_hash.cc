@@ -57,15 +57,10 @@ KeyHasher::KeyHasher() noexcept {
 }
 
 std::uint64_t KeyHasher::operator()(std::string_view key, const LimitSpec& spec) const noexcept {
-  // Continuous-rate states are stored in units scaled by the rate, so for them the count is part
-  // of the counter's identity; window and interval states hold plain counts and survive a change.
-  const bool scaled_state = spec.algorithm() == Algorithm::kTokenBucket ||
-                            spec.algorithm() == Algorithm::kLeakyBucketMeter ||
-                            spec.algorithm() == Algorithm::kLeakyBucketShaper ||
-                            spec.algorithm() == Algorithm::kGcra;
-  const std::uint64_t tweak = (static_cast<std::uint64_t>(spec.rate().period_us) << 8) ^
-                              static_cast<std::uint64_t>(spec.algorithm()) ^
-                              (scaled_state ? foldedMultiply(spec.rate().count, kOdd2) : 0);
+  const std::uint64_t tweak =
+      (static_cast<std::uint64_t>(spec.rate().period_us) << 8) ^
+      static_cast<std::uint64_t>(spec.algorithm()) ^
+      (countIsPartOfTheCounter(spec.algorithm()) ? foldedMultiply(spec.rate().count, kOdd2) : 0);
   std::uint64_t state = seed0_ ^ foldedMultiply(tweak ^ kOdd0, key.size() ^ seed1_);
   const char* bytes = key.data();
   std::size_t left = key.size();

@@ -11,6 +11,18 @@
 
 namespace sluice {
 
+// Whether a limit's count is part of its counter's identity, in memory (KeyHasher) and in Redis
+// (redisKey). For the continuous-rate algorithms (token bucket, leaky buckets, GCRA) the state
+// is in units scaled by the rate; for the interval bucket the time its state is back to full,
+// when a store drops the key, depends on the count (kept across a lowered count, the key was
+// dropped early and came back full). So a changed count starts these counters afresh, while
+// the windows (fixed, sliding log, sliding counter) keep theirs.
+[[nodiscard]] constexpr bool countIsPartOfTheCounter(Algorithm algorithm) noexcept {
+  return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kTokenBucketInterval ||
+         algorithm == Algorithm::kLeakyBucketMeter || algorithm == Algorithm::kLeakyBucketShaper ||
+         algorithm == Algorithm::kGcra;
+}
+
 class KeyHasher {
  public:
   // Seeds from the system's random source.
@@ -18,9 +30,8 @@ class KeyHasher {
   // Fixed seeds, for reproducible tests.
   KeyHasher(std::uint64_t seed0, std::uint64_t seed1) noexcept : seed0_(seed0), seed1_(seed1) {}
 
-  // Thread-safe. The counter of (key, algorithm, period) and, for the continuous-rate algorithms
-  // whose state is scaled by the rate (token bucket, leaky buckets, GCRA), also the count. So a
-  // reload that changes only a window or interval limit's count keeps its state.
+  // Thread-safe. The counter of (key, algorithm, period) and, when countIsPartOfTheCounter,
+  // the count.
   [[nodiscard]] std::uint64_t operator()(std::string_view key,
                                          const LimitSpec& spec) const noexcept;
 

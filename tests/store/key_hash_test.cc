@@ -29,6 +29,10 @@ TEST(KeyHasher, IdentityIsKeyAlgorithmPeriodAndScale) {
   // Window states are plain counts: a new count reads the same counter.
   EXPECT_EQ(hasher("user:1", spec(Algorithm::kFixedWindow, "10/s")),
             hasher("user:1", spec(Algorithm::kFixedWindow, "5/s")));
+  // The interval bucket's key is dropped when full, a time that depends on the count: kept across
+  // a lowered count, it was dropped early and came back full (90 units over in a reviewer's case).
+  EXPECT_NE(hasher("user:1", spec(Algorithm::kTokenBucketInterval, "10/min", 100)),
+            hasher("user:1", spec(Algorithm::kTokenBucketInterval, "1/min", 100)));
 }
 
 // No collisions among many similar keys of every length up to 40 bytes.

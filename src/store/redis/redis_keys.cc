@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "store/key_hash.h"
+
 namespace sluice::redis {
 namespace {
 
@@ -39,11 +41,6 @@ std::uint16_t crc16(std::string_view bytes) noexcept {
   return crc;
 }
 
-bool scaledState(Algorithm algorithm) noexcept {
-  return algorithm == Algorithm::kTokenBucket || algorithm == Algorithm::kLeakyBucketMeter ||
-         algorithm == Algorithm::kLeakyBucketShaper || algorithm == Algorithm::kGcra;
-}
-
 }  // namespace
 
 std::string redisKey(std::string_view prefix, const LimitCheck& check) {
@@ -61,7 +58,7 @@ std::string redisKey(std::string_view prefix, const LimitCheck& check) {
   key += std::to_string(static_cast<int>(spec.algorithm()));
   key += '|';
   key += std::to_string(spec.rate().period_us);
-  if (scaledState(spec.algorithm())) {
+  if (countIsPartOfTheCounter(spec.algorithm())) {
     key += '|';
     key += std::to_string(spec.rate().count);
   }
