@@ -282,6 +282,17 @@ void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {
 void loadLimits(const YAML::Node& limits, const YAML::Node& tiers, Policy& policy, Errors& errors) {
   std::set<std::string> names;
   for (const auto& limit : limits) loadLimit(limit, policy, errors, names);
+  // A tier's daily quota is named "<limit>:daily" in headers and metrics: a limit of that name
+  // too would make two policies of one name, and merge their metrics.
+  std::size_t index = 0;
+  for (const Limit& limit : policy.limits) {
+    if (!limit.tier_daily_specs.empty() && names.contains(limit.name + ":daily")) {
+      errors.add(limits.IsSequence() && index < limits.size() ? limits[index] : limits,
+                 "limit \"" + limit.name + ":daily\" has the name of " + limit.name +
+                     "'s daily quota; rename one");
+    }
+    ++index;
+  }
   const bool tiered = std::any_of(policy.limits.begin(), policy.limits.end(),
                                   [](const Limit& limit) { return limit.from_tier; });
   if (tiered && !policy.tiers.empty() && !policy.tiers.contains("anonymous")) {

@@ -93,6 +93,15 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
                            " must be an IP address and port (0..65535), e.g. 127.0.0.1:8080");
     }
   }
+  // One port for both: serve would fail to bind the second ("address already in use").
+  const auto listen = parseEndpoint(server.listen);
+  const auto admin = parseEndpoint(server.admin);
+  if (listen.ok() && admin.ok() && listen.value().port() != 0 &&
+      listen.value().port() == admin.value().port() &&
+      (listen.value() == admin.value() || listen.value().address().is_unspecified() ||
+       admin.value().address().is_unspecified())) {
+    errors.add(node, "server.listen and server.admin name the same port");
+  }
 }
 
 void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy, Errors& errors) {

@@ -437,6 +437,8 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("server: { auth_uri_header: \"X Y\" }\n" + limit, 1, "must name a header");
   refused("limits: [{ name: \"\", rate: 1/s }]\n", 1, "must be non-empty");
   refused("limits: [{ name: \"a\\0b\", rate: 1/s }]\n", 1, "without control characters");
+  refused("server: { listen: 127.0.0.1:8080, admin: 127.0.0.1:8080 }\n" + limit, 1,
+          "server.listen and server.admin name the same port");
   refused(
       "tiers:\n  anonymous: { rate: 3/min, burst: 0 }\nlimits: [{ name: a, from_tier: true }]\n", 2,
       "burst must be at least 1");
@@ -444,6 +446,11 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
       "tiers:\n  anonymous: { rate: 3/min, daily_quota: 0 }\nlimits: [{ name: a, from_tier: true "
       "}]\n",
       2, "daily_quota must be at least 1");
+  // A tier's daily quota is "<limit>:daily" in headers and metrics: two policies of one name.
+  refused(
+      "tiers:\n  anonymous: { rate: 3/min, daily_quota: 100 }\nlimits:\n"
+      "  - { name: pc, from_tier: true }\n  - { name: \"pc:daily\", rate: 3/h }\n",
+      4, "has the name of pc's daily quota");
 }
 
 // A key written twice in one mapping is an error at the second: readers would take the first
