@@ -1,5 +1,6 @@
 // The sluice binary: `sluice serve --config FILE` (cli/serve.h) and `sluice validate FILE`.
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -18,37 +19,37 @@
 
 namespace {
 
+// Every section's problems, not only the first section's: the policy, then the Envoy door's
+// section and lyft files, then the gateway's. A line that a later loader repeats (a file that
+// is not YAML fails them all alike) is printed once.
 int validate(const std::string& path) {
+  std::set<std::string> printed;
+  std::size_t error_count = 0;
+  const auto report = [&](const std::string& error) {
+    ++error_count;
+    if (printed.insert(error).second) std::fprintf(stderr, "%s\n", error.c_str());
+  };
   const sluice::policy::LoadResult loaded = sluice::policy::loadPolicy(path);
-  for (const std::string& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
-  if (loaded.policy == nullptr) {
-    std::fprintf(stderr, "%zu error(s)\n", loaded.errors.size());
-    return 1;
-  }
+  for (const std::string& error : loaded.errors) report(error);
 #ifdef SLUICE_WITH_RLS
   // The Envoy door's section and its lyft config directory, when present.
   const auto rls = sluice::rls::loadRlsSettings(path);
   if (!rls.ok()) {
-    std::fprintf(stderr, "%s\n", rls.error().c_str());
-    return 1;
-  }
-  if (rls.value()) {  // the lyft files, read as `serve` reads them
+    report(rls.error());
+  } else if (rls.value()) {  // the lyft files, read as `serve` reads them
     const sluice::rls::LyftLoadResult lyft =
         sluice::rls::loadLyftConfigDir(rls.value()->config_dir);
-    for (const std::string& error : lyft.errors) std::fprintf(stderr, "%s\n", error.c_str());
-    if (lyft.config == nullptr) {
-      std::fprintf(stderr, "%zu error(s) in envoy_rls.config_dir\n", lyft.errors.size());
-      return 1;
-    }
+    for (const std::string& error : lyft.errors) report(error);
   }
 #endif
 #ifdef SLUICE_WITH_GATEWAY
   const auto gateway = sluice::gateway::loadGatewaySettings(path);
-  if (!gateway.ok()) {
-    std::fprintf(stderr, "%s\n", gateway.error().c_str());
+  if (!gateway.ok()) report(gateway.error());
+#endif
+  if (error_count > 0 || loaded.policy == nullptr) {
+    std::fprintf(stderr, "%zu error(s)\n", printed.size());
     return 1;
   }
-#endif
   std::printf("%s: ok, %zu limit(s), %zu tier(s)\n", path.c_str(), loaded.policy->limits.size(),
               loaded.policy->tiers.size());
   return 0;

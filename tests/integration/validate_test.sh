@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `sluice validate` refuses what `sluice serve` refuses, with file:line: here a broken lyft file in
 # the Envoy door's config_dir (serve exits 2 on it); and passes the shipped examples.
-# Usage: validate_test.sh SLUICE_BINARY EXAMPLES_DIR
+# Usage: validate_test.sh SLUICE_BINARY EXAMPLES_DIR ["DOOR ..."]   (the optional doors built in)
 set -euo pipefail
 sluice_bin="$1"
 examples="$2"
+doors=" ${3:-} "
 work="$(mktemp -d)"
 source "$(dirname "$0")/lib.sh"
 trap 'rm -rf "$work"' EXIT
@@ -24,5 +25,14 @@ grep -q "lyft/d.yaml:4:25: unit: \"fortnight\"" "$work/err" || fail "no file:lin
 
 printf 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 5 }\n' > "$work/lyft/d.yaml"
 "$sluice_bin" validate "$work/sluice.yaml" > "$work/out" 2> "$work/err" || fail "the mended lyft file fails: $(cat "$work/err")"
-echo "validate: the examples pass; a broken lyft file is refused with file:line, as serve refuses it"
+# Every section's errors in one run: the policy's did not let the gateway's be seen.
+printf 'limits:\n  - { name: a, key: ip, rate: 1/fortnight }\ngateway:\n  listen: nowhere\n' > "$work/both.yaml"
+if "$sluice_bin" validate "$work/both.yaml" > "$work/out" 2> "$work/err"; then
+  fail "a broken file validated: $(cat "$work/out")"
+fi
+grep -q "fortnight" "$work/err" || fail "the policy's error is missing: $(cat "$work/err")"
+if [[ "$doors" == *" gateway "* ]]; then
+  grep -q "gateway.listen" "$work/err" || fail "the gateway's error is missing: $(cat "$work/err")"
+fi
+echo "validate: the examples pass; a broken lyft file is refused with file:line, as serve refuses it; every section's errors are listed"
 echo "1 passed, 0 failed"
