@@ -17,13 +17,14 @@
 namespace sluice::http {
 
 // Every header name can be renamed by config (e.g. lower case for HTTP/2, or a vendor prefix).
+// The defaults are policy::kHeaderFamilies', in its order.
 struct HeaderNames {
-  std::string limit = "X-RateLimit-Limit";
-  std::string remaining = "X-RateLimit-Remaining";
-  std::string reset = "X-RateLimit-Reset";
-  std::string retry_after = "Retry-After";
-  std::string ratelimit = "RateLimit";
-  std::string ratelimit_policy = "RateLimit-Policy";
+  std::string limit{policy::kHeaderFamilies[0].default_name};
+  std::string remaining{policy::kHeaderFamilies[1].default_name};
+  std::string reset{policy::kHeaderFamilies[2].default_name};
+  std::string retry_after{policy::kHeaderFamilies[3].default_name};
+  std::string ratelimit{policy::kHeaderFamilies[4].default_name};
+  std::string ratelimit_policy{policy::kHeaderFamilies[5].default_name};
 };
 
 // Which header families to emit.

@@ -2,6 +2,7 @@
 
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "policy/request_view.h"
 
@@ -33,6 +34,43 @@ bool isReserved(std::string_view name) {
   return false;
 }
 
+// The headers Sluice sets beside the rate-limit families, which no family may be renamed to.
+bool isSluicesOwn(std::string_view name) {
+  for (std::string_view own : {"X-RateLimit-Status", "X-RateLimit-Shadow", "X-RateLimit-Degraded",
+                               "X-RateLimit-Delayed-Ms"}) {
+    if (equalsIgnoreCase(name, own)) return true;
+  }
+  return false;
+}
+
+// Two families under one name would overwrite each other (a Remaining value as the Limit) or
+// make a list of another's value (RateLimit-Policy: 823), and the decision API's JSON would
+// hold a key twice.
+void checkNamesDistinct(const YAML::Node& names, const std::string& where,
+                        const HeaderSettings& headers, Errors& errors) {
+  std::vector<std::pair<std::string_view, std::string_view>> effective;  // family, name
+  for (const HeaderFamily& family : kHeaderFamilies) {
+    const auto renamed = headers.names.find(family.key);
+    effective.emplace_back(family.key, renamed != headers.names.end()
+                                           ? std::string_view(renamed->second)
+                                           : family.default_name);
+  }
+  for (std::size_t i = 0; i < effective.size(); ++i) {
+    const auto [family, name] = effective[i];
+    const YAML::Node at = names[std::string(family)] ? names[std::string(family)] : names;
+    if (isSluicesOwn(name) && headers.names.contains(family)) {
+      errors.add(at, where + "." + std::string(family) + " \"" + std::string(name) +
+                         "\" is a header Sluice sets itself");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (equalsIgnoreCase(name, effective[j].second)) {
+        errors.add(at, where + ": " + std::string(effective[j].first) + " and " +
+                           std::string(family) + " are both named \"" + std::string(name) + "\"");
+      }
+    }
+  }
+}
+
 void loadNames(const YAML::Node& names, const std::string& where, HeaderSettings& headers,
                Errors& errors) {
   if (!isMap(names, where, errors)) return;
@@ -51,6 +89,7 @@ void loadNames(const YAML::Node& names, const std::string& where, HeaderSettings
       headers.names[entry.first.Scalar()] = *value;
     }
   }
+  checkNamesDistinct(names, where, headers, errors);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/client_ip.h"
@@ -73,6 +74,16 @@ struct ServerSettings {
   std::string auth_uri_header = "X-Original-URI";
   std::string auth_method_header = "X-Original-Method";
 };
+
+// The rate-limit headers `headers.names` may rename: each family's key there, and its default.
+struct HeaderFamily {
+  std::string_view key;
+  std::string_view default_name;
+};
+inline constexpr HeaderFamily kHeaderFamilies[] = {
+    {"limit", "X-RateLimit-Limit"}, {"remaining", "X-RateLimit-Remaining"},
+    {"reset", "X-RateLimit-Reset"}, {"retry_after", "Retry-After"},
+    {"ratelimit", "RateLimit"},     {"ratelimit_policy", "RateLimit-Policy"}};
 
 struct HeaderSettings {
   bool x_ratelimit = true;

@@ -424,6 +424,13 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
       4, "takes one of secret, secret_env or public_key_file");
   refused("headers: { names: { limit: Content-Length } }\n" + limit, 1,
           "is a header the message's framing or transport owns");
+  // Two families under one name overwrite each other; Sluice's own headers are not free.
+  refused("headers: { names: { limit: X-RateLimit-Remaining } }\n" + limit, 1,
+          "limit and remaining are both named \"X-RateLimit-Remaining\"");
+  refused("headers: { names: { retry_after: ratelimit-policy } }\n" + limit, 1,
+          "are both named \"RateLimit-Policy\"");
+  refused("headers: { names: { reset: X-RateLimit-Status } }\n" + limit, 1,
+          "is a header Sluice sets itself");
   refused(limit + "---\nlimits: [{ name: b, rate: 1/s }]\n", 3, "a second YAML document");
   refused("server: { listen: \"127.0.0.1:99999\" }\n" + limit, 1, "port (0..65535)");
   refused("server: { listen: \"127.0.0.1:abc\" }\n" + limit, 1, "port (0..65535)");
