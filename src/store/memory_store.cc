@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -318,36 +319,41 @@ bool MemoryStore::decide(std::span<const LimitCheck> checks, std::span<Staged> s
   return all_allowed;
 }
 
-// A denied check of a key that the request names more than once: the request passes only when
-// the key's combined cost does, whichever of its checks came first. Say when that is. (Judged
-// one check at a time, a first check denied behind a later one allowed told a wait too short,
-// after which the request was denied again.) When the combined cost fits now, the order of the
-// checks is what denied (limits of other counts on one counter): the check's own answer stands.
+// A denied check of a key that the request names more than once: the request passes when each
+// check of the key fits, at its own spec, the key's units up to and including it (checks of
+// other counts or bursts can share a counter). Judged from the key's state as it is, the wait is
+// the longest of those checks' waits, or never if one never fits. (Judged one check at a time,
+// a first check denied behind a later one allowed told a wait too short, after which the
+// request was denied again.) When every check of the key fits now, the order of the checks is
+// what denied: the check's own answer stands.
 void MemoryStore::judgeRepeatedKeysWhole(std::span<const LimitCheck> checks,
                                          std::span<const Staged> staged, Micros now_us,
                                          std::span<Outcome> outcomes) noexcept {
   for (std::size_t i = 0; i < checks.size(); ++i) {
     if (outcomes[i].allowed) continue;
     const Staged& item = staged[i];
-    const Staged* last = nullptr;  // the key's last check, whose total_cost is the key's
     std::size_t named = 0;
-    for (const Staged& other : staged) {
-      if (other.hash == item.hash && other.is_log == item.is_log) {
-        last = &other;
-        ++named;
+    for (const Staged& other : staged)
+      named += other.hash == item.hash && other.is_log == item.is_log;
+    if (named < 2) continue;
+    std::optional<Outcome> whole;  // the key's check that waits longest, if one is denied
+    for (std::size_t j = 0; j < checks.size(); ++j) {
+      const Staged& other = staged[j];
+      if (other.hash != item.hash || other.is_log != item.is_log) continue;
+      Outcome outcome;
+      if (item.is_log) {
+        SlidingWindowLog unused;
+        outcome = (item.log != nullptr ? *item.log : unused)
+                      .evaluate(now_us, *checks[j].spec, other.total_cost);
+      } else {
+        CompactState state = item.original;
+        outcome = algorithm::consumeCompact(state, now_us, *checks[j].spec, other.total_cost);
+      }
+      if (!outcome.allowed && (!whole || outcome.retry_after_us > whole->retry_after_us)) {
+        whole = outcome;
       }
     }
-    if (named < 2) continue;
-    const LimitSpec& spec = *checks[i].spec;
-    Outcome whole;
-    if (item.is_log) {
-      SlidingWindowLog unused;
-      whole = (item.log != nullptr ? *item.log : unused).evaluate(now_us, spec, last->total_cost);
-    } else {
-      CompactState state = item.original;
-      whole = algorithm::consumeCompact(state, now_us, spec, last->total_cost);
-    }
-    if (!whole.allowed) outcomes[i] = whole;
+    if (whole) outcomes[i] = *whole;
   }
 }
 

@@ -200,9 +200,20 @@ TEST_F(ScriptOperations, ForeignValuesReadAsAbsent) {
   std::string nans(16, '\0');
   std::memcpy(nans.data(), &nan, sizeof nan);
   std::memcpy(nans.data() + 8, &inf, sizeof inf);
+  std::string huge(16, '\0');
+  const double big = 1e300;
+  std::memcpy(huge.data(), &big, sizeof big);
+  std::memcpy(huge.data() + 8, &big, sizeof big);
+  std::string halves(16, '\0');
+  const double at = 1.7e15;
+  const double half = 0.5;
+  std::memcpy(halves.data(), &at, sizeof at);
+  std::memcpy(halves.data() + 8, &half, sizeof half);
   const std::vector<std::vector<std::string>> writes = {
       {"SET", "", "garbage"},           // a string of another length
       {"SET", "", nans},                // 16 bytes, not finite numbers
+      {"SET", "", huge},                // 16 bytes, numbers no int64 holds
+      {"SET", "", halves},              // 16 bytes: a log entry of half a unit
       {"RPUSH", "", "x", "1:2:3"},      // a list (the sliding log's old layout reads its entries)
       {"SADD", "", "member"},           // a set
       {"ZADD", "", "1", "member"},      // a sorted set

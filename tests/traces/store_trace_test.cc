@@ -1,5 +1,6 @@
 // Multi-check decide calls: the script gives exactly MemoryStore's outcomes, all-or-nothing
 // across the checks, with denials in the middle and the same key checked twice in one request.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -32,7 +33,12 @@ std::vector<Slot> slots() {
           {"interval", spec(Algorithm::kTokenBucketInterval, "3/s", 6)},
           {"meter", spec(Algorithm::kLeakyBucketMeter, "3/min", 3)},
           {"shaper", spec(Algorithm::kLeakyBucketShaper, "10/s", 5)},
-          {"gcra", spec(Algorithm::kGcra, "13/min", 3)}};
+          {"gcra", spec(Algorithm::kGcra, "13/min", 3)},
+          // Other counts and bursts on counters above (a window's count and any burst are not
+          // part of a counter), so that requests mix specs on one counter.
+          {"fixed", spec(Algorithm::kFixedWindow, "4/s")},
+          {"bucket", spec(Algorithm::kTokenBucket, "7/s", 9)},
+          {"log", spec(Algorithm::kSlidingWindowLog, "3/s")}};
 }
 
 class StoreTrace : public ::testing::Test {
@@ -132,6 +138,48 @@ TEST_F(StoreTrace, DuplicateKeysShareOneState) {
     expectBothAgree(big_first, slot.key + " the larger first");
     clock_.advance(kMicrosPerSecond / 3);
   }
+}
+
+// Checks of other counts or bursts on one counter (a window's count and any burst are not part
+// of it): a denied request is judged at each check's own spec and the units up to it, in both
+// stores. Judged at one spec with the key's whole cost, a request that fits in the next window
+// read "never", and one that never fits read a wait.
+TEST_F(StoreTrace, MixedSpecsOnOneCounterTellTheTrueWait) {
+  const auto longest = [](const std::vector<Outcome>& outcomes) {
+    Micros wait = 0;
+    for (const Outcome& outcome : outcomes) {
+      if (!outcome.allowed) wait = std::max(wait, outcome.retry_after_us);
+    }
+    return wait;
+  };
+  const LimitSpec five = spec(Algorithm::kFixedWindow, "5/s");
+  const LimitSpec ten = spec(Algorithm::kFixedWindow, "10/s");
+  const LimitSpec nine = spec(Algorithm::kFixedWindow, "9/s");
+  clock_.set(kJan2026 + 100'000);
+  std::vector<ScriptCheck> spend = {{"mixed", &five, 3}};
+  expectBothAgree(spend, "spend 3 of 5");
+  std::vector<ScriptCheck> pair = {{"mixed", &five, 3}, {"mixed", &ten, 3}};
+  const Micros wait = longest(expectBothAgree(pair, "3 of 5 then 3 of 10"));
+  EXPECT_EQ(wait, 900'000);  // the next window, not never
+  clock_.advance(wait);
+  const auto next = expectBothAgree(pair, "in the next window");
+  EXPECT_TRUE(next[0].allowed && next[1].allowed);
+
+  std::vector<ScriptCheck> six = {{"never", &ten, 6}};
+  expectBothAgree(six, "spend 6 of 10");
+  std::vector<ScriptCheck> over = {{"never", &ten, 8}, {"never", &nine, 2}};
+  EXPECT_EQ(longest(expectBothAgree(over, "8 of 10 then 10 of 9")), kNever);
+
+  const LimitSpec small = spec(Algorithm::kTokenBucket, "10/s", 5);
+  const LimitSpec big = spec(Algorithm::kTokenBucket, "10/s", 100);
+  std::vector<ScriptCheck> three = {{"bursts", &small, 3}};
+  expectBothAgree(three, "spend 3 of a burst of 5");
+  std::vector<ScriptCheck> bursts = {{"bursts", &small, 3}, {"bursts", &big, 50}};
+  const Micros bucket_wait = longest(expectBothAgree(bursts, "burst 5 then burst 100"));
+  EXPECT_NE(bucket_wait, kNever);
+  clock_.advance(bucket_wait);
+  const auto refilled = expectBothAgree(bursts, "after the wait");
+  EXPECT_TRUE(refilled[0].allowed && refilled[1].allowed);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 -- A compact key's stored values: whether it exists, and its fields a, b, t (CompactState's two
 -- fields and GCRA's refund instant); an absent key is the zero state. So is a key that holds
 -- anything else (another program's value under the same name, bytes written by hand: a list, a
--- string of another length, a value that is not a finite number), and the next write replaces
+-- string of another length, a number no int64 holds), and the next write replaces
 -- it. Raising an error instead would fail every request batched with that key, and in synced
 -- mode every sync after it.
 local function readValues(key)
@@ -29,8 +29,12 @@ local function readValues(key)
   else
     return false, 0, 0, 0
   end
-  -- x - x is 0 for a finite x, NaN for an infinity or NaN.
-  if (a - a) + (b - b) + (t - t) ~= 0 then return false, 0, 0, 0 end
+  -- Only what CompactState's fields (int64) can hold; NaN fails too. A value like 1e300 made
+  -- SET ... PX fail, leaving the key in place to fail every later call.
+  if not (a >= -INT64_RANGE and a <= INT64_RANGE and b >= -INT64_RANGE and b <= INT64_RANGE and
+          t >= -INT64_RANGE and t <= INT64_RANGE) then
+    return false, 0, 0, 0
+  end
   return true, a, b, t
 end
 
@@ -131,23 +135,36 @@ local function decideRequest(first, last, reply)
       end
     end
   else
-    -- A denied check of a key named more than once is judged on the key's combined cost (its
-    -- last check's total), unless that fits now: then the order of the checks denied, and the
-    -- check's own answer stands. All in a first pass, before the next reads trim any log.
+    -- A denied check of a key named more than once: the request passes when each check of the
+    -- key fits, at its own spec, the key's units up to and including it; the wait is the longest
+    -- of those, or never, judged from the key's stored state (MemoryStore::
+    -- judgeRepeatedKeysWhole). When all fit now, the check's own answer stands. All in a first
+    -- pass, before the next reads trim any log.
     local whole = {}
     for i = first, last do
       local j = 7 * i - 5
-      local state, spec = keys[KEYS[i]], check_spec[i]
+      local key = KEYS[i]
+      local state = keys[key]
       if reply[j] == 0 and state.named > 1 then
-        local r
-        if spec.algorithm == SLIDING_WINDOW_LOG then
-          r = { sliding_window_log.evaluate(state, now_us, spec, total_cost[state.latest], 0) }
-        else
-          local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
-          r = { algorithms[spec.algorithm].consume(original, now_us, spec,
-                                                   total_cost[state.latest]) }
+        local longest
+        for k = first, last do
+          if KEYS[k] == key then
+            local spec = check_spec[k]
+            local r
+            if spec.algorithm == SLIDING_WINDOW_LOG then
+              r = { sliding_window_log.evaluate(state, now_us, spec, total_cost[k], 0) }
+            else
+              local original = { a = state.stored_a, b = state.stored_b, t = state.stored_t }
+              r = { algorithms[spec.algorithm].consume(original, now_us, spec, total_cost[k]) }
+            end
+            -- r[6]: retry_after_us, NEVER (-1) when it never fits
+            if r[1] == 0 and (longest == nil or longest[6] ~= NEVER and
+                                (r[6] == NEVER or r[6] > longest[6])) then
+              longest = r
+            end
+          end
         end
-        if r[1] == 0 then whole[i] = r end
+        whole[i] = longest
       end
     end
     -- Nothing is consumed; the limits that would have allowed report their state as it is.

@@ -33,15 +33,20 @@ if uses[SLIDING_WINDOW_LOG] then
     -- A string that is not whole entries was not written by this script: an empty log.
     if not text or #text % ENTRY ~= 0 then text = '' end
     local at, units = {}, {}
-    local last, total, instants = 0, 0, 0
+    local last, total, foreign = 0, 0, false
     for position = 1, #text - ENTRY + 1, ENTRY do
       last = last + 1
-      at[last], units[last] = unpack('<dd', text, position)
-      total = total + units[last]
-      instants = instants + at[last]
+      local at_us, admitted = unpack('<dd', text, position)
+      at[last], units[last] = at_us, admitted
+      total = total + admitted
+      -- Entries this script writes: instants and whole units an int64 holds (NaN fails).
+      if not (at_us >= 0 and at_us <= INT64_RANGE and admitted >= 0 and
+              admitted <= INT64_RANGE and admitted % 1 == 0) then
+        foreign = true
+      end
     end
-    -- Entries that are not finite numbers: an empty log too (x - x is NaN for those).
-    if (total - total) + (instants - instants) ~= 0 then
+    -- A log with a foreign entry reads as an empty log too.
+    if foreign then
       text, at, units, last, total = '', {}, {}, 0, 0
     end
     return { key = key, text = text, at = at, units = units, first = 1, last = last,
