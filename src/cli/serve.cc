@@ -73,11 +73,14 @@ struct Doors {
 
 // SIGHUP: the policy and the doors' own configs reloaded (the service runs the doors' reload
 // hooks, as for POST /admin/reload); a part with errors keeps its old config.
+// On the service's reload thread: reading files must not hold the loop that took the signal.
 void reload(const Doors& doors, const std::string& path) {
-  const server::ReloadReport report = doors.service.reload();  // it logs the warnings
-  if (report.errors.empty()) spdlog::info("reloaded {}", path);
-  for (const std::string& error : report.errors)
-    spdlog::error("reload refused, keeping the old config: {}", error);
+  doors.service.reloadInBackground([path](const server::ReloadReport& report) {
+    // The service logs the warnings.
+    if (report.errors.empty()) spdlog::info("reloaded {}", path);
+    for (const std::string& error : report.errors)
+      spdlog::error("reload refused, keeping the old config: {}", error);
+  });
 }
 
 // SIGINT or SIGTERM: not ready, no new connections, the requests in flight finished (for at

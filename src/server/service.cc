@@ -147,6 +147,10 @@ ReloadReport Service::reload() {
   return report;
 }
 
+void Service::reloadInBackground(std::function<void(ReloadReport)> done) {
+  net::post(reload_thread_, [this, done = std::move(done)] { done(reload()); });
+}
+
 void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer,
                         net::io_context& loop, Respond respond) {
   const std::string_view target(request.target().data(), request.target().size());
@@ -400,7 +404,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
 }
 
 void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /*peer*/,
-                          net::io_context& /*loop*/, Respond respond) {
+                          net::io_context& loop, Respond respond) {
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const unsigned version = request.version();
@@ -443,10 +447,15 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
       response.set(http::field::allow, "POST");
       return respond(std::move(response));
     }
-    const ReloadReport report = reload();
-    return respond(
-        jsonResponse(report.errors.empty() ? http::status::ok : http::status::unprocessable_entity,
-                     reloadBody(report), version));
+    // Answered on the connection's loop once the reload thread is done.
+    return reloadInBackground(
+        [respond = std::move(respond), version, &loop](ReloadReport report) mutable {
+          net::post(loop, [respond = std::move(respond), version, report = std::move(report)] {
+            respond(jsonResponse(
+                report.errors.empty() ? http::status::ok : http::status::unprocessable_entity,
+                reloadBody(report), version));
+          });
+        });
   }
   respond(errorResponse(http::status::not_found, "unknown admin path", version));
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "engine/engine.h"
 #include "http/rate_limit_headers.h"
@@ -54,6 +55,10 @@ class Service {
   // initial policy's gets a warning for each, also logged. Reloads run one at a time, so the
   // last one to start is the one left in force.
   ReloadReport reload();
+  // reload() on the service's own reload thread, then `done(report)` there. Reading and parsing
+  // files (a keys file of megabytes takes seconds) must not hold an I/O loop, whose listeners
+  // and connections would wait meanwhile. SIGHUP and POST /admin/reload reload this way.
+  void reloadInBackground(std::function<void(ReloadReport)> done);
   // More configuration reloaded with the policy (other front doors' own files), by SIGHUP and
   // POST /admin/reload alike. A hook reads its files and adds their errors and warnings to the
   // report; it returns what puts them in force (or nothing), which runs only when the whole
@@ -114,6 +119,9 @@ class Service {
   std::mutex reload_mutex_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
+  // Declared last, so destroyed first: a reload running is finished (joined) while everything
+  // it touches is still there; one queued behind it is dropped.
+  boost::asio::thread_pool reload_thread_{1};
 };
 
 }  // namespace sluice::server

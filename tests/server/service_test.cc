@@ -1,6 +1,7 @@
 // The service end to end over loopback: a real server on 127.0.0.1, real HTTP.
 #include "server/service.h"
 
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <filesystem>
@@ -373,6 +374,23 @@ TEST_F(ServiceTest, AdminReloadRunsTheReloadHooksAllOrNothing) {
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
   EXPECT_EQ(commits, 2);
   EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");
+}
+
+// POST /admin/reload reads and parses files off the I/O loops, on the service's reload thread:
+// a keys file of megabytes held a loop for seconds, and its listeners and connections with it.
+TEST_F(ServiceTest, AdminReloadRunsOffTheIoLoops) {
+  std::atomic<int> on_a_loop{0};
+  std::atomic<int> hook_calls{0};
+  service_->addReloadHook([&](ReloadReport&) -> std::function<void()> {
+    ++hook_calls;
+    for (boost::asio::io_context* loop : pool_.loops()) {
+      if (loop->get_executor().running_in_this_thread()) ++on_a_loop;
+    }
+    return {};
+  });
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(hook_calls.load(), 1);
+  EXPECT_EQ(on_a_loop.load(), 0);
 }
 
 // Settings read only at start (listeners, HTTP limits, the store) are not applied by a reload,
