@@ -49,6 +49,14 @@ void ping(redis::ServerPool& pool, std::chrono::microseconds timeout,
   });
 }
 
+// A decide call of one check on `key` (a daily limit, so nothing refills during a test).
+std::shared_ptr<const redis::ScriptCall> decideCall(std::string_view key) {
+  static const LimitSpec day = testing::spec(Algorithm::kFixedWindow, "100/day");
+  const LimitCheck check{key, &day, 1, {}};
+  return std::make_shared<const redis::ScriptCall>(
+      redis::ScriptCall::make("decide", "test:", {&check, 1}, std::nullopt));
+}
+
 // Starts `pool` and waits for a PING sent behind its script load, so that both are answered.
 bool startAndWarmUp(boost::asio::io_context& io, redis::ServerPool& pool) {
   pool.start();
@@ -159,10 +167,7 @@ TEST(ServerPoolTest, AFrozenRedisKeepsItsConnections) {
   }
   ASSERT_EQ(pool_clients.size(), 2u);
 
-  const LimitSpec day = testing::spec(Algorithm::kFixedWindow, "100/day");
-  const LimitCheck check{"frozen", &day, 1, {}};
-  auto decide = std::make_shared<const redis::ScriptCall>(
-      redis::ScriptCall::make("decide", "test:", {&check, 1}, std::nullopt));
+  const auto decide = decideCall("frozen");
   int sent = 0;
   int late = 0;
   {
@@ -204,10 +209,7 @@ TEST(ServerPoolTest, ATimedOutCallReleasesItsHandlerBeforeRedisAnswers) {
   boost::asio::io_context io;
   redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
   ASSERT_TRUE(startAndWarmUp(io, pool));
-  const LimitSpec day = testing::spec(Algorithm::kFixedWindow, "100/day");
-  const LimitCheck check{"held", &day, 1, {}};
-  auto decide = std::make_shared<const redis::ScriptCall>(
-      redis::ScriptCall::make("decide", "test:", {&check, 1}, std::nullopt));
+  const auto decide = decideCall("held");
   auto session = std::make_shared<int>(0);  // what the handler holds
   bool late = false;
   {
@@ -235,10 +237,7 @@ TEST(ServerPoolTest, RefusedCallsAreLoggedOnceForABurst) {
   boost::asio::io_context io;
   redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
   ASSERT_TRUE(startAndWarmUp(io, pool));
-  const LimitSpec day = testing::spec(Algorithm::kFixedWindow, "100/day");
-  const LimitCheck check{"refused", &day, 1, {}};
-  auto decide = std::make_shared<const redis::ScriptCall>(
-      redis::ScriptCall::make("decide", "test:", {&check, 1}, std::nullopt));
+  const auto decide = decideCall("refused");
   ASSERT_EQ(admin.command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}).text, "OK");
   ASSERT_EQ(admin.command({"CONFIG", "SET", "maxmemory", "1"}).text, "OK");
   const testing::CapturedLog log;

@@ -21,6 +21,19 @@ namespace {
 
 using algorithm::CompactState;
 
+// A limit of every algorithm. The fixed window is a day: a TTL that ends at the window's end
+// would, for a minute-long window, be reached within seconds one run in a few dozen.
+std::vector<LimitSpec> oneLimitPerAlgorithm() {
+  return {spec(Algorithm::kFixedWindow, "10/day"),
+          spec(Algorithm::kSlidingWindowLog, "10/min"),
+          spec(Algorithm::kSlidingWindowCounter, "10/min"),
+          spec(Algorithm::kTokenBucket, "7/min", 5),
+          spec(Algorithm::kTokenBucketInterval, "3/min", 9),
+          spec(Algorithm::kLeakyBucketMeter, "7/min", 5),
+          spec(Algorithm::kLeakyBucketShaper, "7/min", 5),
+          spec(Algorithm::kGcra, "7/min", 5)};
+}
+
 class ScriptOperations : public ::testing::Test {
  protected:
   ScriptOperations()
@@ -38,16 +51,7 @@ class ScriptOperations : public ::testing::Test {
 // A written key expires when its state is back to full, to the millisecond (rounded up); the
 // script reads Redis TIME here, so the TTL is in Redis's own clock.
 TEST_F(ScriptOperations, WrittenKeysExpireWhenFull) {
-  // The fixed window is a day: its TTL ends at the window's end, which a minute-long window
-  // would reach within seconds one run in a few dozen.
-  const LimitSpec specs[] = {spec(Algorithm::kFixedWindow, "10/day"),
-                             spec(Algorithm::kSlidingWindowLog, "10/min"),
-                             spec(Algorithm::kSlidingWindowCounter, "10/min"),
-                             spec(Algorithm::kTokenBucket, "7/min", 5),
-                             spec(Algorithm::kTokenBucketInterval, "3/min", 9),
-                             spec(Algorithm::kLeakyBucketMeter, "7/min", 5),
-                             spec(Algorithm::kLeakyBucketShaper, "7/min", 5),
-                             spec(Algorithm::kGcra, "7/min", 5)};
+  const std::vector<LimitSpec> specs = oneLimitPerAlgorithm();
   for (const LimitSpec& limit : specs) {
     const std::string key = "ttl:" + limit.toString();
     const ScriptCheck check[] = {{key, &limit, 3}};
@@ -219,14 +223,7 @@ TEST_F(ScriptOperations, ForeignValuesReadAsAbsent) {
       {"ZADD", "", "1", "member"},      // a sorted set
       {"HSET", "", "other", "field"}};  // a hash without the old layout's fields
   const Micros now_us = kJan2026 + 99;
-  const LimitSpec specs[] = {spec(Algorithm::kFixedWindow, "10/day"),
-                             spec(Algorithm::kSlidingWindowLog, "10/min"),
-                             spec(Algorithm::kSlidingWindowCounter, "10/min"),
-                             spec(Algorithm::kTokenBucket, "7/min", 5),
-                             spec(Algorithm::kTokenBucketInterval, "3/min", 9),
-                             spec(Algorithm::kLeakyBucketMeter, "7/min", 5),
-                             spec(Algorithm::kLeakyBucketShaper, "7/min", 5),
-                             spec(Algorithm::kGcra, "7/min", 5)};
+  const std::vector<LimitSpec> specs = oneLimitPerAlgorithm();
   for (const LimitSpec& limit : specs) {
     const ScriptCheck fresh[] = {{"fresh:" + limit.toString(), &limit, 2}};
     const Outcome expected = script_.decide(now_us, fresh).outcomes[0];
