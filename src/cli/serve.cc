@@ -41,7 +41,7 @@ server::HttpServerLimits serverLimits(const policy::Policy& policy) {
                  max_connections, files.rlim_cur - 64);
     max_connections = files.rlim_cur - 64;
   }
-  return server::HttpServerLimits{.max_header_bytes = 16 * 1024,
+  return server::HttpServerLimits{.max_header_bytes = policy.server.max_header_bytes,
                                   .max_body_bytes = policy.server.max_body_bytes,
                                   .request_timeout_us = policy.server.request_timeout_us,
                                   .max_connections = max_connections};

@@ -66,6 +66,10 @@ struct ServerSettings {
   // A request, or the wait for the next one on a kept-alive connection, must arrive within this.
   Micros request_timeout_us = 10 * kMicrosPerSecond;
   std::size_t max_body_bytes = 1 << 20;
+  // A request's header block, at most. nginx's auth_request passes a client's whole header on,
+  // and nginx itself takes up to 4 x 8 KiB by default: a bigger bound here would be needed to
+  // take all it passes.
+  std::size_t max_header_bytes = 16 * 1024;
   // What the auth subrequest endpoint answers on a denial; 0 answers the limit's own deny
   // status. nginx's auth_request needs 403 (it turns any other status into 500).
   int auth_deny_status = 0;

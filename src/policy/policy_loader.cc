@@ -36,7 +36,7 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   if (!isMap(node, "server", errors)) return;
   checkKeys(node, "server",
             {"listen", "admin", "threads", "max_connections", "request_timeout", "max_body_bytes",
-             "auth_deny_status", "auth_uri_header", "auth_method_header"},
+             "max_header_bytes", "auth_deny_status", "auth_uri_header", "auth_method_header"},
             errors);
   if (node["listen"]) server.listen = scalar(node["listen"], "server.listen", errors).value_or("");
   if (node["admin"]) server.admin = scalar(node["admin"], "server.admin", errors).value_or("");
@@ -69,6 +69,14 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
     // A body is held whole in memory while it is read: bounded, as the gateway's headers are.
     if (server.max_body_bytes < 1 || server.max_body_bytes > (64u << 20)) {
       errors.add(node["max_body_bytes"], "server.max_body_bytes must be 1 to 67108864 (64 MiB)");
+    }
+  }
+  if (node["max_header_bytes"]) {
+    server.max_header_bytes =
+        unsignedValue(node["max_header_bytes"], "server.max_header_bytes", errors).value_or(0);
+    if (server.max_header_bytes < 1024 || server.max_header_bytes > (1u << 20)) {
+      errors.add(node["max_header_bytes"],
+                 "server.max_header_bytes must be 1024 to 1048576 (1 MiB)");
     }
   }
   if (node["auth_deny_status"]) {

@@ -69,6 +69,7 @@ void compareServer(const ServerSettings& running, const ServerSettings& reloaded
   changes.compareDuration("server.request_timeout", running.request_timeout_us,
                           reloaded.request_timeout_us);
   changes.compare("server.max_body_bytes", running.max_body_bytes, reloaded.max_body_bytes);
+  changes.compare("server.max_header_bytes", running.max_header_bytes, reloaded.max_header_bytes);
 }
 
 // Every store setting but on_error, which the limits copy when they are loaded.

@@ -70,5 +70,11 @@ status=$(request /heavy)
 [ "$status" = 429 ] || fail "/heavy: status $status, expected 429"
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["retry_after"] is None' "$work/body" ||
   fail "/heavy: body $(cat "$work/body")"
+# A client header of nearly 24 KiB (large cookies), which nginx takes and passes on whole: it
+# reached Sluice's 16 KiB bound, and nginx turned the 431 into 500.
+big=$(head -c 7000 /dev/zero | tr '\0' 'c')
+status=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Cookie: a=$big" -H "X-A: $big" \
+  -H "X-B: $big" "http://127.0.0.1:$front/busy")
+[ "$status" = 503 ] || fail "a 21 KB header: status $status, expected /busy's 503 (not nginx's 500)"
 echo "nginx auth_request: 3 allowed, then 429 with Retry-After $retry_after; a 503 limit's 503; a never-fitting cost's JSON body"
 echo "1 passed, 0 failed"

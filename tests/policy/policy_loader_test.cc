@@ -446,6 +446,8 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("limits: [{ name: \"a\\0b\", rate: 1/s }]\n", 1, "without control characters");
   refused("server: { listen: 127.0.0.1:8080, admin: 127.0.0.1:8080 }\n" + limit, 1,
           "server.listen and server.admin name the same port");
+  refused("server: { max_header_bytes: 100 }\n" + limit, 1,
+          "server.max_header_bytes must be 1024 to 1048576");
   refused(
       "tiers:\n  anonymous: { rate: 3/min, burst: 0 }\nlimits: [{ name: a, from_tier: true }]\n", 2,
       "burst must be at least 1");
