@@ -112,8 +112,10 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         appendCounterPart(out, context.tier);
         break;
       case Kind::kHeader: {
+        // An empty value is none: counted as a value, every client sending the field empty
+        // would share one counter, which one of them could spend for all.
         const auto value = context.request.header(part.name);
-        if (!value) return false;
+        if (!value || value->empty()) return false;
         appendCounterPart(out, *value);
         break;
       }
@@ -125,7 +127,7 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         for (const auto& [name, line] : context.request.headers) {
           if (!value && equalsIgnoreCase(name, "cookie")) value = findCookie(line, part.name);
         }
-        if (!value) return false;
+        if (!value || value->empty()) return false;  // as for a header
         appendCounterPart(out, *value);
         break;
       }

@@ -75,9 +75,14 @@ TEST_F(KeySelectorTest, CookiesOnEveryLine) {
   EXPECT_EQ(key({"cookie:nope"}), std::nullopt);
 }
 
-// A missing part makes the whole key missing.
+// A missing part makes the whole key missing; so does an empty header or cookie value, which
+// would otherwise be one counter shared by every client sending it empty.
 TEST_F(KeySelectorTest, MissingParts) {
   EXPECT_EQ(key({"ip", "header:X-Absent"}), std::nullopt);
+  view_.headers = {{"X-Empty", ""}, {"Cookie", "session=; id=7"}};
+  EXPECT_EQ(key({"header:X-Empty"}), std::nullopt);
+  EXPECT_EQ(key({"cookie:session"}), std::nullopt);
+  EXPECT_EQ(key({"cookie:id"}), "1:7");
   EXPECT_EQ(key({"cookie:nope"}), std::nullopt);
   EXPECT_EQ(key({"jwt:sub"}), std::nullopt);
   context_.api_key_id.reset();
