@@ -63,6 +63,8 @@ class MemoryStore final : public Store {
   // Decides every check of a multi-check request without writing; true if all allow.
   bool decide(std::span<const LimitCheck> checks, std::span<Staged> staged, Micros now_us,
               std::span<Outcome> outcomes) noexcept;
+  // After a denial: a denied check of a key the request names more than once tells when all
+  // that key's checks would pass together (see the definition).
   void judgeRepeatedKeysWhole(std::span<const LimitCheck> checks, std::span<const Staged> staged,
                               Micros now_us, std::span<Outcome> outcomes) noexcept;
   // Writes an all-allowed multi-check request's states; shards are locked.

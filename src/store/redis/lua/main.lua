@@ -11,9 +11,9 @@
 -- A compact key's stored values: whether it exists, and its fields a, b, t (CompactState's two
 -- fields and GCRA's refund instant); an absent key is the zero state. So is a key that holds
 -- anything else (another program's value under the same name, bytes written by hand: a list, a
--- string of another length, a number no int64 holds), and the next write replaces
--- it. Raising an error instead would fail every request batched with that key, and in synced
--- mode every sync after it.
+-- string of another length, a number no int64 holds), and the next write replaces it. Raising
+-- an error instead would fail every request batched with that key, and in synced mode every
+-- sync after it.
 local function readValues(key)
   local value = redis.pcall('GET', key)
   local a, b, t = 0, 0, 0
@@ -89,7 +89,7 @@ end
 local function decideRequest(first, last, reply)
   -- Each check decides against its key's running state, as MemoryStore::decide does: a later
   -- check of a key sees what earlier checks of the same request admitted; a denied check of a
-  -- key named more than once reports when the key's combined cost would pass (below, as
+  -- key named more than once reports when all the key's checks would pass together (below, as
   -- MemoryStore::judgeRepeatedKeysWhole does). keys: name -> its state, loaded once per request
   -- (a later request of a batch reads what an earlier one wrote); state.latest is the latest
   -- check of that key so far (or false), whose spec the key is written with (as MemoryStore
