@@ -73,7 +73,8 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
       }
       return [this, read] { rls_->install(std::move(*read)); };
     });
-    rls_->watchConfigDir(pool.first());
+    rls_->watchConfigDir(rls_watch_loop_);
+    rls_watcher_ = std::thread([this] { rls_watch_loop_.run(); });
   } else {
     watchForAddedSection(service, "envoy_rls", path, [](const std::string& file) {
       auto settings = rls::loadRlsSettings(file);
@@ -117,6 +118,8 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
 
 OptionalDoors::~OptionalDoors() {
 #ifdef SLUICE_WITH_RLS
+  rls_watch_loop_.stop();  // a reload under way finishes first
+  if (rls_watcher_.joinable()) rls_watcher_.join();
   if (rls_stopper_.joinable()) rls_stopper_.join();
 #endif
 }
@@ -126,6 +129,7 @@ void OptionalDoors::shutdown() {
   if (gateway_) gateway_->shutdown();
 #endif
 #ifdef SLUICE_WITH_RLS
+  rls_watch_loop_.stop();
   if (rls_ != nullptr && !rls_stopper_.joinable()) {  // a second signal finds it started
     rls_stopper_ = std::thread([this] {
       rls_->shutdown(std::chrono::seconds(5));

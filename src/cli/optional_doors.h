@@ -17,6 +17,8 @@
 #include "server/service.h"
 #include "sluice/time.h"
 #ifdef SLUICE_WITH_RLS
+#include <boost/asio/io_context.hpp>
+
 #include "rls/rls_server.h"
 #endif
 #ifdef SLUICE_WITH_GATEWAY
@@ -49,7 +51,12 @@ class OptionalDoors {
 
  private:
 #ifdef SLUICE_WITH_RLS
+  // The lyft directory's watcher reads and parses its files, which takes seconds when they are
+  // big: on a loop and thread of its own, so no I/O loop's connections wait for it. Declared
+  // before rls_, whose timer lives on it.
+  boost::asio::io_context rls_watch_loop_;
   std::unique_ptr<rls::RlsServer> rls_;
+  std::thread rls_watcher_;
   // gRPC's Shutdown() and Wait() block for up to their grace period: they run here, not on the
   // loop that asked, which would stop serving its HTTP connections meanwhile.
   std::thread rls_stopper_;
