@@ -84,7 +84,9 @@ void loadRoutes(const YAML::Node& node, GatewaySettings& settings, Errors& error
     const std::string where = "gateway.routes[" + std::to_string(i) + "]";
     if (!policy::isMap(entry, where, errors)) continue;
     policy::checkKeys(entry, where,
-                      {"method", "path", "path_prefix", "path_glob", "upstream", "mode"}, errors);
+                      {"method", "path", "path_prefix", "path_glob", "case_sensitive", "upstream",
+                       "mode"},
+                      errors);
     Route route;
     route.match = policy::loadRouteFields(entry, where, errors);
     const std::string upstream =

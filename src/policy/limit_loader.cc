@@ -227,12 +227,18 @@ RouteMatch loadRouteFields(const YAML::Node& node, const std::string& what, Erro
     }
   }
   if (paths > 1) errors.add(node, what + " takes one of path, path_prefix, path_glob");
-  return RouteMatch(std::move(methods), kind, std::move(path));
+  bool case_sensitive = true;
+  if (node["case_sensitive"]) {
+    const std::string field = what + ".case_sensitive";
+    case_sensitive = boolValue(node["case_sensitive"], field, errors).value_or(true);
+    if (!case_sensitive && paths == 0) errors.add(node["case_sensitive"], field + " needs a path");
+  }
+  return RouteMatch(std::move(methods), kind, std::move(path), case_sensitive);
 }
 
 RouteMatch loadMatchSection(const YAML::Node& node, const std::string& what, Errors& errors) {
   if (!isMap(node, what, errors)) return {};
-  checkKeys(node, what, {"method", "path", "path_prefix", "path_glob"}, errors);
+  checkKeys(node, what, {"method", "path", "path_prefix", "path_glob", "case_sensitive"}, errors);
   return loadRouteFields(node, what, errors);
 }
 

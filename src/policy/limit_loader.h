@@ -12,7 +12,8 @@ void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors);
 // tier every tier-based limit needs is missing). Names must be unique.
 void loadLimits(const YAML::Node& limits, const YAML::Node& tiers, Policy& policy, Errors& errors);
 
-// The route fields of `node` (method, and one of path, path_prefix, path_glob), its other keys
+// The route fields of `node` (method, one of path, path_prefix, path_glob, and case_sensitive),
+// its other keys
 // left to the caller; errors name them `what`.<field>. Methods are tokens in any case, `*` any;
 // patterns are normalized as request paths are, since a pattern written otherwise could never
 // match. Limits' `match:` and the gateway's routes read them alike.

@@ -33,7 +33,7 @@ int hexValue(char c) {
 bool alreadyNormal(std::string_view path) noexcept {
   if (path == "/") return true;
   if (path.empty() || path.front() != '/' || path.back() == '/' ||
-      path.find('%') != std::string_view::npos) {
+      path.find_first_of("%;") != std::string_view::npos) {
     return false;
   }
   std::size_t start = 1;
@@ -53,11 +53,16 @@ std::string normalizePath(std::string_view raw) {
   // on /login must match /login#x.
   raw = raw.substr(0, raw.find_first_of("?#"));
   if (alreadyNormal(raw)) return std::string(raw);
-  // Decode, keeping an encoded slash encoded: it is data, not a segment boundary.
+  // Decode, keeping an encoded slash encoded: it is data, not a segment boundary. A segment's
+  // parameters (";" up to the next '/', as in /login;jsessionid=1) are dropped before decoding,
+  // as servlet containers drop them before mapping: /login;x=1 is /login there, and /a/..;/login
+  // is /login. An encoded ';' (%3B) is data.
   std::string decoded;
   decoded.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] == '%' && i + 2 < raw.size() && hexValue(raw[i + 1]) >= 0 &&
+    if (raw[i] == ';') {
+      i = std::min(raw.find('/', i), raw.size()) - 1;
+    } else if (raw[i] == '%' && i + 2 < raw.size() && hexValue(raw[i + 1]) >= 0 &&
         hexValue(raw[i + 2]) >= 0) {
       const char c = static_cast<char>(hexValue(raw[i + 1]) * 16 + hexValue(raw[i + 2]));
       if (c == '/') {

@@ -27,9 +27,10 @@ struct RequestView {
 };
 
 // The path as a backend will see it, so a limit on /login cannot be dodged with /%6Cogin,
-// //login, /login/ or /a/../login: percent-encodings decoded (but %2F, which would change the
-// segments), runs of '/' merged, "." and ".." segments resolved (never above the root), a
-// trailing '/' dropped, query and fragment removed.
+// //login, /login/, /a/../login or /login;a=b: segment parameters (";...") dropped,
+// percent-encodings decoded (but %2F, which would change the segments), runs of '/' merged,
+// "." and ".." segments resolved (never above the root), a trailing '/' dropped, query and
+// fragment removed.
 // Never throws but for allocation.
 [[nodiscard]] std::string normalizePath(std::string_view raw);
 

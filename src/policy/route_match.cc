@@ -2,9 +2,25 @@
 
 #include <algorithm>
 
+#include "policy/request_view.h"
+
 namespace sluice::policy {
 
 namespace {
+
+char lowerAscii(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
+bool startsWith(std::string_view text, std::string_view prefix, bool case_sensitive) noexcept {
+  if (case_sensitive) return text.starts_with(prefix);
+  return text.size() >= prefix.size() && equalsIgnoreCase(text.substr(0, prefix.size()), prefix);
+}
+
+bool methodListed(const std::vector<std::string>& methods, std::string_view method) noexcept {
+  if (methods.empty() || std::find(methods.begin(), methods.end(), method) != methods.end()) {
+    return true;
+  }
+  return method == "HEAD" && std::find(methods.begin(), methods.end(), "GET") != methods.end();
+}
 
 std::string describeRoute(const std::vector<std::string>& methods_list, RouteMatch::PathKind kind,
                           const std::string& path) {
@@ -25,32 +41,33 @@ std::string describeRoute(const std::vector<std::string>& methods_list, RouteMat
 
 }  // namespace
 
-RouteMatch::RouteMatch(std::vector<std::string> methods, PathKind kind, std::string path)
+RouteMatch::RouteMatch(std::vector<std::string> methods, PathKind kind, std::string path,
+                       bool case_sensitive)
     : methods_(std::move(methods)),
       kind_(kind),
       path_(std::move(path)),
+      case_sensitive_(case_sensitive),
       description_(describeRoute(methods_, kind_, path_)) {}
 
 bool RouteMatch::matches(std::string_view method, std::string_view path) const noexcept {
-  if (!methods_.empty() && std::find(methods_.begin(), methods_.end(), method) == methods_.end()) {
-    return false;
-  }
+  if (!methodListed(methods_, method)) return false;
   switch (kind_) {
     case PathKind::kAny:
       return true;
     case PathKind::kExact:
-      return path == path_;
+      return case_sensitive_ ? path == path_ : equalsIgnoreCase(path, path_);
     case PathKind::kPrefix:
       // Request paths arrive normalized without a trailing '/': "/api" is in "/api/".
-      return path.starts_with(path_) ||
-             (path_.size() == path.size() + 1 && path_.back() == '/' && path_.starts_with(path));
+      return startsWith(path, path_, case_sensitive_) ||
+             (path_.size() == path.size() + 1 && path_.back() == '/' &&
+              startsWith(path_, path, case_sensitive_));
     case PathKind::kGlob:
-      return globMatches(path_, path);
+      return globMatches(path_, path, !case_sensitive_);
   }
   return false;
 }
 
-bool globMatches(std::string_view pattern, std::string_view text) noexcept {
+bool globMatches(std::string_view pattern, std::string_view text, bool ignore_case) noexcept {
   // Iterative matching with one backtrack point per star kind: no recursion, so a hostile path
   // cannot blow the stack, and no exponential blow-up. A segment star (`*`) is retried first;
   // when it cannot grow past a '/', the latest `**` absorbs one more character instead.
@@ -73,7 +90,8 @@ bool globMatches(std::string_view pattern, std::string_view text) noexcept {
         segment_p = p;
         segment_t = t;
       }
-    } else if (p < pattern.size() && pattern[p] == text[t]) {
+    } else if (p < pattern.size() && (pattern[p] == text[t] ||
+                                      (ignore_case && lowerAscii(pattern[p]) == lowerAscii(text[t])))) {
       ++p;
       ++t;
     } else if (segment_p != kNone && text[segment_t] != '/') {

@@ -12,9 +12,12 @@ class RouteMatch {
   enum class PathKind { kAny, kExact, kPrefix, kGlob };
 
   RouteMatch() = default;
-  // `methods` upper case, empty for any. For kGlob, `*` matches within one path segment and `**`
-  // across segments; e.g. /users/*/posts, /static/**.
-  RouteMatch(std::vector<std::string> methods, PathKind kind, std::string path);
+  // `methods` upper case, empty for any; GET takes in HEAD, which backends answer with the GET
+  // handler. For kGlob, `*` matches within one path segment and `**` across segments; e.g.
+  // /users/*/posts, /static/**. Without `case_sensitive`, letters match in either case (ASCII),
+  // for backends that route so: /LOGIN is then /login.
+  RouteMatch(std::vector<std::string> methods, PathKind kind, std::string path,
+             bool case_sensitive = true);
 
   // Thread-safe.
   [[nodiscard]] bool matches(std::string_view method, std::string_view path) const noexcept;
@@ -26,10 +29,13 @@ class RouteMatch {
   std::vector<std::string> methods_;
   PathKind kind_ = PathKind::kAny;
   std::string path_;
+  bool case_sensitive_ = true;
   std::string description_ = "* *";
 };
 
-// `*` matches any run of characters except '/', `**` any run at all. Thread-safe.
-[[nodiscard]] bool globMatches(std::string_view pattern, std::string_view text) noexcept;
+// `*` matches any run of characters except '/', `**` any run at all; with `ignore_case`, other
+// characters match in either case (ASCII). Thread-safe.
+[[nodiscard]] bool globMatches(std::string_view pattern, std::string_view text,
+                               bool ignore_case = false) noexcept;
 
 }  // namespace sluice::policy

@@ -82,6 +82,7 @@ limits:
   - { name: dots, rate: 1/s, match: { path: "/a/./b/../c" } }
   - { name: any, rate: 1/s, match: { method: "*", path: /x } }
   - { name: custom, rate: 1/s, match: { method: [purge, GET], path: /x } }
+  - { name: anycase, rate: 1/s, match: { path: /Login, case_sensitive: false } }
 )");
   ASSERT_NE(policy, nullptr);
   const auto& limits = policy->limits;
@@ -95,14 +96,20 @@ limits:
   EXPECT_TRUE(limits[4].match.matches("DELETE", "/x"));
   EXPECT_TRUE(limits[5].match.matches("PURGE", "/x"));
   EXPECT_FALSE(limits[5].match.matches("POST", "/x"));
+  EXPECT_TRUE(limits[6].match.matches("POST", "/LOGIN"));
+  EXPECT_FALSE(limits[0].match.matches("GET", "/USERS/42"));  // case-sensitive unless told
   const std::vector<std::string> errors = errorsOf(R"(limits:
   - { name: a, rate: 1/s, match: { method: "GE T", path: /x } }
   - { name: b, rate: 1/s, match: { path: "/search?q=1" } }
   - { name: c, rate: 1/s, match: { path_glob: "/files/%2A" } }
+  - { name: d, rate: 1/s, match: { path: /x, case_sensitive: sometimes } }
+  - { name: e, rate: 1/s, match: { method: GET, case_sensitive: false } }
 )");
   EXPECT_TRUE(hasError(errors, 2, "\"GE T\" is not a method")) << describe(errors);
   EXPECT_TRUE(hasError(errors, 3, "a query never matches")) << describe(errors);
   EXPECT_TRUE(hasError(errors, 4, "write it without %")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 5, "case_sensitive")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 6, "case_sensitive needs a path")) << describe(errors);
   // "/files/." names the directory: below it, not any path starting "/files".
   const PolicyPtr directory =
       policyFrom("limits: [{ name: a, rate: 1/s, match: { path_prefix: /files/. } }]\n");

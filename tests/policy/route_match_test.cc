@@ -32,6 +32,34 @@ TEST(RouteMatch, MethodsAndPaths) {
   EXPECT_EQ(login.describe(), "POST /login");
 }
 
+// A backend answers HEAD with its GET handler: a GET limit that let HEAD by would be dodged.
+TEST(RouteMatch, GetTakesInHead) {
+  const RouteMatch reports({"GET"}, RouteMatch::PathKind::kPrefix, "/reports/");
+  EXPECT_TRUE(reports.matches("HEAD", "/reports/q3"));
+  EXPECT_FALSE(reports.matches("POST", "/reports/q3"));
+  const RouteMatch upload({"POST", "PUT"}, RouteMatch::PathKind::kExact, "/upload");
+  EXPECT_FALSE(upload.matches("HEAD", "/upload"));
+}
+
+// Routes are case-sensitive, as paths are (RFC 3986); case_sensitive: false is for backends that
+// route /LOGIN to /login.
+TEST(RouteMatch, CaseInsensitivePaths) {
+  EXPECT_FALSE(RouteMatch({}, RouteMatch::PathKind::kExact, "/login").matches("POST", "/LOGIN"));
+  const RouteMatch exact({}, RouteMatch::PathKind::kExact, "/login", false);
+  EXPECT_TRUE(exact.matches("POST", "/LOGIN"));
+  EXPECT_TRUE(exact.matches("POST", "/Login"));
+  EXPECT_FALSE(exact.matches("POST", "/logins"));
+  const RouteMatch prefix({}, RouteMatch::PathKind::kPrefix, "/Api/", false);
+  EXPECT_TRUE(prefix.matches("GET", "/API/items"));
+  EXPECT_TRUE(prefix.matches("GET", "/api"));  // the directory itself
+  EXPECT_FALSE(prefix.matches("GET", "/apis"));
+  const RouteMatch glob({}, RouteMatch::PathKind::kGlob, "/users/*/Posts", false);
+  EXPECT_TRUE(glob.matches("GET", "/USERS/Ann/posts"));
+  EXPECT_FALSE(glob.matches("GET", "/users/ann/x/posts"));
+  EXPECT_TRUE(globMatches("/a/*B", "/A/xb", true));
+  EXPECT_FALSE(globMatches("/a/*B", "/A/xb"));
+}
+
 // Paths are compared as a backend will read them, so encodings and extra segments do not dodge a
 // limit.
 TEST(NormalizePath, AsTheBackendSeesIt) {
@@ -53,6 +81,13 @@ TEST(NormalizePath, AsTheBackendSeesIt) {
   EXPECT_EQ(normalizePath("/.well-known/x/..."), "/.well-known/x/...");
   EXPECT_EQ(normalizePath("/a/."), "/a");
   EXPECT_EQ(normalizePath("/a/b/.."), "/a");
+  // Segment parameters, which servlet containers drop before mapping.
+  EXPECT_EQ(normalizePath("/login;jsessionid=1"), "/login");
+  EXPECT_EQ(normalizePath("/api;v=2/login;x/"), "/api/login");
+  EXPECT_EQ(normalizePath("/admin/..;/login"), "/login");
+  EXPECT_EQ(normalizePath("/;/login"), "/login");
+  EXPECT_EQ(normalizePath("/login;"), "/login");
+  EXPECT_EQ(normalizePath("/a%3Bb"), "/a;b");  // an encoded ';' is data
   EXPECT_EQ(normalizePath("/a//b"), "/a/b");
   EXPECT_EQ(normalizePath("/a/"), "/a");
   EXPECT_EQ(normalizePath("relative/path"), "/relative/path");
