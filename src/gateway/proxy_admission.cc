@@ -132,7 +132,7 @@ void ProxySession::admit() {
   policy::RequestView& view = exchange.view;
   view.method = std::string(header.method_string());
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-  view.path = policy::normalizePath(target.substr(0, target.find('?')));
+  view.setPath(target);
   view.peer = peer_.address();
   for (const auto& field : header) {
     view.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
@@ -239,7 +239,7 @@ void ProxySession::afterDecision() {
 bool ProxySession::acquirePermits() {
   Exchange& exchange = *exchange_;
   for (const ConcurrencyLimit& limit : state_->settings.concurrency) {
-    if (!limit.match.matches(exchange.view.method, exchange.view.path)) continue;
+    if (!limit.match.matches(exchange.view)) continue;
     std::string key;
     policy::appendCounterPart(key, limit.name);
     if (!limit.key.appendKey(*exchange.context, limit.match.describe(), key)) {

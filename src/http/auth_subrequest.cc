@@ -13,7 +13,7 @@ policy::RequestView viewFromSubrequest(
   }
   view.method = std::string(view.header(method_header).value_or(subrequest.method_string()));
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-  view.path = policy::normalizePath(view.header(uri_header).value_or(subrequest.target()));
+  view.setPath(view.header(uri_header).value_or(subrequest.target()));
   return view;
 }
 

@@ -10,19 +10,31 @@
 namespace sluice::policy {
 namespace {
 
-constexpr std::string_view kBearer = "Bearer ";
+constexpr std::string_view kBearer = "Bearer";
 
-// The credential in `header`: for Authorization, the token after "Bearer "; else the value.
+std::string_view trimmedBlanks(std::string_view text) noexcept {
+  const std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// The credential in `header`: for Authorization, the token after the "Bearer" scheme; else the
+// value. Blanks around it are not part of it: "Bearer  K" is the key K to a backend that splits
+// on whitespace, and as a key of its own, each extra blank was a fresh counter.
 std::optional<std::string_view> credential(const RequestView& request, std::string_view header) {
   const auto value = request.header(header);
-  // An empty field is no credential: sent by a client whose key variable was unset, say.
-  if (!value || value->empty()) return std::nullopt;
-  if (!equalsIgnoreCase(header, "authorization")) return value;
-  if (value->size() <= kBearer.size() ||
-      !equalsIgnoreCase(value->substr(0, kBearer.size()), kBearer)) {
-    return std::nullopt;
+  if (!value) return std::nullopt;
+  std::string_view text = trimmedBlanks(*value);
+  if (equalsIgnoreCase(header, "authorization")) {
+    if (text.size() <= kBearer.size() || !equalsIgnoreCase(text.substr(0, kBearer.size()), kBearer) ||
+        (text[kBearer.size()] != ' ' && text[kBearer.size()] != '\t')) {
+      return std::nullopt;
+    }
+    text = trimmedBlanks(text.substr(kBearer.size()));
   }
-  return value->substr(kBearer.size());
+  // An empty field is no credential: sent by a client whose key variable was unset, say.
+  if (text.empty()) return std::nullopt;
+  return text;
 }
 
 // The limit's name (and tier, for tier limits) namespace its counters: two limits never share
@@ -109,7 +121,7 @@ RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
 std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext& context) {
   std::vector<PlannedCheck> planned;
   for (const Limit& limit : policy.limits) {
-    if (!limit.match.matches(context.request.method, context.request.path)) continue;
+    if (!limit.match.matches(context.request)) continue;
     const LimitSpec* spec = nullptr;
     const LimitSpec* daily = nullptr;
     if (limit.from_tier) {

@@ -48,7 +48,7 @@ bool alreadyNormal(std::string_view path) noexcept {
 
 }  // namespace
 
-std::string normalizePath(std::string_view raw) {
+std::string normalizePath(std::string_view raw, EncodedSlash encoded_slash) {
   // A fragment is never sent, but a client may: backends (and nginx's $uri) drop it, so a limit
   // on /login must match /login#x.
   raw = raw.substr(0, raw.find_first_of("?#"));
@@ -65,7 +65,7 @@ std::string normalizePath(std::string_view raw) {
     } else if (raw[i] == '%' && i + 2 < raw.size() && hexValue(raw[i + 1]) >= 0 &&
         hexValue(raw[i + 2]) >= 0) {
       const char c = static_cast<char>(hexValue(raw[i + 1]) * 16 + hexValue(raw[i + 2]));
-      if (c == '/') {
+      if (c == '/' && encoded_slash == EncodedSlash::kData) {
         decoded += "%2F";
       } else {
         decoded += c;
@@ -96,6 +96,17 @@ std::string normalizePath(std::string_view raw) {
   }
   if (path.empty()) path = "/";
   return path;
+}
+
+void RequestView::setPath(std::string_view raw) {
+  path = normalizePath(raw);
+  slash_path.clear();
+  const std::string_view sent = raw.substr(0, raw.find_first_of("?#"));
+  if (sent.find("%2F") == std::string_view::npos && sent.find("%2f") == std::string_view::npos) {
+    return;
+  }
+  slash_path = normalizePath(raw, EncodedSlash::kSeparator);
+  if (slash_path == path) slash_path.clear();
 }
 
 std::optional<std::string_view> RequestView::header(std::string_view name) const noexcept {

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/request_view.h"
+
 namespace sluice::policy {
 
 class RouteMatch {
@@ -21,6 +23,11 @@ class RouteMatch {
 
   // Thread-safe.
   [[nodiscard]] bool matches(std::string_view method, std::string_view path) const noexcept;
+  // Whether the request's method and either reading of its path (path, slash_path) match.
+  [[nodiscard]] bool matches(const RequestView& request) const noexcept {
+    return matches(request.method, request.path) ||
+           (!request.slash_path.empty() && matches(request.method, request.slash_path));
+  }
   // e.g. "POST /login", "* /api/*" — for route keys and logs. Built once: `route` key parts
   // read it on every request.
   [[nodiscard]] const std::string& describe() const noexcept { return description_; }

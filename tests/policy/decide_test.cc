@@ -45,7 +45,7 @@ class DecideTest : public ::testing::Test {
   RequestView request(const std::string& path, const std::string& ip = "198.51.100.7") {
     RequestView view;
     view.method = "GET";
-    view.path = path;
+    view.setPath(path);
     view.peer = boost::asio::ip::make_address(ip);
     return view;
   }
@@ -133,6 +133,43 @@ limits:
   empty.headers.emplace_back("X-Api-Key", "");
   EXPECT_TRUE(decideFor(empty).allowed);
   EXPECT_FALSE(decideFor(request("/a")).allowed);
+}
+
+// Blanks around a key are not part of it: a backend that splits on whitespace reads one key, and
+// as keys of their own, each spelling was a fresh counter.
+TEST_F(DecideTest, BlanksAroundACredentialAreNotPartOfIt) {
+  load(R"(
+identity: { api_key_header: Authorization }
+limits:
+  - { name: per-key, key: api_key, rate: 2/min }
+)");
+  const auto with_auth = [&](const std::string& value, const std::string& ip) {
+    RequestView view = request("/a", ip);
+    view.headers.emplace_back("Authorization", value);
+    return view;
+  };
+  EXPECT_TRUE(decideFor(with_auth("Bearer K1", "198.51.100.1")).allowed);
+  EXPECT_TRUE(decideFor(with_auth("bearer   K1 ", "198.51.100.2")).allowed);
+  EXPECT_FALSE(decideFor(with_auth("Bearer\tK1", "198.51.100.3")).allowed);
+  // No token, or no "Bearer" scheme: no key, so the address counts.
+  EXPECT_TRUE(decideFor(with_auth("Bearer   ", "198.51.100.4")).allowed);
+  EXPECT_TRUE(decideFor(with_auth("BearerK1", "198.51.100.4")).allowed);
+  EXPECT_FALSE(decideFor(request("/a", "198.51.100.4")).allowed);
+}
+
+// nginx reads %2F as '/', so behind it /app/x%2F..%2Flogin is /app/login; a backend that keeps
+// it encoded sees one segment. A limit meets the request under either reading.
+TEST_F(DecideTest, EitherReadingOfAnEncodedSlashMeetsALimit) {
+  load(R"(
+limits:
+  - { name: login, match: { path: /app/login }, rate: 1/min }
+  - { name: files, match: { path_glob: "/files/*" }, rate: 1/min }
+)");
+  EXPECT_TRUE(decideFor(request("/app/login")).allowed);
+  EXPECT_FALSE(decideFor(request("/app/x%2F..%2Flogin")).allowed);
+  EXPECT_FALSE(decideFor(request("/app/login%2f")).allowed);
+  EXPECT_TRUE(decideFor(request("/files/a%2Fb")).allowed);  // one segment, as data
+  EXPECT_FALSE(decideFor(request("/files/c")).allowed);
 }
 
 // What a store is asked: each check's counter key and its group (a Redis Cluster hash tag).

@@ -88,6 +88,20 @@ TEST(NormalizePath, AsTheBackendSeesIt) {
   EXPECT_EQ(normalizePath("/;/login"), "/login");
   EXPECT_EQ(normalizePath("/login;"), "/login");
   EXPECT_EQ(normalizePath("/a%3Bb"), "/a;b");  // an encoded ';' is data
+  // As nginx reads an encoded slash.
+  EXPECT_EQ(normalizePath("/x%2F..%2Flogin", EncodedSlash::kSeparator), "/login");
+  EXPECT_EQ(normalizePath("/a%2fb%2F", EncodedSlash::kSeparator), "/a/b");
+}
+
+// A request's path is kept in both readings only when an encoded slash makes them differ.
+TEST(NormalizePath, RequestsKeepTheSlashReadingWhenItDiffers) {
+  RequestView view;
+  view.setPath("/x%2F..%2Flogin?next=%2Fhome");
+  EXPECT_EQ(view.path, "/x%2F..%2Flogin");
+  EXPECT_EQ(view.slash_path, "/login");
+  view.setPath("/login?next=%2Fhome");
+  EXPECT_EQ(view.path, "/login");
+  EXPECT_EQ(view.slash_path, "");
   EXPECT_EQ(normalizePath("/a//b"), "/a/b");
   EXPECT_EQ(normalizePath("/a/"), "/a");
   EXPECT_EQ(normalizePath("relative/path"), "/relative/path");
