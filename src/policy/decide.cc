@@ -175,7 +175,9 @@ PolicyDecision splitByAction(std::vector<PlannedCheck> planned) {
 }
 
 // Applies throttle and deny status to the enforced decision; true when the shadow limits
-// should be decided too (the decision is final).
+// should be decided too: the request is admitted, finally. A denied one is not counted against
+// them: enforced beside the others, a shadow limit would have taken nothing from it (all or
+// nothing), so counting it would preview denials the limit could never make.
 bool applyActions(PolicyDecision& result, Micros already_waited_us) {
   result.allowed = result.enforced.allowed;
   if (!result.allowed) {
@@ -191,9 +193,9 @@ bool applyActions(PolicyDecision& result, Micros already_waited_us) {
       return false;
     }
     result.status = limit.deny_status;
-  } else {
-    result.hold_us = result.enforced.delay_us;  // a shaper's slot
+    return false;
   }
+  result.hold_us = result.enforced.delay_us;  // a shaper's slot
   return !result.shadow_checks.empty();
 }
 

@@ -243,6 +243,26 @@ limits:
   EXPECT_EQ(second.enforced.statuses.at(0).remaining, 8u);
 }
 
+// A request an enforced limit denies is not counted against the shadow limits: enforced too, they
+// would have taken nothing from it (all or nothing), so they could not have denied what follows.
+TEST_F(DecideTest, DeniedRequestsAreNotCountedAgainstShadowLimits) {
+  load(R"(
+limits:
+  - { name: watch, key: ip, rate: 3/min, action: shadow }
+  - { name: real, key: ip, rate: 2/min }
+)");
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(decideFor(request("/")).allowed) << i;
+  for (int i = 0; i < 3; ++i) {
+    const PolicyDecision denied = decideFor(request("/"));
+    EXPECT_FALSE(denied.allowed) << i;
+    EXPECT_TRUE(denied.shadowDenials().empty()) << i;
+  }
+  clock_.advance(30 * kMicrosPerSecond);  // one more for `real`; `watch` still has one left
+  const PolicyDecision next = decideFor(request("/"));
+  EXPECT_TRUE(next.allowed);
+  EXPECT_TRUE(next.shadowDenials().empty());
+}
+
 // A store that answers later (as Redis does) takes decideAsync's callback path: two calls for a
 // request with shadow limits, the decision delivered once, after the last one; the same
 // decisions as the inline path gives on an in-process store.
