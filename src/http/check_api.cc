@@ -176,6 +176,11 @@ std::string renderDecision(const policy::PolicyDecision& decision, const HeaderL
   millis(decision.allowed ? 0 : decision.enforced.retry_after_us);
   out += ",\"delayed_ms\":";
   millis(delayed_us);
+  // A shaper's later slot that was not waited for here (a batch item): go on at it.
+  if (decision.allowed && decision.hold_us > 0) {
+    out += ",\"hold_ms\":";
+    millis(decision.hold_us);
+  }
   // Decided without the shared store (Redis down or slow): each limit's on_error decided.
   if (decision.enforced.degraded) out += ",\"degraded\":true";
   out += ",\"limits\":[";

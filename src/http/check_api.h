@@ -48,7 +48,8 @@ using LimitLabels = boost::container::small_vector<LimitLabel, 4>;
 [[nodiscard]] LimitLabels enforcedLabels(const policy::PolicyDecision& decision);
 
 // One decision as a JSON object text, with `headers` (appendRateLimitHeaders' output for it),
-// which a response would carry. `delayed_us` is how long a throttled request was held.
+// which a response would carry. `delayed_us` is how long a throttled request was held; a
+// decision's hold_us left (a shaper's slot not waited for) is written as `hold_ms`.
 [[nodiscard]] std::string renderDecision(const policy::PolicyDecision& decision,
                                          const HeaderList& headers, Micros delayed_us);
 

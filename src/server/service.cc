@@ -255,6 +255,8 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
     metrics_.countDecision(name, Metrics::Result::kShadowDenied);
   }
   const Micros hold_us = may_wait ? decision.hold_us : 0;
+  // Held here, the slot is served. A batch item is not held: its answer tells its slot.
+  if (may_wait) decision.hold_us = 0;
   pending->decisions[index] = std::move(decision);
   ++pending->next;
   if (hold_us > 0) {

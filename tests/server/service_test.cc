@@ -65,6 +65,8 @@ limits:
     burst: 1
     action: throttle
     max_delay: 1s
+  - { name: shaped, match: { path_prefix: /shaped }, key: ip, algorithm: leaky_bucket_shaper,
+      rate: 1/min, burst: 5 }
 )";
 
 class ServiceTest : public ::testing::Test {
@@ -310,6 +312,21 @@ TEST_F(ServiceTest, ABatchOfOneItemDoesNotWait) {
   const auto result = boost::json::parse(second.body).at("results").at(0);
   EXPECT_FALSE(result.at("allowed").as_bool()) << second.body;
   EXPECT_EQ(result.at("status").as_int64(), 429);
+}
+
+// A batch item is never held, so one a shaper admits into a later slot says when that slot is:
+// answered a bare allow, its caller would send it on at once and the shaper would shape nothing.
+TEST_F(ServiceTest, ABatchTellsItsShapedItemsTheirSlots) {
+  const std::string item = R"({"request": {"path": "/shaped", "client_ip": "192.0.2.85"}})";
+  const HttpReply reply = check(R"({"checks": [)" + item + "," + item + "," + item + "]}");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const auto results = boost::json::parse(reply.body).at("results").as_array();
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& result : results) EXPECT_TRUE(result.at("allowed").as_bool()) << reply.body;
+  EXPECT_FALSE(results[0].as_object().contains("hold_ms")) << reply.body;  // its slot is now
+  EXPECT_EQ(results[1].at("hold_ms").as_int64(), 60'000) << reply.body;
+  EXPECT_EQ(results[2].at("hold_ms").as_int64(), 120'000) << reply.body;
+  EXPECT_EQ(results[2].at("delayed_ms").as_int64(), 0) << reply.body;  // not held here
 }
 
 // Reload: a broken file is refused with its errors and the old policy keeps serving; a good
