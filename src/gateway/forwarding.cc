@@ -24,6 +24,28 @@ bool listContains(std::string_view list, std::string_view token) noexcept {
   return false;
 }
 
+// Whether field name `name` starts with `prefix` (lower case, '-' for '_') when '_' is read as
+// '-', as CGI, WSGI and Rack read it: X_Sluice_Decision reaches them as X-Sluice-Decision does.
+bool startsAsGatewaySets(std::string_view name, std::string_view prefix) noexcept {
+  if (name.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    char c = name[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    if (c == '_') c = '-';
+    if (c != prefix[i]) return false;
+  }
+  return true;
+}
+
+// A client's field that an upstream could take for one the gateway writes itself: the decision
+// headers, or X-Forwarded-* spelled with '_' (the gateway merges the '-' spellings into its own).
+bool spellsAGatewayField(std::string_view name) noexcept {
+  if (startsAsGatewaySets(name, "x-sluice-")) return true;
+  if (name.find('_') == std::string_view::npos) return false;
+  return (name.size() == 15 && startsAsGatewaySets(name, "x-forwarded-for")) ||
+         (name.size() == 17 && startsAsGatewaySets(name, "x-forwarded-proto"));
+}
+
 void appendFraming(Framing framing, std::uint64_t content_length, std::string& out) {
   if (framing == Framing::kLength) {
     std::array<char, 24> digits{};
@@ -136,7 +158,7 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
         equalsIgnoreCase(name, "expect")) {
       continue;
     }
-    if (name.size() >= 9 && equalsIgnoreCase(name.substr(0, 9), "x-sluice-")) continue;
+    if (spellsAGatewayField(name)) continue;
     if (equalsIgnoreCase(name, "x-forwarded-for")) {
       forwarded_for += std::string(field.value()) + ", ";
       continue;
@@ -179,13 +201,24 @@ void appendWebSocketAcceptHead(const boost::beast::http::header<false, Fields>& 
 }
 
 template <class Fields>
+bool chunkedAlone(const boost::beast::http::header<false, Fields>& response) {
+  const auto [first, last] = response.equal_range(boost::beast::http::field::transfer_encoding);
+  if (first == last) return true;
+  std::string_view coding = first->value();
+  while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+  return std::next(first) == last && equalsIgnoreCase(coding, "chunked");
+}
+
+template <class Fields>
 void appendClientResponseHead(const boost::beast::http::header<false, Fields>& response,
                               unsigned client_version, Framing framing,
                               std::optional<std::uint64_t> content_length, bool keep_alive,
                               std::string_view extra_lines, std::string& out) {
-  // A body without framing of its own (HEAD, 204, 304) keeps the upstream's Content-Length.
+  // A body without framing of its own (HEAD, 304) keeps the upstream's Content-Length; a 204
+  // has none (RFC 9110 8.6).
   appendStatusAndFields(response, client_version == 10 ? "HTTP/1.0" : "HTTP/1.1",
-                        framing != Framing::kNone, out);
+                        framing != Framing::kNone || response.result_int() == 204, out);
   appendFraming(framing, content_length.value_or(0), out);
   if (!keep_alive) {
     appendHeaderLine("Connection", "close", out);
@@ -196,6 +229,8 @@ void appendClientResponseHead(const boost::beast::http::header<false, Fields>& r
   out += "\r\n";
 }
 
+template bool chunkedAlone(const boost::beast::http::header<false>&);
+template bool chunkedAlone(const boost::beast::http::header<false, ArenaFields>&);
 template bool wantsWebSocket(const boost::beast::http::header<true>&);
 template bool wantsWebSocket(const boost::beast::http::header<true, ArenaFields>&);
 template bool acceptsWebSocket(const boost::beast::http::header<false>&);

@@ -61,13 +61,18 @@ enum class Framing {
 template <class Fields>
 [[nodiscard]] bool wantsWebSocket(const boost::beast::http::header<true, Fields>& request);
 
+// Whether a response's Transfer-Encoding, when it has one, is chunked alone (one field).
+template <class Fields>
+[[nodiscard]] bool chunkedAlone(const boost::beast::http::header<false, Fields>& response);
+
 // Whether an upstream's 101 switches to a WebSocket: its Upgrade lists "websocket".
 template <class Fields>
 [[nodiscard]] bool acceptsWebSocket(const boost::beast::http::header<false, Fields>& response);
 
 // Appends the request head sent upstream: the request line as HTTP/1.1, end-to-end headers but
 // Expect (the gateway answers 100-continue itself) and the X-Sluice-* decision headers (only the
-// gateway writes those), X-Forwarded-For and X-Forwarded-Proto with this hop appended, the body
+// gateway writes those; nor X_Sluice_*, nor X_Forwarded_For or _Proto, which CGI-like upstreams
+// read as the same fields), X-Forwarded-For and X-Forwarded-Proto with this hop appended, the body
 // framing, `Connection: upgrade` and `Upgrade: websocket` when `websocket`, then `extra`. A
 // request without Host (HTTP/1.0 may omit it, HTTP/1.1 may not) gets `default_host`, the
 // upstream's address. Never throws but for allocation.

@@ -2,8 +2,11 @@
 // (ceiling, suspicious patterns), the route, identity and the webhook's dynamic limits, then the
 // policy's decision (waits for a throttle are in proxy_throttle.cc), a shaper's hold, and the
 // concurrency permits. A refused request gets the gateway's own answer (respondLocal).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +59,25 @@ std::optional<OriginForm> originForm(std::string_view target) {
   return origin;
 }
 
+// Whether `host` is a Host field's host[:port] (RFC 3986 3.2.2: a registered name, an IPv4 or a
+// bracketed IPv6 address): no user info, path, query or blank. Empty is allowed (RFC 9112 3.2).
+bool isAuthority(std::string_view host) noexcept {
+  constexpr std::string_view kMarks = "-._~!$&'()*+,;=:[]%";
+  return std::all_of(host.begin(), host.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           kMarks.find(c) != std::string_view::npos;
+  });
+}
+
+// Why a target's path is refused, or nothing: a backslash is no URI character, and URL parsers
+// read it as '/' (/\evil.com/login is //evil.com/login to them).
+std::optional<std::string> targetRefusal(std::string_view target) {
+  if (target.substr(0, target.find('?')).find('\\') != std::string_view::npos) {
+    return "a backslash is not a path character (write it %5C)";
+  }
+  return std::nullopt;
+}
+
 // The header options of a policy, derived once per policy and thread rather than per request.
 const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
   thread_local std::weak_ptr<const policy::Policy> derived_from;
@@ -91,14 +113,39 @@ bool ProxySession::refusedBeforeRouting() {
     respondLocal(400, "the request target must be a path", {});
     return true;
   }
+  if (const auto refusal = targetRefusal(header.target())) {
+    respondLocal(400, *refusal, {});
+    return true;
+  }
+  // A leading "//" reads as an authority to an upstream resolving the target as a URL reference
+  // (//evil.com/login is /login on evil.com); the gateway decided it as /evil.com/login.
+  if (header.target().starts_with("//")) {
+    const std::string_view target = header.target();
+    request_->get().target(std::string("/") + std::string(target.substr(target.find_first_not_of('/'))));
+  }
   if (const auto refusal = server::transferEncodingRefusal(header, request_->chunked())) {
     respondLocal(refusal->status, refusal->message, {});
     return true;
   }
-  // Two Host fields leave the site in doubt (RFC 9112 3.2): the gateway and the upstream could
-  // each pick another.
-  if (header.count(bhttp::field::host) > 1) {
+  // An upstream reading the length as a signed 64-bit number would frame the body otherwise.
+  if (const auto length = request_->content_length();
+      length && *length > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    respondLocal(400, "the Content-Length is too large", {});
+    return true;
+  }
+  // No Host (HTTP/1.1 needs one), two, or one that is no host[:port] (user info, a path, blanks)
+  // leave the site in doubt (RFC 9112 3.2): the gateway and the upstream could each read another.
+  const std::size_t hosts = header.count(bhttp::field::host);
+  if (hosts > 1) {
     respondLocal(400, "the request has more than one Host field", {});
+    return true;
+  }
+  if (hosts == 0 && header.version() >= 11) {
+    respondLocal(400, "an HTTP/1.1 request needs a Host field", {});
+    return true;
+  }
+  if (hosts == 1 && !isAuthority(header[bhttp::field::host])) {
+    respondLocal(400, "the Host field is not a host[:port]", {});
     return true;
   }
   if (!state_->guard.admitGlobal()) {

@@ -268,6 +268,11 @@ void ProxySession::onResponseHeader(beast::error_code ec) {
   } else if (exchange.response->content_length()) {
     upstream_framing = Framing::kLength;
   }
+  // A transfer coding besides chunked (gzip, say) would reach the client de-chunked but still
+  // coded, its Transfer-Encoding dropped as hop-by-hop: a corrupt body. nginx answers 502 too.
+  if (upstream_framing != Framing::kNone && !chunkedAlone(response)) {
+    return upstreamFailed(bhttp::error::bad_transfer_encoding);
+  }
   // Such a body ends at the upstream's end of stream, often sent right behind its last bytes:
   // the reads must look for it rather than wait for an event (see DrainAwareSocket).
   if (upstream_framing == Framing::kUntilClose) exchange.upstream->expectEndOfStream(true);

@@ -38,6 +38,25 @@ TEST(ForwardingTest, UpstreamRequestHead) {
             "Content-Length: 5\r\nX-Sluice-Decision: deny\r\n\r\n");
 }
 
+// CGI, WSGI and Rack read '_' in a field name as '-': a client's X_Sluice_Decision or
+// X_Forwarded_For would reach them as the gateway's own field, so neither goes on.
+TEST(ForwardingTest, UnderscoreSpellingsOfTheGatewaysFieldsAreDropped) {
+  bhttp::request<bhttp::empty_body> request{bhttp::verb::get, "/", 11};
+  request.set("Host", "example.com");
+  request.insert("X_Sluice_Decision", "allow");
+  request.insert("x-sluice_status", "200");
+  request.insert("X_Forwarded_For", "203.0.113.9");
+  request.insert("X_Forwarded_Proto", "https");
+  request.insert("X_Forwarded_Fort", "kept");
+  request.insert("X_Trace_Id", "kept");
+  std::string out;
+  appendUpstreamRequestHead(request.base(), "127.0.0.1", "10.0.0.9:8080", Framing::kNone, 0, false,
+                            {}, out);
+  EXPECT_EQ(out,
+            "GET / HTTP/1.1\r\nHost: example.com\r\nX_Forwarded_Fort: kept\r\n"
+            "X_Trace_Id: kept\r\nX-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n\r\n");
+}
+
 // The gateway's own lines carry names from outside (a webhook's keys in X-Sluice-Limit): a CR
 // or LF in one must not end the line and start a header, or a request, of its own.
 TEST(ForwardingTest, ExtraLinesCannotBreakTheHead) {

@@ -422,6 +422,43 @@ TEST_F(GatewayTest, AmbiguousFramingOrHostGets400) {
   EXPECT_EQ(upstream_.requests.load(), 0);
 }
 
+// The site and the path must read one way to the gateway and to the upstream: no Host in HTTP/1.1,
+// a Host that is no host[:port] (user info, blanks), a backslash (URL parsers read it as '/'),
+// or a length an upstream with signed 64-bit lengths reads otherwise, get 400.
+TEST_F(GatewayTest, TargetsAndHostsThatReadTwoWaysGet400) {
+  for (const std::string request :
+       {"GET /hello HTTP/1.1\r\n\r\n", "GET /hello HTTP/1.1\r\nHost: a b\r\n\r\n",
+        "GET /hello HTTP/1.1\r\nHost: user@evil.example\r\n\r\n",
+        "GET http://user:pw@evil.example/hello HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /\\evil.example/hello HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551615\r\n\r\n"}) {
+    const std::string raw = rawExchange(request, true);
+    EXPECT_EQ(raw.rfind("HTTP/1.1 400", 0), 0u) << request << raw.substr(0, 100);
+  }
+  EXPECT_EQ(upstream_.requests.load(), 0);
+  // HTTP/1.0 may leave Host out; a backslash in the query is data.
+  EXPECT_EQ(rawExchange("GET /hello?a\\b HTTP/1.0\r\n\r\n").rfind("HTTP/1.0 200", 0), 0u);
+}
+
+// A leading "//" reads as an authority to an upstream that resolves the target as a URL
+// reference (//evil.example/hello is /hello there): the upstream gets the path the limits read.
+TEST_F(GatewayTest, ALeadingDoubleSlashGoesUpstreamAsOne) {
+  const std::string raw = rawExchange(
+      "GET //evil.example/hello?x=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw.substr(0, 100);
+  EXPECT_NE(raw.find("X-Echo-Target: /evil.example/hello?x=1\r\n"), std::string::npos) << raw;
+}
+
+// An upstream's transfer coding besides chunked cannot be passed on (its body would reach the
+// client de-chunked but still coded): 502. A 204's Content-Length is not passed on.
+TEST_F(GatewayTest, UpstreamFramingIsMendedOrRefused) {
+  EXPECT_EQ(get("/gzip-coded").status, 502);
+  const std::string raw =
+      rawExchange("GET /no-content HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(raw.rfind("HTTP/1.1 204", 0), 0u) << raw;
+  EXPECT_EQ(raw.find("Content-Length"), std::string::npos) << raw;
+}
+
 // Empty lines before a request-line are skipped (RFC 9112 2.2), whether they come behind a body
 // or alone before a request: each request is answered, none gets 400.
 TEST_F(GatewayTest, EmptyLinesBeforeARequestAreSkipped) {

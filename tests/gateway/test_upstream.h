@@ -15,6 +15,9 @@
 //                        nobody asked for (body "INJECTED"), as an upstream that writes a body
 //                        behind a HEAD answer or past its Content-Length does
 //   /bad-status          an answer with the invalid status 000, then the connection is closed
+//   /gzip-coded          a 200 with "Transfer-Encoding: gzip" (no chunked), then the close
+//   /no-content          a 204 with "Content-Length: 5" (which a 204 may not carry), then the
+//                        close
 //   /early-close         413 as soon as the request header is read, the body left unread, then
 //                        the connection is closed (the kernel resets it: unread data)
 //   /early-hold          the same 413, but the connection stays open and is never read again
@@ -27,6 +30,7 @@
 //                        any other request 426, with the request headers echoed as for /echo
 //   /ws-unasked          101 whatever the request asked for, then the connection is closed
 //   anything else        200 "ok", with the request headers echoed as for /echo
+// Every answer built from a request echoes its target in X-Echo-Target.
 #pragma once
 
 #include <atomic>
@@ -178,11 +182,17 @@ class TestUpstream {
         for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         response.set("X-Echo-" + name, field.value());
       }
-      if (path == "/bad-status") {
+      response.set("X-Echo-Target", target);
+      if (path == "/bad-status" || path == "/gzip-coded" || path == "/no-content") {
         --upstream.in_flight;
         static const std::string kBad = "HTTP/1.1 000 X\r\nContent-Length: 2\r\n\r\nok";
+        static const std::string kGzip =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b coded";
+        static const std::string kNoContent = "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n";
+        const std::string& answer =
+            path == "/bad-status" ? kBad : path == "/gzip-coded" ? kGzip : kNoContent;
         boost::asio::async_write(
-            stream, boost::asio::buffer(kBad),
+            stream, boost::asio::buffer(answer),
             [self = shared_from_this()](boost::beast::error_code, std::size_t) {
               boost::beast::error_code ignored;
               self->stream.socket().close(ignored);
