@@ -15,12 +15,37 @@ std::string_view trim(std::string_view text) noexcept {
 
 std::optional<std::string_view> findCookie(std::string_view cookie_header,
                                            std::string_view name) noexcept {
+  return nextCookie(cookie_header, name);
+}
+
+std::string decodedCookieValue(std::string_view value) {
+  const auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string decoded;
+  decoded.reserve(value.size());
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    if (value[i] == '%' && i + 2 < value.size() && hex(value[i + 1]) >= 0 &&
+        hex(value[i + 2]) >= 0) {
+      decoded += static_cast<char>(hex(value[i + 1]) * 16 + hex(value[i + 2]));
+      i += 2;
+    } else {
+      decoded += value[i];
+    }
+  }
+  return decoded;
+}
+
+std::optional<std::string_view> nextCookie(std::string_view& rest,
+                                           std::string_view name) noexcept {
   if (name.empty()) return std::nullopt;
-  while (!cookie_header.empty()) {
-    const std::size_t semicolon = cookie_header.find(';');
-    const std::string_view pair = cookie_header.substr(0, semicolon);
-    cookie_header = semicolon == std::string_view::npos ? std::string_view{}
-                                                        : cookie_header.substr(semicolon + 1);
+  while (!rest.empty()) {
+    const std::size_t semicolon = rest.find(';');
+    const std::string_view pair = rest.substr(0, semicolon);
+    rest = semicolon == std::string_view::npos ? std::string_view{} : rest.substr(semicolon + 1);
     const std::size_t equals = pair.find('=');
     if (equals == std::string_view::npos || trim(pair.substr(0, equals)) != name) continue;
     std::string_view value = trim(pair.substr(equals + 1));

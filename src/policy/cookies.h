@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace sluice::policy {
@@ -13,5 +14,13 @@ namespace sluice::policy {
 // An empty `name` finds nothing. The view points into `cookie_header`.
 [[nodiscard]] std::optional<std::string_view> findCookie(std::string_view cookie_header,
                                                          std::string_view name) noexcept;
+
+// findCookie's next occurrence in `rest`, which moves past it: a loop reads every occurrence.
+[[nodiscard]] std::optional<std::string_view> nextCookie(std::string_view& rest,
+                                                         std::string_view name) noexcept;
+
+// A cookie value with its %XX escapes decoded, as PHP and Express hand it to the application
+// (a stray '%' stays). Never throws but for allocation.
+[[nodiscard]] std::string decodedCookieValue(std::string_view value);
 
 }  // namespace sluice::policy

@@ -123,12 +123,33 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         // In every Cookie line, as a backend reads them (RFC 9113 8.2.3 splits cookies over
         // lines): reading the first only, a client with a second line, "Cookie: a=b" ahead of
         // its session, was keyed as having no session at all.
-        std::optional<std::string_view> value;
+        // Values are compared decoded (S%31 is S1 to PHP and Express). Empty ones are none, as
+        // for a header. Two different values leave the client in doubt: backends take the first
+        // or the last, so keying either would let a client vary the other at will; the
+        // address counts instead (a marker no value can spell), whatever when_missing says.
+        std::optional<std::string> value;
+        bool conflicting = false;
         for (const auto& [name, line] : context.request.headers) {
-          if (!value && equalsIgnoreCase(name, "cookie")) value = findCookie(line, part.name);
+          if (!equalsIgnoreCase(name, "cookie")) continue;
+          std::string_view rest = line;
+          while (const auto found = nextCookie(rest, part.name)) {
+            if (found->empty()) continue;
+            std::string decoded = decodedCookieValue(*found);
+            if (!value) {
+              value = std::move(decoded);
+            } else if (*value != decoded) {
+              conflicting = true;
+            }
+          }
         }
-        if (!value || value->empty()) return false;  // as for a header
-        appendCounterPart(out, *value);
+        if (conflicting) {
+          out += 'c';
+          appendCounterPart(out, context.client_ip);
+        } else if (value) {
+          appendCounterPart(out, *value);
+        } else {
+          return false;
+        }
         break;
       }
       case Kind::kJwtClaim: {

@@ -65,14 +65,19 @@ TEST_F(KeySelectorTest, ValuesCannotForgeOtherKeys) {
   EXPECT_NE(key({"header:A", "header:B"}), split_one_way);
 }
 
-// Cookies split over several Cookie lines are all read, the first occurrence of a name winning:
-// a line ahead of the session ("Cookie: theme=dark") hid it, and the limit keyed on it saw none.
+// Cookies split over several Cookie lines are all read: a line ahead of the session ("Cookie:
+// theme=dark") hid it, and the limit keyed on it saw none. Values compare decoded, as PHP and
+// Express read them. A name sent with two values is keyed by address (marker 'c'): backends take
+// the first or the last, and keying either let a client vary the other to mint counters.
 TEST_F(KeySelectorTest, CookiesOnEveryLine) {
-  view_.headers = {
-      {"Cookie", "theme=dark"}, {"cookie", "session=s2; id=first"}, {"Cookie", "id=second"}};
+  view_.headers = {{"Cookie", "theme=dark"},
+                   {"cookie", "session=s2; id=first"},
+                   {"Cookie", "id=second; session=s%32"}};
   EXPECT_EQ(key({"cookie:session"}), "2:s2");
-  EXPECT_EQ(key({"cookie:id"}), "5:first");
+  EXPECT_EQ(key({"cookie:id"}), "c9:192.0.2.5");
   EXPECT_EQ(key({"cookie:nope"}), std::nullopt);
+  view_.headers = {{"Cookie", "session=; session=S%31%"}};  // an empty one is none
+  EXPECT_EQ(key({"cookie:session"}), "3:S1%");
 }
 
 // A missing part makes the whole key missing; so does an empty header or cookie value, which
