@@ -29,7 +29,9 @@ std::string lowerCase(std::string_view text) {
   return out;
 }
 
-// Every "name=value" pair of a Cookie header; the first occurrence of a name wins.
+// Every "name=value" pair of a Cookie header, read as cookie: key parts read them: %XX decoded,
+// an empty value none, and a name sent with two different values null (in doubt: backends take
+// the first or the last), which a JSON path finds as no value.
 void addCookies(std::string_view header, boost::json::object& cookies) {
   while (!header.empty()) {
     const std::size_t end = header.find(';');
@@ -39,8 +41,15 @@ void addCookies(std::string_view header, boost::json::object& cookies) {
     const std::size_t equals = pair.find('=');
     if (equals == std::string_view::npos || equals == 0) continue;
     const std::string_view name = pair.substr(0, equals);
-    if (cookies.contains(name)) continue;
-    if (const auto value = findCookie(pair, name)) cookies[name] = *value;
+    const auto value = findCookie(pair, name);
+    if (!value || value->empty()) continue;
+    std::string decoded = decodedCookieValue(*value);
+    const auto seen = cookies.find(name);
+    if (seen == cookies.end()) {
+      cookies[name] = decoded;
+    } else if (!seen->value().is_string() || seen->value().as_string() != decoded) {
+      seen->value() = nullptr;
+    }
   }
 }
 

@@ -80,6 +80,18 @@ TEST_F(KeySelectorTest, CookiesOnEveryLine) {
   EXPECT_EQ(key({"cookie:session"}), "3:S1%");
 }
 
+// The JSON document's cookies read as cookie: key parts read them; a name with two values is
+// null there, which a path finds as no value.
+TEST(RequestDocument, CookiesReadAsCookieKeysReadThem) {
+  RequestView view;
+  view.headers = {{"Cookie", "a=; a=S%31; b=x; c=1"}, {"Cookie", "b=y; c=%31"}};
+  const RequestContext context(view);
+  const auto& cookies = context.document().at("request").at("http").at("cookies");
+  EXPECT_EQ(cookies.at("a").as_string(), "S1");
+  EXPECT_TRUE(cookies.at("b").is_null());
+  EXPECT_EQ(cookies.at("c").as_string(), "1");
+}
+
 // A missing part makes the whole key missing; so does an empty header or cookie value, which
 // would otherwise be one counter shared by every client sending it empty.
 TEST_F(KeySelectorTest, MissingParts) {
