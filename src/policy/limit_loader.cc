@@ -83,6 +83,10 @@ void loadBehaviour(const YAML::Node& node, const std::string& where, Limit& limi
   if (limit.action == Action::kThrottle && limit.max_delay_us <= 0) {
     errors.add(node, where + " throttles and needs max_delay, e.g. max_delay: 2s");
   }
+  // Only a throttle waits: elsewhere the setting would be ignored, and read as if it held.
+  if (node["max_delay"] && limit.action != Action::kThrottle) {
+    errors.add(node["max_delay"], where + ".max_delay applies to action: throttle only");
+  }
   // A held request holds a connection; minutes of holding would let a few clients use them up.
   if (limit.max_delay_us > kMaxThrottleDelayUs) {
     errors.add(node["max_delay"], where + ".max_delay must be at most 60s");
@@ -113,6 +117,14 @@ void loadNumbers(const YAML::Node& node, const std::string& where, const Policy&
   } else if (!node["rate"]) {
     errors.add(node, where + " needs a rate (e.g. rate: 100/min) or from_tier: true");
   } else if (auto rate = rateValue(node["rate"], where + ".rate", errors)) {
+    // A window counts its rate's count per period: a burst would be ignored, and read as if held.
+    if (node["burst"] && (limit.algorithm == Algorithm::kFixedWindow ||
+                          limit.algorithm == Algorithm::kSlidingWindowLog ||
+                          limit.algorithm == Algorithm::kSlidingWindowCounter)) {
+      errors.add(node["burst"], where + ".burst: " + std::string(algorithmName(limit.algorithm)) +
+                                    " allows the rate's count per window and takes no burst (a "
+                                    "bucket or gcra does)");
+    }
     const std::uint64_t burst =
         node["burst"] ? unsignedValue(node["burst"], where + ".burst", errors).value_or(0)
                       : rate->count;
@@ -249,6 +261,7 @@ void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {
     tier.name = entry.first.Scalar();
     const YAML::Node spec = entry.second;
     const std::string where = "tier " + tier.name;
+    if (tier.name.empty()) errors.add(entry.first, "a tier needs a name");
     if (!isMap(spec, where, errors)) continue;
     checkKeys(spec, where, {"rate", "burst", "daily_quota", "unlimited"}, errors);
     if (spec["unlimited"])

@@ -439,6 +439,14 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("headers: { names: { reset: X-RateLimit-Status } }\n" + limit, 1,
           "is a header Sluice sets itself");
   refused(limit + "---\nlimits: [{ name: b, rate: 1/s }]\n", 3, "a second YAML document");
+  // Settings that would be ignored, and read as if they held.
+  refused("limits: [{ name: a, rate: 1/s, max_delay: 2s }]\n", 1,
+          "max_delay applies to action: throttle only");
+  for (const std::string window : {"fixed_window", "sliding_window_log", "sliding_window_counter"}) {
+    refused("limits: [{ name: a, algorithm: " + window + ", rate: 1/s, burst: 5 }]\n", 1,
+            window + " allows the rate's count per window and takes no burst");
+  }
+  refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
   refused("server: { listen: \"127.0.0.1:99999\" }\n" + limit, 1, "port (0..65535)");
   refused("server: { listen: \"127.0.0.1:abc\" }\n" + limit, 1, "port (0..65535)");
   refused("server: { request_timeout: 1us }\n" + limit, 1, "at least 1ms");
