@@ -18,6 +18,7 @@
 #include "gateway/proxy_session.h"
 #include "http/check_api.h"
 #include "http/rate_limit_headers.h"
+#include "policy/own_headers.h"
 #include "server/request_framing.h"
 #include "store/log_throttle.h"
 
@@ -268,13 +269,13 @@ void ProxySession::afterDecision() {
   }
   if (!decision.allowed) return respondDenied();
   std::string& lines = client_header_lines_;
-  if (decision.enforced.degraded) appendHeaderLine("X-RateLimit-Degraded", "true", lines);
+  if (decision.enforced.degraded) appendHeaderLine(policy::kDegradedHeader, "true", lines);
   const http::LimitLabels labels = http::enforcedLabels(decision);
   http::appendRateLimitHeaderLines(decision.enforced, labels, headerOptions(exchange.policy),
                                    lines);
-  if (!shadow.empty()) appendHeaderLine("X-RateLimit-Shadow", joined(shadow), lines);
+  if (!shadow.empty()) appendHeaderLine(policy::kShadowHeader, joined(shadow), lines);
   if (exchange.waited_us > 0) {
-    appendHeaderLine("X-RateLimit-Delayed-Ms", std::to_string((exchange.waited_us + 999) / 1000),
+    appendHeaderLine(policy::kDelayedMsHeader, std::to_string((exchange.waited_us + 999) / 1000),
                      lines);
   }
   if (!acquirePermits()) return;  // answered

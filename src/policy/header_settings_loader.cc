@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "policy/own_headers.h"
 #include "policy/request_view.h"
 
 namespace sluice::policy {
@@ -36,8 +37,7 @@ bool isReserved(std::string_view name) {
 
 // The headers Sluice sets beside the rate-limit families, which no family may be renamed to.
 bool isSluicesOwn(std::string_view name) {
-  for (std::string_view own : {"X-RateLimit-Status", "X-RateLimit-Shadow", "X-RateLimit-Degraded",
-                               "X-RateLimit-Delayed-Ms"}) {
+  for (std::string_view own : kOwnHeaders) {
     if (equalsIgnoreCase(name, own)) return true;
   }
   return false;

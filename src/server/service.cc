@@ -12,6 +12,7 @@
 #include "http/auth_subrequest.h"
 #include "http/check_api.h"
 #include "http/json_string.h"
+#include "policy/own_headers.h"
 #include "policy/policy_loader.h"
 #include "server/loop_io.h"
 #include "server/restart_only_settings.h"
@@ -73,9 +74,6 @@ std::string reloadBody(const ReloadReport& report) {
   body += '}';
   return body;
 }
-
-// Says the decision was made without the shared store, by the limits' on_error policies.
-constexpr std::string_view kDegradedHeader = "X-RateLimit-Degraded";
 
 std::int64_t unixSeconds(const Clock& clock) { return clock.now() / kMicrosPerSecond; }
 
@@ -357,19 +355,19 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
     if (const auto shadow = decision.shadowDenials(); !shadow.empty()) {
       std::string names;
       for (const std::string& name : shadow) names += (names.empty() ? "" : ", ") + name;
-      response.set("X-RateLimit-Shadow", names);
+      response.set(policy::kShadowHeader, names);
     }
-    if (decision.enforced.degraded) response.set(kDegradedHeader, "true");
+    if (decision.enforced.degraded) response.set(policy::kDegradedHeader, "true");
     if (!decision.allowed) {
       const int status =
           policy.server.auth_deny_status != 0 ? policy.server.auth_deny_status : decision.status;
       response.result(static_cast<unsigned>(status));
-      response.set("X-RateLimit-Status", std::to_string(decision.status));
+      response.set(policy::kStatusHeader, std::to_string(decision.status));
       response.set(http::field::content_type, "application/json");
       response.body() = sluice::http::deniedBody(decision.enforced, labels);
     }
     if (pending->waited_us[0] > 0) {
-      response.set("X-RateLimit-Delayed-Ms", std::to_string((pending->waited_us[0] + 999) / 1000));
+      response.set(policy::kDelayedMsHeader, std::to_string((pending->waited_us[0] + 999) / 1000));
     }
     response.prepare_payload();
     return pending->respond(std::move(response));
@@ -395,7 +393,7 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
     HttpResponse response =
         jsonResponse(http::status::ok, std::move(rendered[0]), pending->version);
     for (const auto& [name, value] : headers) response.set(name, value);  // the one decision's
-    if (pending->decisions[0]->enforced.degraded) response.set(kDegradedHeader, "true");
+    if (pending->decisions[0]->enforced.degraded) response.set(policy::kDegradedHeader, "true");
     response.prepare_payload();
     return pending->respond(std::move(response));
   }
