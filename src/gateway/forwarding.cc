@@ -205,8 +205,10 @@ bool chunkedAlone(const boost::beast::http::header<false, Fields>& response) {
   const auto [first, last] = response.equal_range(boost::beast::http::field::transfer_encoding);
   if (first == last) return true;
   std::string_view coding = first->value();
-  while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
-  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+  while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
+    coding.remove_prefix(1);
+  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
+    coding.remove_suffix(1);
   return std::next(first) == last && equalsIgnoreCase(coding, "chunked");
 }
 

@@ -79,6 +79,37 @@ std::optional<std::string> targetRefusal(std::string_view target) {
   return std::nullopt;
 }
 
+struct Refusal {
+  unsigned status;
+  std::string message;
+};
+
+// Why a request's head leaves its path, body or site in doubt, so that the gateway and the
+// upstream could each read another, or nothing: a backslash in the path, framing that is not
+// one Content-Length or chunked alone, a length beyond what a signed 64-bit upstream reads, no
+// Host in HTTP/1.1, two, or one that is no host[:port] (RFC 9112 3.2, 6.3).
+template <class Header>
+std::optional<Refusal> headRefusal(const Header& header, bool chunked,
+                                   std::optional<std::uint64_t> content_length) {
+  if (auto refusal = targetRefusal(header.target())) return Refusal{400, std::move(*refusal)};
+  if (auto refusal = server::transferEncodingRefusal(header, chunked)) {
+    return Refusal{refusal->status, std::string(refusal->message)};
+  }
+  if (content_length &&
+      *content_length > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return Refusal{400, "the Content-Length is too large"};
+  }
+  const std::size_t hosts = header.count(bhttp::field::host);
+  if (hosts > 1) return Refusal{400, "the request has more than one Host field"};
+  if (hosts == 0 && header.version() >= 11) {
+    return Refusal{400, "an HTTP/1.1 request needs a Host field"};
+  }
+  if (hosts == 1 && !isAuthority(header[bhttp::field::host])) {
+    return Refusal{400, "the Host field is not a host[:port]"};
+  }
+  return std::nullopt;
+}
+
 // The header options of a policy, derived once per policy and thread rather than per request.
 const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
   thread_local std::weak_ptr<const policy::Policy> derived_from;
@@ -114,39 +145,19 @@ bool ProxySession::refusedBeforeRouting() {
     respondLocal(400, "the request target must be a path", {});
     return true;
   }
-  if (const auto refusal = targetRefusal(header.target())) {
-    respondLocal(400, *refusal, {});
-    return true;
-  }
   // A leading "//" reads as an authority to an upstream resolving the target as a URL reference
-  // (//evil.com/login is /login on evil.com); the gateway decided it as /evil.com/login.
+  // (//evil.com/login is /login on evil.com); the gateway decides it as /evil.com/login.
   if (header.target().starts_with("//")) {
     const std::string_view target = header.target();
-    request_->get().target(std::string("/") + std::string(target.substr(target.find_first_not_of('/'))));
+    const std::size_t path = target.find_first_not_of('/');
+    request_->get().target("/" +
+                           std::string(path == std::string_view::npos ? "" : target.substr(path)));
   }
-  if (const auto refusal = server::transferEncodingRefusal(header, request_->chunked())) {
+  const auto length = request_->content_length();
+  if (const auto refusal =
+          headRefusal(header, request_->chunked(),
+                      length ? std::optional<std::uint64_t>(*length) : std::nullopt)) {
     respondLocal(refusal->status, refusal->message, {});
-    return true;
-  }
-  // An upstream reading the length as a signed 64-bit number would frame the body otherwise.
-  if (const auto length = request_->content_length();
-      length && *length > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    respondLocal(400, "the Content-Length is too large", {});
-    return true;
-  }
-  // No Host (HTTP/1.1 needs one), two, or one that is no host[:port] (user info, a path, blanks)
-  // leave the site in doubt (RFC 9112 3.2): the gateway and the upstream could each read another.
-  const std::size_t hosts = header.count(bhttp::field::host);
-  if (hosts > 1) {
-    respondLocal(400, "the request has more than one Host field", {});
-    return true;
-  }
-  if (hosts == 0 && header.version() >= 11) {
-    respondLocal(400, "an HTTP/1.1 request needs a Host field", {});
-    return true;
-  }
-  if (hosts == 1 && !isAuthority(header[bhttp::field::host])) {
-    respondLocal(400, "the Host field is not a host[:port]", {});
     return true;
   }
   if (!state_->guard.admitGlobal()) {

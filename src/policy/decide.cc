@@ -26,7 +26,8 @@ std::optional<std::string_view> credential(const RequestView& request, std::stri
   if (!value) return std::nullopt;
   std::string_view text = trimmedBlanks(*value);
   if (equalsIgnoreCase(header, "authorization")) {
-    if (text.size() <= kBearer.size() || !equalsIgnoreCase(text.substr(0, kBearer.size()), kBearer) ||
+    if (text.size() <= kBearer.size() ||
+        !equalsIgnoreCase(text.substr(0, kBearer.size()), kBearer) ||
         (text[kBearer.size()] != ' ' && text[kBearer.size()] != '\t')) {
       return std::nullopt;
     }

@@ -90,8 +90,9 @@ bool globMatches(std::string_view pattern, std::string_view text, bool ignore_ca
         segment_p = p;
         segment_t = t;
       }
-    } else if (p < pattern.size() && (pattern[p] == text[t] ||
-                                      (ignore_case && lowerAscii(pattern[p]) == lowerAscii(text[t])))) {
+    } else if (p < pattern.size() &&
+               (pattern[p] == text[t] ||
+                (ignore_case && lowerAscii(pattern[p]) == lowerAscii(text[t])))) {
       ++p;
       ++t;
     } else if (segment_p != kNone && text[segment_t] != '/') {

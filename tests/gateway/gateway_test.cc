@@ -447,6 +447,11 @@ TEST_F(GatewayTest, ALeadingDoubleSlashGoesUpstreamAsOne) {
       "GET //evil.example/hello?x=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw.substr(0, 100);
   EXPECT_NE(raw.find("X-Echo-Target: /evil.example/hello?x=1\r\n"), std::string::npos) << raw;
+  for (const std::string target : {"//", "///", "http://a//"}) {  // slashes alone: the root
+    const std::string root = rawExchange("GET " + target +
+                                         " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    EXPECT_NE(root.find("X-Echo-Target: /\r\n"), std::string::npos) << target << ": " << root;
+  }
 }
 
 // An upstream's transfer coding besides chunked cannot be passed on (its body would reach the
