@@ -197,7 +197,7 @@ void ProxySession::admit() {
     view.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   }
   for (const Route& route : state_->settings.routes) {
-    if (route.match.matches(view.method, view.path)) {
+    if (route.match.matches(view)) {
       exchange.route = &route;
       break;
     }
@@ -301,7 +301,8 @@ bool ProxySession::acquirePermits() {
     if (!limit.match.matches(exchange.view)) continue;
     std::string key;
     policy::appendCounterPart(key, limit.name);
-    if (!limit.key.appendKey(*exchange.context, limit.match.describe(), key)) {
+    if (!limit.key.appendKey(*exchange.context, limit.match.describe(), key,
+                             !limit.match.caseSensitive())) {
       key += 'i';  // a missing key part: count the client address
       policy::appendCounterPart(key, exchange.context->client_ip);
     }

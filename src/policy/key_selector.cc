@@ -89,8 +89,66 @@ Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
   return selector;
 }
 
-bool KeySelector::appendKey(const RequestContext& context, std::string_view route,
-                            std::string& out) const {
+namespace {
+
+// A part whose value is in doubt counts by address, behind a marker no value can spell, whatever
+// when_missing says: skipping the limit, or keying either value, would let a client choose.
+void appendInDoubt(const RequestContext& context, std::string& out) {
+  out += 'c';
+  appendCounterPart(out, context.client_ip);
+}
+
+// Whether two cookie values read the same once %XX-decoded.
+bool sameCookieValue(std::string_view a, std::string_view b) {
+  if (a.find('%') == std::string_view::npos && b.find('%') == std::string_view::npos) return a == b;
+  return decodedCookieValue(a) == decodedCookieValue(b);
+}
+
+// Cookie `name` from every Cookie line, as a backend reads them (RFC 9113 8.2.3 splits cookies
+// over lines: reading the first line only, "Cookie: a=b" ahead of the session hid it). Values
+// compare decoded (S%31 is S1 to PHP and Express); an empty one is none, as for a header. Two
+// different values leave the client in doubt: backends take the first or the last, so keying
+// either would let a client vary the other at will. False when there is none.
+bool appendCookiePart(const RequestContext& context, std::string_view name, std::string& out) {
+  std::optional<std::string_view> value;
+  bool conflicting = false;
+  for (const auto& [field, line] : context.request.headers) {
+    if (!equalsIgnoreCase(field, "cookie")) continue;
+    std::string_view rest = line;
+    while (const auto found = nextCookie(rest, name)) {
+      if (found->empty()) continue;
+      if (!value) {
+        value = found;
+      } else if (!sameCookieValue(*value, *found)) {
+        conflicting = true;
+      }
+    }
+  }
+  if (conflicting) {
+    appendInDoubt(context, out);
+  } else if (!value) {
+    return false;
+  } else if (value->find('%') == std::string_view::npos) {
+    appendCounterPart(out, *value);
+  } else {
+    appendCounterPart(out, decodedCookieValue(*value));
+  }
+  return true;
+}
+
+// The folded path: spellings of one resource (%2F, ";..." parameters and, for a limit matching
+// in any case, letter case) are one counter.
+void appendPathPart(const RequestView& request, bool fold_case, std::string& out) {
+  if (!fold_case) return appendCounterPart(out, request.foldedPath());
+  std::string lower(request.foldedPath());
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  appendCounterPart(out, lower);
+}
+
+}  // namespace
+
+bool KeySelector::appendKey(const RequestContext& context, std::string_view route, std::string& out,
+                            bool fold_path_case) const {
   for (const Part& part : parts_) {
     switch (part.kind) {
       case Kind::kGlobal:
@@ -119,39 +177,9 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         appendCounterPart(out, *value);
         break;
       }
-      case Kind::kCookie: {
-        // In every Cookie line, as a backend reads them (RFC 9113 8.2.3 splits cookies over
-        // lines): reading the first only, a client with a second line, "Cookie: a=b" ahead of
-        // its session, was keyed as having no session at all.
-        // Values are compared decoded (S%31 is S1 to PHP and Express). Empty ones are none, as
-        // for a header. Two different values leave the client in doubt: backends take the first
-        // or the last, so keying either would let a client vary the other at will; the
-        // address counts instead (a marker no value can spell), whatever when_missing says.
-        std::optional<std::string> value;
-        bool conflicting = false;
-        for (const auto& [name, line] : context.request.headers) {
-          if (!equalsIgnoreCase(name, "cookie")) continue;
-          std::string_view rest = line;
-          while (const auto found = nextCookie(rest, part.name)) {
-            if (found->empty()) continue;
-            std::string decoded = decodedCookieValue(*found);
-            if (!value) {
-              value = std::move(decoded);
-            } else if (*value != decoded) {
-              conflicting = true;
-            }
-          }
-        }
-        if (conflicting) {
-          out += 'c';
-          appendCounterPart(out, context.client_ip);
-        } else if (value) {
-          appendCounterPart(out, *value);
-        } else {
-          return false;
-        }
+      case Kind::kCookie:
+        if (!appendCookiePart(context, part.name, out)) return false;
         break;
-      }
       case Kind::kJwtClaim: {
         const auto value = context.claims ? claimText(*context.claims, part.name) : std::nullopt;
         if (!value) return false;
@@ -159,6 +187,12 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         break;
       }
       case Kind::kJsonPath: {
+        // null is a value in doubt (the document's cookie sent with two values), as for cookie:.
+        const boost::json::value* found = part.path->find(context.document());
+        if (found != nullptr && found->is_null()) {
+          appendInDoubt(context, out);
+          break;
+        }
         const auto value = part.path->findText(context.document());
         if (!value) return false;
         appendCounterPart(out, *value);
@@ -168,7 +202,7 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         appendCounterPart(out, context.request.method);
         break;
       case Kind::kPath:
-        appendCounterPart(out, context.request.path);
+        appendPathPart(context.request, fold_path_case, out);
         break;
       case Kind::kRoute:
         appendCounterPart(out, route);

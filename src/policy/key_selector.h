@@ -43,9 +43,12 @@ class KeySelector {
   static Result<KeySelector> parse(const std::vector<std::string>& parts);
 
   // Thread-safe. Appends the key for `context` to `out`, each part length-prefixed (see
-  // appendCounterPart). `route` is the limit's route description. Returns false, leaving `out`
-  // unspecified, when a part is missing (no such header, cookie, claim, or API key).
-  bool appendKey(const RequestContext& context, std::string_view route, std::string& out) const;
+  // appendCounterPart). `route` is the limit's route description; a `path` part counts the
+  // request's folded path (RequestView::foldedPath), in lower case when `fold_path_case` (for a
+  // limit matching paths in any case). Returns false, leaving `out` unspecified, when a part is
+  // missing (no such header, cookie, claim, or API key).
+  bool appendKey(const RequestContext& context, std::string_view route, std::string& out,
+                 bool fold_path_case = false) const;
 
   // Whether a part is a `jwt:` claim (which only a verified token provides).
   [[nodiscard]] bool readsJwtClaims() const noexcept;

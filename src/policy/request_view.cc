@@ -30,10 +30,11 @@ int hexValue(char c) {
 // True when normalizing would give `path` back unchanged: it starts with '/', has no escapes,
 // and every segment is a plain name (no empty, "." or ".." one, no trailing '/'). Most paths
 // are, and for them normalizePath skips the decode buffer and the segment list.
-bool alreadyNormal(std::string_view path) noexcept {
+bool alreadyNormal(std::string_view path, PathReading reading) noexcept {
   if (path == "/") return true;
   if (path.empty() || path.front() != '/' || path.back() == '/' ||
-      path.find_first_of("%;") != std::string_view::npos) {
+      path.find('%') != std::string_view::npos ||
+      (reading.drops_parameters && path.find(';') != std::string_view::npos)) {
     return false;
   }
   std::size_t start = 1;
@@ -48,24 +49,23 @@ bool alreadyNormal(std::string_view path) noexcept {
 
 }  // namespace
 
-std::string normalizePath(std::string_view raw, EncodedSlash encoded_slash) {
+std::string normalizePath(std::string_view raw, PathReading reading) {
   // A fragment is never sent, but a client may: backends (and nginx's $uri) drop it, so a limit
   // on /login must match /login#x.
   raw = raw.substr(0, raw.find_first_of("?#"));
-  if (alreadyNormal(raw)) return std::string(raw);
-  // Decode, keeping an encoded slash encoded: it is data, not a segment boundary. A segment's
-  // parameters (";" up to the next '/', as in /login;jsessionid=1) are dropped before decoding,
-  // as servlet containers drop them before mapping: /login;x=1 is /login there, and /a/..;/login
-  // is /login. An encoded ';' (%3B) is data.
+  if (alreadyNormal(raw, reading)) return std::string(raw);
+  // Decode. Segment parameters go before decoding, as servlet containers drop them before
+  // mapping (an encoded ';', %3B, is data), and an encoded slash stays encoded unless the
+  // reading takes it for a boundary.
   std::string decoded;
   decoded.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i] == ';') {
+    if (raw[i] == ';' && reading.drops_parameters) {
       i = std::min(raw.find('/', i), raw.size()) - 1;
     } else if (raw[i] == '%' && i + 2 < raw.size() && hexValue(raw[i + 1]) >= 0 &&
-        hexValue(raw[i + 2]) >= 0) {
+               hexValue(raw[i + 2]) >= 0) {
       const char c = static_cast<char>(hexValue(raw[i + 1]) * 16 + hexValue(raw[i + 2]));
-      if (c == '/' && encoded_slash == EncodedSlash::kData) {
+      if (c == '/' && !reading.encoded_slash_separates) {
         decoded += "%2F";
       } else {
         decoded += c;
@@ -100,13 +100,28 @@ std::string normalizePath(std::string_view raw, EncodedSlash encoded_slash) {
 
 void RequestView::setPath(std::string_view raw) {
   path = normalizePath(raw);
-  slash_path.clear();
+  other_paths.clear();
+  folded_path.clear();
   const std::string_view sent = raw.substr(0, raw.find_first_of("?#"));
-  if (sent.find("%2F") == std::string_view::npos && sent.find("%2f") == std::string_view::npos) {
-    return;
+  const bool slashes =
+      sent.find("%2F") != std::string_view::npos || sent.find("%2f") != std::string_view::npos;
+  const bool parameters = sent.find(';') != std::string_view::npos;
+  if (!slashes && !parameters) return;  // one reading: most paths
+  for (const PathReading reading :
+       {PathReading{true, false}, PathReading{false, true}, PathReading{true, true}}) {
+    if ((reading.encoded_slash_separates && !slashes) ||
+        (reading.drops_parameters && !parameters)) {
+      continue;
+    }
+    std::string other = normalizePath(raw, reading);
+    if (other == path) continue;
+    if (reading.encoded_slash_separates == slashes && reading.drops_parameters == parameters) {
+      folded_path = other;  // the last reading: every one this path has
+    }
+    if (std::find(other_paths.begin(), other_paths.end(), other) == other_paths.end()) {
+      other_paths.push_back(std::move(other));
+    }
   }
-  slash_path = normalizePath(raw, EncodedSlash::kSeparator);
-  if (slash_path == path) slash_path.clear();
 }
 
 std::optional<std::string_view> RequestView::header(std::string_view name) const noexcept {

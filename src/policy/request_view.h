@@ -14,10 +14,11 @@ namespace sluice::policy {
 
 struct RequestView {
   std::string method;  // upper case, e.g. "GET"
-  std::string path;    // normalized (normalizePath): what limits match and `path` keys count
-  // The path with each %2F read as '/', when that reads otherwise (else empty): nginx reads them
-  // so, and a backend behind it sees /x%2F..%2Flogin as /login. Limits match either reading.
-  std::string slash_path;
+  std::string path;    // normalized (normalizePath), read literally: ';' and %2F are data
+  // The other readings backends make of the same path, each kept only when it differs: %2F read
+  // as '/' (nginx: /x%2F..%2Flogin is /login), segment parameters dropped (servlet containers:
+  // /login;a=b is /login), then both. Routes and limits match any reading (matchesAnyReading).
+  std::vector<std::string> other_paths;
   // Header lines as received; names compare case-insensitively. Repeated names keep all lines.
   std::vector<std::pair<std::string, std::string>> headers;
   boost::asio::ip::address peer;  // the TCP peer (or the client ip a caller vouches for)
@@ -27,19 +28,30 @@ struct RequestView {
   [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept;
   // Every line named `name` (any case) joined with ", ", as HTTP combines repeated fields.
   [[nodiscard]] std::string joinedHeader(std::string_view name) const;
-  // Sets path and slash_path from the request target's path as sent.
+  // Sets path and other_paths from the request target's path as sent.
   void setPath(std::string_view raw);
+  // The reading a `path` key part counts: the most folded one (both readings at once), so that
+  // spellings of one resource are one counter.
+  [[nodiscard]] const std::string& foldedPath() const noexcept {
+    return folded_path.empty() ? path : folded_path;
+  }
+  std::string folded_path;  // set by setPath when it differs from path
+};
+
+// How a backend reads what normalizing leaves open: whether %2F separates segments (nginx) or
+// is data, and whether a segment's parameters (";..." up to the next '/') are dropped before
+// mapping (servlet containers) or are part of it.
+struct PathReading {
+  bool encoded_slash_separates = false;
+  bool drops_parameters = false;
 };
 
 // The path as a backend will see it, so a limit on /login cannot be dodged with /%6Cogin,
-// //login, /login/, /a/../login or /login;a=b: segment parameters (";...") dropped,
-// percent-encodings decoded (but %2F, which would change the segments), runs of '/' merged,
-// "." and ".." segments resolved (never above the root), a trailing '/' dropped, query and
-// fragment removed.
-// Never throws but for allocation. With kSeparator, %2F is read as '/' (as nginx reads it).
-enum class EncodedSlash { kData, kSeparator };
-[[nodiscard]] std::string normalizePath(std::string_view raw,
-                                        EncodedSlash encoded_slash = EncodedSlash::kData);
+// //login, /login/ or /a/../login: percent-encodings decoded (but %2F, unless the reading says
+// so), runs of '/' merged, "." and ".." segments resolved (never above the root), a trailing
+// '/' dropped, query and fragment removed; segment parameters dropped when the reading says so
+// (then /a/..;/login is /login). Never throws but for allocation.
+[[nodiscard]] std::string normalizePath(std::string_view raw, PathReading reading = {});
 
 // ASCII case-insensitive equality, for header names.
 [[nodiscard]] bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept;

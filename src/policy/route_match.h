@@ -23,11 +23,15 @@ class RouteMatch {
 
   // Thread-safe.
   [[nodiscard]] bool matches(std::string_view method, std::string_view path) const noexcept;
-  // Whether the request's method and either reading of its path (path, slash_path) match.
+  // Whether the request's method and any reading of its path (path, other_paths) match.
   [[nodiscard]] bool matches(const RequestView& request) const noexcept {
-    return matches(request.method, request.path) ||
-           (!request.slash_path.empty() && matches(request.method, request.slash_path));
+    if (matches(request.method, request.path)) return true;
+    for (const std::string& path : request.other_paths) {
+      if (matches(request.method, path)) return true;
+    }
+    return false;
   }
+  [[nodiscard]] bool caseSensitive() const noexcept { return case_sensitive_; }
   // e.g. "POST /login", "* /api/*" — for route keys and logs. Built once: `route` key parts
   // read it on every request.
   [[nodiscard]] const std::string& describe() const noexcept { return description_; }

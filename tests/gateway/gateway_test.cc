@@ -276,6 +276,10 @@ TEST_F(GatewayTest, MonitorRoutePassesTheVerdictToTheUpstream) {
   EXPECT_FALSE(second.header("x-echo-x-sluice-retry-after").empty());
   EXPECT_EQ(second.header("x-ratelimit-limit"), "");  // nothing tells the client
   EXPECT_EQ(gateway_->stats().monitor_denied, 1u);
+  // Routes match any reading of the path, as limits do: /..;/monitored is /monitored to Tomcat.
+  const HttpReply third = get("/..;/monitored");
+  EXPECT_EQ(third.status, 200);
+  EXPECT_EQ(third.header("x-echo-x-sluice-decision"), "deny");
 }
 
 // Several MB each way, with a length and chunked, arrive byte for byte.

@@ -16,7 +16,8 @@ TEST(CheckApi, HeaderValuesAreTrimmedAsHttpTrimsThem) {
       kPeer);
   ASSERT_TRUE(body.ok()) << body.error();
   const policy::RequestView& view = *body.value().items.at(0).request;
-  EXPECT_EQ(view.path, "/b");
+  EXPECT_EQ(view.path, "/b;x=1");
+  EXPECT_EQ(view.foldedPath(), "/b");
   EXPECT_EQ(view.header("x-api-key"), "K1");
   EXPECT_EQ(view.joinedHeader("X-Many"), "a, b");
   EXPECT_EQ(view.header("X-Blank"), "");

@@ -172,6 +172,36 @@ limits:
   EXPECT_FALSE(decideFor(request("/files/c")).allowed);
 }
 
+// Segment parameters are dropped by servlet containers and data to the rest: /admin/..;/x is /x
+// to Tomcat and under /admin/ to nginx. A limit meets the request under either reading.
+TEST_F(DecideTest, EitherReadingOfSegmentParametersMeetsALimit) {
+  load(R"(
+limits:
+  - { name: admin, match: { path_prefix: /admin/ }, rate: 1/min }
+  - { name: login, match: { path: /login }, rate: 1/min }
+)");
+  EXPECT_TRUE(decideFor(request("/admin/a")).allowed);
+  EXPECT_FALSE(decideFor(request("/admin/..;/x")).allowed);
+  EXPECT_TRUE(decideFor(request("/login", "198.51.100.9")).allowed);
+  EXPECT_FALSE(decideFor(request("/login;jsessionid=1", "198.51.100.9")).allowed);
+}
+
+// A `path` key counts the folded path: the spellings a backend reads as one resource (%2F, ';'
+// parameters, and letter case for a limit matching in any case) are one counter, not one each.
+TEST_F(DecideTest, PathKeysCountSpellingsOfOnePathAsOne) {
+  load(R"(
+limits:
+  - { name: api, match: { path_prefix: /api/ }, key: [ip, path], rate: 1/min }
+  - { name: any-case, match: { path: /login, case_sensitive: false }, key: path, rate: 1/min }
+)");
+  EXPECT_TRUE(decideFor(request("/api/b")).allowed);
+  EXPECT_FALSE(decideFor(request("/1%2F..%2Fapi/b")).allowed);
+  EXPECT_FALSE(decideFor(request("/api/b;v=2")).allowed);
+  EXPECT_TRUE(decideFor(request("/api/c")).allowed);
+  EXPECT_TRUE(decideFor(request("/LOGIN")).allowed);
+  EXPECT_FALSE(decideFor(request("/Login")).allowed);
+}
+
 // What a store is asked: each check's counter key and its group (a Redis Cluster hash tag).
 class GroupRecordingStore final : public Store {
  public:

@@ -81,27 +81,6 @@ TEST(NormalizePath, AsTheBackendSeesIt) {
   EXPECT_EQ(normalizePath("/.well-known/x/..."), "/.well-known/x/...");
   EXPECT_EQ(normalizePath("/a/."), "/a");
   EXPECT_EQ(normalizePath("/a/b/.."), "/a");
-  // Segment parameters, which servlet containers drop before mapping.
-  EXPECT_EQ(normalizePath("/login;jsessionid=1"), "/login");
-  EXPECT_EQ(normalizePath("/api;v=2/login;x/"), "/api/login");
-  EXPECT_EQ(normalizePath("/admin/..;/login"), "/login");
-  EXPECT_EQ(normalizePath("/;/login"), "/login");
-  EXPECT_EQ(normalizePath("/login;"), "/login");
-  EXPECT_EQ(normalizePath("/a%3Bb"), "/a;b");  // an encoded ';' is data
-  // As nginx reads an encoded slash.
-  EXPECT_EQ(normalizePath("/x%2F..%2Flogin", EncodedSlash::kSeparator), "/login");
-  EXPECT_EQ(normalizePath("/a%2fb%2F", EncodedSlash::kSeparator), "/a/b");
-}
-
-// A request's path is kept in both readings only when an encoded slash makes them differ.
-TEST(NormalizePath, RequestsKeepTheSlashReadingWhenItDiffers) {
-  RequestView view;
-  view.setPath("/x%2F..%2Flogin?next=%2Fhome");
-  EXPECT_EQ(view.path, "/x%2F..%2Flogin");
-  EXPECT_EQ(view.slash_path, "/login");
-  view.setPath("/login?next=%2Fhome");
-  EXPECT_EQ(view.path, "/login");
-  EXPECT_EQ(view.slash_path, "");
   EXPECT_EQ(normalizePath("/a//b"), "/a/b");
   EXPECT_EQ(normalizePath("/a/"), "/a");
   EXPECT_EQ(normalizePath("relative/path"), "/relative/path");
@@ -110,6 +89,44 @@ TEST(NormalizePath, RequestsKeepTheSlashReadingWhenItDiffers) {
   EXPECT_TRUE(api.matches("GET", normalizePath("/api/")));
   EXPECT_TRUE(api.matches("GET", normalizePath("/api//x")));
   EXPECT_FALSE(api.matches("GET", normalizePath("/apix")));
+}
+
+// The readings normalizing leaves open: %2F as '/' (nginx), segment parameters dropped before
+// mapping (servlet containers), or neither (most backends: ';' and %2F are data).
+TEST(NormalizePath, Readings) {
+  const PathReading slashes{.encoded_slash_separates = true};
+  const PathReading parameters{.drops_parameters = true};
+  EXPECT_EQ(normalizePath("/login;jsessionid=1"), "/login;jsessionid=1");
+  EXPECT_EQ(normalizePath("/login;jsessionid=1", parameters), "/login");
+  EXPECT_EQ(normalizePath("/api;v=2/login;x/", parameters), "/api/login");
+  EXPECT_EQ(normalizePath("/admin/..;/login"), "/admin/..;/login");
+  EXPECT_EQ(normalizePath("/admin/..;/login", parameters), "/login");
+  EXPECT_EQ(normalizePath("/;/login", parameters), "/login");
+  EXPECT_EQ(normalizePath("/a%3Bb", parameters), "/a;b");  // an encoded ';' is data
+  EXPECT_EQ(normalizePath("/x%2F..%2Flogin", slashes), "/login");
+  EXPECT_EQ(normalizePath("/a%2fb%2F", slashes), "/a/b");
+}
+
+// A request keeps the other readings of its path only where they differ, and its folded path
+// (every reading at once) for `path` keys.
+TEST(NormalizePath, RequestsKeepTheReadingsThatDiffer) {
+  RequestView view;
+  view.setPath("/login?next=%2Fhome;x");
+  EXPECT_EQ(view.path, "/login");
+  EXPECT_TRUE(view.other_paths.empty());
+  EXPECT_EQ(view.foldedPath(), "/login");
+  view.setPath("/x%2F..%2Flogin");
+  EXPECT_EQ(view.path, "/x%2F..%2Flogin");
+  EXPECT_EQ(view.other_paths, std::vector<std::string>{"/login"});
+  EXPECT_EQ(view.foldedPath(), "/login");
+  view.setPath("/admin/..;/x%2F..%2Flogin");
+  EXPECT_EQ(view.path, "/admin/..;/x%2F..%2Flogin");
+  EXPECT_EQ(view.other_paths,
+            (std::vector<std::string>{"/admin/..;/login", "/x%2F..%2Flogin", "/login"}));
+  EXPECT_EQ(view.foldedPath(), "/login");
+  // A limit on /admin/ meets it (as nginx reads it), and so does one on /login (as Tomcat does).
+  EXPECT_TRUE(RouteMatch({}, RouteMatch::PathKind::kPrefix, "/admin/").matches(view));
+  EXPECT_TRUE(RouteMatch({}, RouteMatch::PathKind::kExact, "/login").matches(view));
 }
 
 }  // namespace
