@@ -34,8 +34,10 @@ struct PolicyDecision {
   int status = 200;                           // 200, or the binding limit's deny status
   Decision enforced;                          // reject and throttle limits, all-or-nothing
   std::vector<PlannedCheck> enforced_checks;  // parallel to enforced.statuses
-  Decision shadow;                            // shadow limits, decided apart; never blocks
-  std::vector<PlannedCheck> shadow_checks;    // parallel to shadow.statuses
+  // Shadow limits, decided apart and only for an admitted request; never blocks. Its statuses
+  // parallel shadow_checks when decided, and are empty when not (a denied request).
+  Decision shadow;
+  std::vector<PlannedCheck> shadow_checks;
   // > 0: the binding limit throttles and allows after this wait, within its max_delay. The
   // caller waits and decides again (with `already_waited_us`).
   Micros throttle_wait_us = 0;
