@@ -232,6 +232,10 @@ TEST(LyftConfigErrorsTest, RejectsWhatLyftRejects) {
       errorsOf("domain: d\ndescriptors:\n  - key: a\n    value: v\n    share_threshold: true\n"),
       "wildcard"));
   EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors: [\n"), "cfg.yaml:"));
+  // Envoy sends descriptors as UTF-8: a Latin-1 value could never match, and its rule's name
+  // would make the metrics page invalid.
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: k\n    value: caf\xe9\n"),
+                          "cfg.yaml:4:15: the file is not UTF-8"));
 }
 
 // `value: ""` and `value:` are no value, as lyft reads them: the node matches any value of the

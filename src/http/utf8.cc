@@ -1,0 +1,47 @@
+#include "http/utf8.h"
+
+namespace sluice::http {
+
+Utf8Sequence utf8SequenceAt(std::string_view text, std::size_t at) noexcept {
+  const auto lead = static_cast<unsigned char>(text[at]);
+  std::size_t length = 0;
+  unsigned char low = 0x80;  // the range of the second byte
+  unsigned char high = 0xbf;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return {1, false};
+  }
+  for (std::size_t k = 1; k < length; ++k) {
+    if (at + k >= text.size()) return {k, false};
+    const auto byte = static_cast<unsigned char>(text[at + k]);
+    if (byte < low || byte > high) return {k, false};
+    low = 0x80;
+    high = 0xbf;
+  }
+  return {length, true};
+}
+
+std::size_t firstIllFormedUtf8(std::string_view text) noexcept {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    if (static_cast<unsigned char>(text[at]) < 0x80) {
+      ++at;
+      continue;
+    }
+    const Utf8Sequence sequence = utf8SequenceAt(text, at);
+    if (!sequence.well_formed) return at;
+    at += sequence.length;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace sluice::http
