@@ -83,10 +83,10 @@ void loadRoutes(const YAML::Node& node, GatewaySettings& settings, Errors& error
     const YAML::Node entry = node[i];
     const std::string where = "gateway.routes[" + std::to_string(i) + "]";
     if (!policy::isMap(entry, where, errors)) continue;
-    policy::checkKeys(entry, where,
-                      {"method", "path", "path_prefix", "path_glob", "case_sensitive", "upstream",
-                       "mode"},
-                      errors);
+    policy::checkKeys(
+        entry, where,
+        {"method", "path", "path_prefix", "path_glob", "case_sensitive", "upstream", "mode"},
+        errors);
     Route route;
     route.match = policy::loadRouteFields(entry, where, errors);
     const std::string upstream =
@@ -282,9 +282,10 @@ void loadGateway(const YAML::Node& node, GatewaySettings& settings, Errors& erro
     settings.max_header_bytes =
         policy::unsignedValue(node["max_header_bytes"], "gateway.max_header_bytes", errors)
             .value_or(16 * 1024);
-    // Below a kilobyte, ordinary requests get 431; the parser counts in 32 bits.
-    if (settings.max_header_bytes < 1024 || settings.max_header_bytes > 1024 * 1024) {
-      errors.add(node["max_header_bytes"], "gateway.max_header_bytes must be from 1024 to 1048576");
+    if (settings.max_header_bytes < policy::kMinHeaderBytes ||
+        settings.max_header_bytes > policy::kMaxHeaderBytes) {
+      errors.add(node["max_header_bytes"],
+                 "gateway.max_header_bytes must be 1024 to 65536 (64 KiB)");
       settings.max_header_bytes = 16 * 1024;
     }
   }

@@ -19,6 +19,12 @@
 
 namespace sluice::policy {
 
+// The bounds of a max_header_bytes setting (the server's and the gateway's). Above 64 KiB one
+// field could reach 65,534 bytes, which Beast's field table (16-bit lengths) refuses by throwing
+// out of the parser: the process ended on one request. Below 1 KiB ordinary requests get 431.
+inline constexpr std::size_t kMinHeaderBytes = 1024;
+inline constexpr std::size_t kMaxHeaderBytes = 64 * 1024;
+
 enum class Action {
   kReject,    // deny with the limit's status
   kThrottle,  // wait until the limit allows, up to max_delay, then proceed; longer → reject

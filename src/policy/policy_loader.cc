@@ -74,9 +74,9 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   if (node["max_header_bytes"]) {
     server.max_header_bytes =
         unsignedValue(node["max_header_bytes"], "server.max_header_bytes", errors).value_or(0);
-    if (server.max_header_bytes < 1024 || server.max_header_bytes > (1u << 20)) {
+    if (server.max_header_bytes < kMinHeaderBytes || server.max_header_bytes > kMaxHeaderBytes) {
       errors.add(node["max_header_bytes"],
-                 "server.max_header_bytes must be 1024 to 1048576 (1 MiB)");
+                 "server.max_header_bytes must be 1024 to 65536 (64 KiB)");
     }
   }
   if (node["auth_deny_status"]) {

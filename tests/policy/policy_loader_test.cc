@@ -462,7 +462,9 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("server: { listen: 127.0.0.1:8080, admin: 127.0.0.1:8080 }\n" + limit, 1,
           "server.listen and server.admin name the same port");
   refused("server: { max_header_bytes: 100 }\n" + limit, 1,
-          "server.max_header_bytes must be 1024 to 1048576");
+          "server.max_header_bytes must be 1024 to 65536");
+  refused("server: { max_header_bytes: 65537 }\n" + limit, 1,
+          "server.max_header_bytes must be 1024 to 65536");
   refused(
       "tiers:\n  anonymous: { rate: 3/min, burst: 0 }\nlimits: [{ name: a, from_tier: true }]\n", 2,
       "burst must be at least 1");
