@@ -30,6 +30,20 @@ std::string normalizedPattern(const std::string& path, RouteMatch::PathKind kind
   return normal;
 }
 
+// A shaper holds an admitted request until its slot, as far as its queue reaches: burst ÷ rate.
+// Each held request holds a connection, so that is bounded as a throttle's max_delay is (1/h
+// with a queue of 1000 held connections for up to 41 days, and the clients gone meanwhile).
+std::optional<std::string> shaperHoldProblem(const LimitSpec& spec) {
+  if (spec.algorithm() != Algorithm::kLeakyBucketShaper) return std::nullopt;
+  const long double hold_us = static_cast<long double>(spec.burst()) *
+                              static_cast<long double>(spec.rate().period_us) /
+                              static_cast<long double>(spec.rate().count);
+  if (hold_us <= static_cast<long double>(kMaxThrottleDelayUs)) return std::nullopt;
+  return "a leaky_bucket_shaper holds a request up to burst / rate (" +
+         std::to_string(static_cast<std::uint64_t>(hold_us / kMicrosPerSecond)) +
+         "s here), and must not hold one over 60s: lower the burst or raise the rate";
+}
+
 void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy, Errors& errors) {
   if (policy.tiers.empty()) {
     errors.add(node,
@@ -44,6 +58,9 @@ void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy
     if (!spec.ok()) {
       errors.add(node, "limit " + limit.name + " with tier " + name + ": " + spec.error());
       continue;
+    }
+    if (const auto problem = shaperHoldProblem(spec.value())) {
+      errors.add(node, "limit " + limit.name + " with tier " + name + ": " + *problem);
     }
     limit.tier_specs.emplace(name, std::move(spec).value());
     if (tier.daily_quota > 0) {
@@ -130,6 +147,9 @@ void loadNumbers(const YAML::Node& node, const std::string& where, const Policy&
                       : rate->count;
     Result<LimitSpec> spec = LimitSpec::make(limit.algorithm, *rate, burst);
     if (spec.ok()) {
+      if (const auto problem = shaperHoldProblem(spec.value())) {
+        errors.add(node["burst"] ? node["burst"] : node["rate"], where + ": " + *problem);
+      }
       limit.spec = std::move(spec).value();
     } else {
       errors.add(node["burst"] ? node["burst"] : node["rate"], where + ": " + spec.error());

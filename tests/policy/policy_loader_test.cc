@@ -442,11 +442,22 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   // Settings that would be ignored, and read as if they held.
   refused("limits: [{ name: a, rate: 1/s, max_delay: 2s }]\n", 1,
           "max_delay applies to action: throttle only");
-  for (const std::string window : {"fixed_window", "sliding_window_log", "sliding_window_counter"}) {
+  for (const std::string window :
+       {"fixed_window", "sliding_window_log", "sliding_window_counter"}) {
     refused("limits: [{ name: a, algorithm: " + window + ", rate: 1/s, burst: 5 }]\n", 1,
             window + " allows the rate's count per window and takes no burst");
   }
   refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
+  // A shaper holds a request (and its connection) up to burst / rate: at most 60 s, as a throttle.
+  refused("limits: [{ name: a, algorithm: leaky_bucket_shaper, rate: 1/h, burst: 1000 }]\n", 1,
+          "holds a request up to burst / rate (3600000s here), and must not hold one over 60s");
+  EXPECT_NE(
+      policyFrom("limits: [{ name: a, algorithm: leaky_bucket_shaper, rate: 1/s, burst: 60 }]\n"),
+      nullptr);
+  refused(
+      "tiers:\n  anonymous: { rate: 1/min, burst: 5 }\nlimits:\n  - { name: a, "
+      "algorithm: leaky_bucket_shaper, from_tier: true }\n",
+      4, "limit a with tier anonymous: a leaky_bucket_shaper holds a request up to");
   refused("server: { listen: \"127.0.0.1:99999\" }\n" + limit, 1, "port (0..65535)");
   refused("server: { listen: \"127.0.0.1:abc\" }\n" + limit, 1, "port (0..65535)");
   refused("server: { request_timeout: 1us }\n" + limit, 1, "at least 1ms");
