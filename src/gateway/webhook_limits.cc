@@ -13,6 +13,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "http/json_string.h"
+#include "policy/api_key_hash.h"
 #include "policy/key_selector.h"
 #include "server/http_server.h"
 
@@ -159,7 +160,9 @@ std::string WebhookLimits::cacheKey(const policy::RequestView& request,
     key += value ? 'h' : 'n';
     if (value) policy::appendCounterPart(key, *value);
   }
-  return key;
+  // Hashed: the path and headers are the client's, up to max_header_bytes each, and the cache
+  // holds up to max_entries keys (15 KB paths took ~19 KB per entry, 1.9 GB at the default).
+  return policy::hashApiKey(key);
 }
 
 void WebhookLimits::lookup(const policy::RequestView& request, const std::string& client_ip,

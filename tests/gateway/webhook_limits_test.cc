@@ -125,5 +125,24 @@ TEST_F(WebhookLimitsTest, CacheKeyedByClientAddress) {
   EXPECT_EQ(gateway_->stats().webhook.calls, 2u);
 }
 
+// A cache key's size does not grow with what the client sends: paths and header values of
+// 15 KB made entries of ~19 KB each, up to max_entries of them.
+TEST(WebhookCacheKey, IsBoundedWhateverTheRequestHolds) {
+  SystemClock clock;
+  const auto limits = std::make_shared<WebhookLimits>(WebhookSettings{}, clock);
+  policy::RequestView small;
+  small.method = "GET";
+  small.setPath("/a");
+  policy::RequestView big = small;
+  big.setPath("/" + std::string(15'000, 'p'));
+  big.headers.emplace_back("Authorization", "Bearer " + std::string(15'000, 'k'));
+  const std::string small_key = limits->cacheKey(small, "192.0.2.1");
+  const std::string big_key = limits->cacheKey(big, "192.0.2.1");
+  EXPECT_EQ(big_key.size(), small_key.size());
+  EXPECT_LT(big_key.size(), 64u);
+  EXPECT_NE(big_key, small_key);
+  EXPECT_NE(limits->cacheKey(small, "192.0.2.2"), small_key);
+}
+
 }  // namespace
 }  // namespace sluice::gateway
