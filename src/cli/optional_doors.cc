@@ -1,5 +1,9 @@
 #include "cli/optional_doors.h"
 
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
 #include "policy/section_change.h"
 #include "server/http_server.h"
 
@@ -49,7 +53,8 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
                                                [[maybe_unused]] server::IoPool& pool,
                                                [[maybe_unused]] Engine& engine,
                                                [[maybe_unused]] const Clock& clock,
-                                               [[maybe_unused]] server::Service& service) {
+                                               [[maybe_unused]] server::Service& service,
+                                               [[maybe_unused]] std::size_t open_files) {
 #ifdef SLUICE_WITH_RLS
   // gRPC runs its own threads.
   auto rls_settings = rls::loadRlsSettings(path);
@@ -96,8 +101,17 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
   auto gateway_settings = gateway::loadGatewaySettings(path);
   if (!gateway_settings.ok()) return gateway_settings.error();
   if (gateway_settings.value()) {
+    gateway::GatewaySettings settings = *gateway_settings.value();
+    // Each connection holds two files (client and upstream); a third is left for the API's.
+    const std::size_t fitting = std::max<std::size_t>(open_files / 3, 1);
+    if (settings.max_connections > fitting) {
+      spdlog::warn("gateway.max_connections {} lowered to {} to fit the open-files limit",
+                   settings.max_connections, fitting);
+      settings.max_connections = fitting;
+    }
+    open_files_held_ = 2 * settings.max_connections;
     gateway_.emplace(
-        pool, engine, clock, [&service] { return service.policy(); }, *gateway_settings.value());
+        pool, engine, clock, [&service] { return service.policy(); }, std::move(settings));
     const auto endpoint = gateway_->listen();
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " gateway=" + server::endpointText(endpoint.value());

@@ -32,10 +32,14 @@ class OptionalDoors {
   // Opens the doors the config at `path` names, sharing the engine (and so the limits) with the
   // decision API. Returns what failed (a config error or a port that cannot be bound), or
   // nothing. Call once, before the pool runs. The doors' own configs are reloaded with the
-  // service's policy (a reload hook), by SIGHUP and POST /admin/reload alike.
+  // service's policy (a reload hook), by SIGHUP and POST /admin/reload alike. `open_files` is
+  // what connections may hold open (SIZE_MAX: no limit): the gateway, two files per connection,
+  // takes at most two thirds of it, its max_connections lowered to fit.
   [[nodiscard]] std::optional<std::string> open(const std::string& path, server::IoPool& pool,
                                                 Engine& engine, const Clock& clock,
-                                                server::Service& service);
+                                                server::Service& service, std::size_t open_files);
+  // The open files the doors' connections may hold at most (the gateway's two per connection).
+  [[nodiscard]] std::size_t openFilesHeld() const noexcept { return open_files_held_; }
   // " rls=host:port gateway=host:port" for the doors that are open, for the ready line.
   [[nodiscard]] const std::string& listening() const noexcept { return listening_; }
   OptionalDoors() = default;
@@ -66,6 +70,7 @@ class OptionalDoors {
   std::optional<gateway::Gateway> gateway_;
 #endif
   std::string listening_;
+  std::size_t open_files_held_ = 0;
 };
 
 }  // namespace sluice::cli

@@ -32,14 +32,21 @@ using server::HttpServer;
 
 // The listeners' bounds. Past the file-descriptor limit accept() fails instead of the cap
 // answering 503, so the cap stays below it, with room for the listeners, logs and store.
-server::HttpServerLimits serverLimits(const policy::Policy& policy) {
-  std::size_t max_connections = policy.server.max_connections;
+// The open files connections may hold: the process's limit less 64 kept for the admin port,
+// the store's connections, logs and configuration files. SIZE_MAX when there is no limit.
+std::size_t openFilesForConnections() {
   rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
-      files.rlim_cur > 64 && max_connections > files.rlim_cur - 64) {
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  return files.rlim_cur > 64 ? files.rlim_cur - 64 : SIZE_MAX;  // too few to plan with
+}
+
+// The server's limits, its connections fitted to `open_files` (what the optional doors left).
+server::HttpServerLimits serverLimits(const policy::Policy& policy, std::size_t open_files) {
+  std::size_t max_connections = policy.server.max_connections;
+  if (max_connections > open_files) {
     spdlog::warn("server.max_connections {} lowered to {} to fit the open-files limit",
-                 max_connections, files.rlim_cur - 64);
-    max_connections = files.rlim_cur - 64;
+                 max_connections, std::max<std::size_t>(open_files, 1));
+    max_connections = std::max<std::size_t>(open_files, 1);
   }
   return server::HttpServerLimits{.max_header_bytes = policy.server.max_header_bytes,
                                   .max_body_bytes = policy.server.max_body_bytes,
@@ -129,11 +136,13 @@ int serve(const std::string& path) {
   Engine engine(*store.store, clock);
   server::Service service(loaded.policy, path, clock, engine, store.key_count);
   OptionalDoors optional;
-  if (const auto error = optional.open(path, pool, engine, clock, service)) {
+  const std::size_t open_files = openFilesForConnections();
+  if (const auto error = optional.open(path, pool, engine, clock, service, open_files)) {
     std::fprintf(stderr, "%s\n", error->c_str());
     return 2;
   }
-  const server::HttpServerLimits limits = serverLimits(policy);
+  const server::HttpServerLimits limits =
+      serverLimits(policy, open_files - std::min(open_files, optional.openFilesHeld()));
   HttpServer api(pool, limits,
                  [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
                    service.handleApi(std::move(request), peer, loop, std::move(respond));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `sluice serve` with a gateway: section is a reverse proxy in front of a real upstream (Python's
 # http.server on loopback): allowed requests reach the upstream with rate-limit headers added,
-# the fourth gets 429 with the JSON body, and SIGTERM stops it cleanly.
+# the fourth gets 429 with the JSON body, and SIGTERM stops it cleanly. Its connection caps fit the
+# open-files limit.
 # Usage: gateway_serve_test.sh SLUICE_BINARY
 set -euo pipefail
 sluice_bin="$1"
@@ -27,7 +28,13 @@ limits:
   # two requests and give the third a fresh count (it did, once in a clean run).
   - { name: per-ip, key: ip, algorithm: token_bucket, rate: 3/min, burst: 3 }
 YAML
+# 256 open files: the gateway (two per connection) and the API share 192, the rest kept in reserve.
+ulimit -S -n 256
 start_sluice "$sluice_bin" "$work/sluice.yaml"
+for door in gateway server; do
+  grep -q "$door.max_connections 10000 lowered to 64 to fit the open-files limit" "$work/sluice.err" ||
+    fail "$door.max_connections was not fitted to 256 open files: $(cat "$work/sluice.err")"
+done
 gateway_port=$(sed -n 's/.*gateway=127.0.0.1:\([0-9]*\).*/\1/p' "$work/sluice.out")
 [ -n "$gateway_port" ] || fail "no gateway in the listening line: $(cat "$work/sluice.out")"
 
