@@ -39,8 +39,7 @@ std::string decodedCookieValue(std::string_view value) {
   return decoded;
 }
 
-std::optional<std::string_view> nextCookie(std::string_view& rest,
-                                           std::string_view name) noexcept {
+std::optional<std::string_view> nextCookie(std::string_view& rest, std::string_view name) noexcept {
   if (name.empty()) return std::nullopt;
   while (!rest.empty()) {
     const std::size_t semicolon = rest.find(';');

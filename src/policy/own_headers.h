@@ -17,6 +17,6 @@ inline constexpr std::string_view kDegradedHeader = "X-RateLimit-Degraded";
 inline constexpr std::string_view kDelayedMsHeader = "X-RateLimit-Delayed-Ms";
 
 inline constexpr std::array<std::string_view, 4> kOwnHeaders = {kStatusHeader, kShadowHeader,
-                                                                 kDegradedHeader, kDelayedMsHeader};
+                                                                kDegradedHeader, kDelayedMsHeader};
 
 }  // namespace sluice::policy

@@ -447,13 +447,13 @@ TEST_F(GatewayTest, TargetsAndHostsThatReadTwoWaysGet400) {
 // A leading "//" reads as an authority to an upstream that resolves the target as a URL
 // reference (//evil.example/hello is /hello there): the upstream gets the path the limits read.
 TEST_F(GatewayTest, ALeadingDoubleSlashGoesUpstreamAsOne) {
-  const std::string raw = rawExchange(
-      "GET //evil.example/hello?x=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string raw =
+      rawExchange("GET //evil.example/hello?x=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(raw.rfind("HTTP/1.1 200", 0), 0u) << raw.substr(0, 100);
   EXPECT_NE(raw.find("X-Echo-Target: /evil.example/hello?x=1\r\n"), std::string::npos) << raw;
   for (const std::string target : {"//", "///", "http://a//"}) {  // slashes alone: the root
-    const std::string root = rawExchange("GET " + target +
-                                         " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const std::string root =
+        rawExchange("GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     EXPECT_NE(root.find("X-Echo-Target: /\r\n"), std::string::npos) << target << ": " << root;
   }
 }

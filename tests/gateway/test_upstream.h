@@ -188,9 +188,11 @@ class TestUpstream {
         static const std::string kBad = "HTTP/1.1 000 X\r\nContent-Length: 2\r\n\r\nok";
         static const std::string kGzip =
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b coded";
-        static const std::string kNoContent = "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n";
-        const std::string& answer =
-            path == "/bad-status" ? kBad : path == "/gzip-coded" ? kGzip : kNoContent;
+        static const std::string kNoContent =
+            "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n";
+        const std::string& answer = path == "/bad-status"   ? kBad
+                                    : path == "/gzip-coded" ? kGzip
+                                                            : kNoContent;
         boost::asio::async_write(
             stream, boost::asio::buffer(answer),
             [self = shared_from_this()](boost::beast::error_code, std::size_t) {
