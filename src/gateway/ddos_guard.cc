@@ -2,32 +2,10 @@
 
 #include <algorithm>
 
+#include "policy/percent_decoding.h"
+
 namespace sluice::gateway {
 namespace {
-
-int hexValue(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string percentDecode(std::string_view text, bool plus_is_space) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hexValue(text[i + 1]) >= 0 &&
-        hexValue(text[i + 2]) >= 0) {
-      out += static_cast<char>(hexValue(text[i + 1]) * 16 + hexValue(text[i + 2]));
-      i += 2;
-    } else if (plus_is_space && text[i] == '+') {
-      out += ' ';
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
 
 bool isBlank(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
@@ -42,10 +20,10 @@ void foldForMatching(std::string_view target, std::string& folded) {
   std::string_view text = target;
   if (target.find_first_of("%+") != std::string_view::npos) {
     const std::size_t query = target.find('?');
-    decoded = percentDecode(target.substr(0, query), false);
+    decoded = policy::percentDecoded(target.substr(0, query), false);
     if (query != std::string_view::npos)
-      decoded += "?" + percentDecode(target.substr(query + 1), true);
-    decoded = percentDecode(decoded, false);  // double encoding: %253Cscript
+      decoded += "?" + policy::percentDecoded(target.substr(query + 1), true);
+    decoded = policy::percentDecoded(decoded, false);  // double encoding: %253Cscript
     text = decoded;
   }
   folded.reserve(text.size());

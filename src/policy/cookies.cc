@@ -18,27 +18,6 @@ std::optional<std::string_view> findCookie(std::string_view cookie_header,
   return nextCookie(cookie_header, name);
 }
 
-std::string decodedCookieValue(std::string_view value) {
-  const auto hex = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string decoded;
-  decoded.reserve(value.size());
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    if (value[i] == '%' && i + 2 < value.size() && hex(value[i + 1]) >= 0 &&
-        hex(value[i + 2]) >= 0) {
-      decoded += static_cast<char>(hex(value[i + 1]) * 16 + hex(value[i + 2]));
-      i += 2;
-    } else {
-      decoded += value[i];
-    }
-  }
-  return decoded;
-}
-
 std::optional<std::string_view> nextCookie(std::string_view& rest, std::string_view name) noexcept {
   if (name.empty()) return std::nullopt;
   while (!rest.empty()) {

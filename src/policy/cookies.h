@@ -2,7 +2,6 @@
 #pragma once
 
 #include <optional>
-#include <string>
 #include <string_view>
 
 namespace sluice::policy {
@@ -18,9 +17,5 @@ namespace sluice::policy {
 // findCookie's next occurrence in `rest`, which moves past it: a loop reads every occurrence.
 [[nodiscard]] std::optional<std::string_view> nextCookie(std::string_view& rest,
                                                          std::string_view name) noexcept;
-
-// A cookie value with its %XX escapes decoded, as PHP and Express hand it to the application
-// (a stray '%' stays). Never throws but for allocation.
-[[nodiscard]] std::string decodedCookieValue(std::string_view value);
 
 }  // namespace sluice::policy

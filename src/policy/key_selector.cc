@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "policy/cookies.h"
+#include "policy/percent_decoding.h"
 #include "policy/request_view.h"
 
 namespace sluice::policy {
@@ -101,7 +102,7 @@ void appendInDoubt(const RequestContext& context, std::string& out) {
 // Whether two cookie values read the same once %XX-decoded.
 bool sameCookieValue(std::string_view a, std::string_view b) {
   if (a.find('%') == std::string_view::npos && b.find('%') == std::string_view::npos) return a == b;
-  return decodedCookieValue(a) == decodedCookieValue(b);
+  return percentDecoded(a) == percentDecoded(b);
 }
 
 // Cookie `name` from every Cookie line, as a backend reads them (RFC 9113 8.2.3 splits cookies
@@ -131,7 +132,7 @@ bool appendCookiePart(const RequestContext& context, std::string_view name, std:
   } else if (value->find('%') == std::string_view::npos) {
     appendCounterPart(out, *value);
   } else {
-    appendCounterPart(out, decodedCookieValue(*value));
+    appendCounterPart(out, percentDecoded(*value));
   }
   return true;
 }

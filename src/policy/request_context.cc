@@ -4,6 +4,7 @@
 #include <boost/json/object.hpp>
 
 #include "policy/cookies.h"
+#include "policy/percent_decoding.h"
 
 namespace sluice::policy {
 namespace {
@@ -43,7 +44,7 @@ void addCookies(std::string_view header, boost::json::object& cookies) {
     const std::string_view name = pair.substr(0, equals);
     const auto value = findCookie(pair, name);
     if (!value || value->empty()) continue;
-    std::string decoded = decodedCookieValue(*value);
+    std::string decoded = percentDecoded(*value);
     const auto seen = cookies.find(name);
     if (seen == cookies.end()) {
       cookies[name] = decoded;

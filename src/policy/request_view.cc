@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "policy/percent_decoding.h"
+
 namespace sluice::policy {
 
 bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept {
@@ -19,13 +21,6 @@ bool isHttpToken(std::string_view name) noexcept {
 }
 
 namespace {
-
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // True when normalizing would give `path` back unchanged: it starts with '/', has no escapes,
 // and every segment is a plain name (no empty, "." or ".." one, no trailing '/'). Most paths
@@ -62,9 +57,9 @@ std::string normalizePath(std::string_view raw, PathReading reading) {
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] == ';' && reading.drops_parameters) {
       i = std::min(raw.find('/', i), raw.size()) - 1;
-    } else if (raw[i] == '%' && i + 2 < raw.size() && hexValue(raw[i + 1]) >= 0 &&
-               hexValue(raw[i + 2]) >= 0) {
-      const char c = static_cast<char>(hexValue(raw[i + 1]) * 16 + hexValue(raw[i + 2]));
+    } else if (raw[i] == '%' && i + 2 < raw.size() && hexDigitValue(raw[i + 1]) >= 0 &&
+               hexDigitValue(raw[i + 2]) >= 0) {
+      const char c = static_cast<char>(hexDigitValue(raw[i + 1]) * 16 + hexDigitValue(raw[i + 2]));
       if (c == '/' && !reading.encoded_slash_separates) {
         decoded += "%2F";
       } else {
