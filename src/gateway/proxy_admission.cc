@@ -110,6 +110,29 @@ std::optional<Refusal> headRefusal(const Header& header, bool chunked,
   return std::nullopt;
 }
 
+// The first route matching the path as read literally, or null. The path's other readings (%2F
+// as '/', ';' parameters dropped) must find a route to the same upstream in the same mode: else
+// the client would choose, by spelling, whether a monitor route or an enforcing one decides
+// (/internal/..;/login is /login to Tomcat), and the request is refused.
+Result<const Route*> routeFor(const std::vector<Route>& routes, const policy::RequestView& view) {
+  const auto first = [&](std::string_view path) -> const Route* {
+    for (const Route& route : routes) {
+      if (route.match.matches(view.method, path)) return &route;
+    }
+    return nullptr;
+  };
+  const Route* literal = first(view.path);
+  for (const std::string& other : view.other_paths) {
+    const Route* route = first(other);
+    if (route == literal) continue;
+    if (route == nullptr || literal == nullptr || route->upstream != literal->upstream ||
+        route->mode != literal->mode) {
+      return Error{"the path reads as two gateway routes (its ';' parameters or %2F decide which)"};
+    }
+  }
+  return literal;
+}
+
 // The header options of a policy, derived once per policy and thread rather than per request.
 const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
   thread_local std::weak_ptr<const policy::Policy> derived_from;
@@ -196,12 +219,9 @@ void ProxySession::admit() {
   for (const auto& field : header) {
     view.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
   }
-  for (const Route& route : state_->settings.routes) {
-    if (route.match.matches(view)) {
-      exchange.route = &route;
-      break;
-    }
-  }
+  const auto routed = routeFor(state_->settings.routes, view);
+  if (!routed.ok()) return respondLocal(400, routed.error(), {});
+  exchange.route = routed.value();
   if (exchange.route == nullptr) {
     count(state_->counters.not_found);
     return respondLocal(404, "no gateway route matches this request", {});

@@ -37,7 +37,7 @@ std::string requestBody(const policy::RequestView& request, const std::string& c
   std::string body = "{\"method\":";
   http::appendJsonString(body, request.method);
   body += ",\"path\":";
-  http::appendJsonString(body, request.path);
+  http::appendJsonString(body, request.foldedPath());
   body += ",\"client_ip\":";
   http::appendJsonString(body, client_ip);
   body += ",\"headers\":{";
@@ -154,7 +154,7 @@ std::string WebhookLimits::cacheKey(const policy::RequestView& request,
   // answer for one client must not be handed to another.
   policy::appendCounterPart(key, client_ip);
   policy::appendCounterPart(key, request.method);
-  policy::appendCounterPart(key, request.path);
+  policy::appendCounterPart(key, request.foldedPath());
   for (const std::string& header : settings_.cache_key_headers) {
     const auto value = request.header(header);
     key += value ? 'h' : 'n';

@@ -188,9 +188,11 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         break;
       }
       case Kind::kJsonPath: {
-        // null is a value in doubt (the document's cookie sent with two values), as for cookie:.
+        // A cookie of the document that is null was sent with two values: in doubt, as for
+        // cookie:. (Other nulls, a JWT claim's say, are no value, as jwt: reads them.)
         const boost::json::value* found = part.path->find(context.document());
-        if (found != nullptr && found->is_null()) {
+        if (found != nullptr && found->is_null() &&
+            part.name.starts_with("$.request.http.cookies")) {
           appendInDoubt(context, out);
           break;
         }

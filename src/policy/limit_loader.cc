@@ -30,16 +30,17 @@ std::string normalizedPattern(const std::string& path, RouteMatch::PathKind kind
   return normal;
 }
 
-// A shaper holds an admitted request until its slot, as far as its queue reaches: burst ÷ rate.
+// A shaper holds an admitted request until its slot, as far as its queue reaches: the last place
+// in a queue of `burst` waits (burst - 1) emission intervals.
 // Each held request holds a connection, so that is bounded as a throttle's max_delay is (1/h
 // with a queue of 1000 held connections for up to 41 days, and the clients gone meanwhile).
 std::optional<std::string> shaperHoldProblem(const LimitSpec& spec) {
   if (spec.algorithm() != Algorithm::kLeakyBucketShaper) return std::nullopt;
-  const long double hold_us = static_cast<long double>(spec.burst()) *
+  const long double hold_us = static_cast<long double>(spec.burst() - 1) *
                               static_cast<long double>(spec.rate().period_us) /
                               static_cast<long double>(spec.rate().count);
   if (hold_us <= static_cast<long double>(kMaxThrottleDelayUs)) return std::nullopt;
-  return "a leaky_bucket_shaper holds a request up to burst / rate (" +
+  return "a leaky_bucket_shaper holds a request up to (burst - 1) / rate (" +
          std::to_string(static_cast<std::uint64_t>(hold_us / kMicrosPerSecond)) +
          "s here), and must not hold one over 60s: lower the burst or raise the rate";
 }

@@ -32,7 +32,7 @@ std::string lowerCase(std::string_view text) {
 
 // Every "name=value" pair of a Cookie header, read as cookie: key parts read them: %XX decoded,
 // an empty value none, and a name sent with two different values null (in doubt: backends take
-// the first or the last), which a JSON path finds as no value.
+// the first or the last), which a json: key part counts by address, as cookie: does.
 void addCookies(std::string_view header, boost::json::object& cookies) {
   while (!header.empty()) {
     const std::size_t end = header.find(';');
@@ -71,7 +71,7 @@ const boost::json::value& RequestContext::document() const {
   }
   boost::json::object http;
   http["method"] = request.method;
-  http["path"] = request.path;
+  http["path"] = request.foldedPath();  // as a `path` key part counts it
   http["headers"] = std::move(headers);
   http["cookies"] = std::move(cookies);
   boost::json::object inner;

@@ -276,10 +276,11 @@ TEST_F(GatewayTest, MonitorRoutePassesTheVerdictToTheUpstream) {
   EXPECT_FALSE(second.header("x-echo-x-sluice-retry-after").empty());
   EXPECT_EQ(second.header("x-ratelimit-limit"), "");  // nothing tells the client
   EXPECT_EQ(gateway_->stats().monitor_denied, 1u);
-  // Routes match any reading of the path, as limits do: /..;/monitored is /monitored to Tomcat.
-  const HttpReply third = get("/..;/monitored");
-  EXPECT_EQ(third.status, 200);
-  EXPECT_EQ(third.header("x-echo-x-sluice-decision"), "deny");
+  // A path whose readings fall under routes of different modes is refused: /..;/monitored is
+  // /monitored to Tomcat and under / to nginx, and its spelling must not choose the mode.
+  EXPECT_EQ(get("/..;/monitored").status, 400);
+  EXPECT_EQ(get("/a%2F..%2Fmonitored").status, 400);
+  EXPECT_EQ(get("/monitored;v=1").status, 200);  // both readings are under /monitored
 }
 
 // Several MB each way, with a length and chunked, arrive byte for byte.

@@ -92,6 +92,25 @@ TEST(RequestDocument, CookiesReadAsCookieKeysReadThem) {
   EXPECT_EQ(cookies.at("c").as_string(), "1");
 }
 
+// A json: part finding a cookie that is null (sent with two values) counts by address, as
+// cookie: does; any other null, a JWT claim's, is no value, as jwt: reads it.
+TEST(RequestDocument, OnlyACookieInDoubtCountsByAddress) {
+  RequestView view;
+  view.headers = {{"Cookie", "sid=a; sid=b"}};
+  RequestContext context(view);
+  context.client_ip = "192.0.2.5";
+  context.claims = boost::json::object{{"org", nullptr}};
+  const auto key = [&](const std::string& part) -> std::optional<std::string> {
+    const Result<KeySelector> selector = KeySelector::parse({part});
+    std::string out;
+    if (!selector.value().appendKey(context, "* *", out)) return std::nullopt;
+    return out;
+  };
+  EXPECT_EQ(key("json:$.request.http.cookies.sid"), "c9:192.0.2.5");
+  EXPECT_EQ(key("json:$.request.parsed_token.payload.org"), std::nullopt);
+  EXPECT_EQ(key("jwt:org"), std::nullopt);
+}
+
 // A missing part makes the whole key missing; so does an empty header or cookie value, which
 // would otherwise be one counter shared by every client sending it empty.
 TEST_F(KeySelectorTest, MissingParts) {

@@ -449,8 +449,14 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   }
   refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
   // A shaper holds a request (and its connection) up to burst / rate: at most 60 s, as a throttle.
-  refused("limits: [{ name: a, algorithm: leaky_bucket_shaper, rate: 1/h, burst: 1000 }]\n", 1,
-          "holds a request up to burst / rate (3600000s here), and must not hold one over 60s");
+  refused(
+      "limits: [{ name: a, algorithm: leaky_bucket_shaper, rate: 1/h, burst: 1000 }]\n", 1,
+      "holds a request up to (burst - 1) / rate (3596400s here), and must not hold one over 60s");
+  EXPECT_NE(policyFrom("limits: [{ name: a, algorithm: leaky_bucket_shaper, rate: 1/h }]\n"),
+            nullptr);
+  EXPECT_NE(policyFrom("limits: [{ name: a, algorithm: leaky_bucket_shaper, rate: 1/s, burst: 61 "
+                       "}]\n"),
+            nullptr);
   EXPECT_NE(
       policyFrom("limits: [{ name: a, algorithm: leaky_bucket_shaper, rate: 1/s, burst: 60 }]\n"),
       nullptr);
