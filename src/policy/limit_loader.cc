@@ -135,17 +135,19 @@ void loadNumbers(const YAML::Node& node, const std::string& where, const Policy&
   } else if (!node["rate"]) {
     errors.add(node, where + " needs a rate (e.g. rate: 100/min) or from_tier: true");
   } else if (auto rate = rateValue(node["rate"], where + ".rate", errors)) {
-    // A window counts its rate's count per period: a burst would be ignored, and read as if held.
-    if (node["burst"] && (limit.algorithm == Algorithm::kFixedWindow ||
-                          limit.algorithm == Algorithm::kSlidingWindowLog ||
-                          limit.algorithm == Algorithm::kSlidingWindowCounter)) {
-      errors.add(node["burst"], where + ".burst: " + std::string(algorithmName(limit.algorithm)) +
-                                    " allows the rate's count per window and takes no burst (a "
-                                    "bucket or gcra does)");
-    }
     const std::uint64_t burst =
         node["burst"] ? unsignedValue(node["burst"], where + ".burst", errors).value_or(0)
                       : rate->count;
+    // A window allows its rate's count per period: another burst would be ignored, and read as
+    // if it held. (One equal to the count says what the window does, and is taken.)
+    if (node["burst"] && burst != rate->count &&
+        (limit.algorithm == Algorithm::kFixedWindow ||
+         limit.algorithm == Algorithm::kSlidingWindowLog ||
+         limit.algorithm == Algorithm::kSlidingWindowCounter)) {
+      errors.add(node["burst"], where + ".burst: " + std::string(algorithmName(limit.algorithm)) +
+                                    " allows the rate's count per window, and takes no other "
+                                    "burst (a bucket or gcra does)");
+    }
     Result<LimitSpec> spec = LimitSpec::make(limit.algorithm, *rate, burst);
     if (spec.ok()) {
       if (const auto problem = shaperHoldProblem(spec.value())) {

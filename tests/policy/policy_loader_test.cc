@@ -445,7 +445,10 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   for (const std::string window :
        {"fixed_window", "sliding_window_log", "sliding_window_counter"}) {
     refused("limits: [{ name: a, algorithm: " + window + ", rate: 1/s, burst: 5 }]\n", 1,
-            window + " allows the rate's count per window and takes no burst");
+            window + " allows the rate's count per window, and takes no other burst");
+    EXPECT_NE(policyFrom("limits: [{ name: a, algorithm: " + window + ", rate: 5/s, burst: 5 }]\n"),
+              nullptr)
+        << window;  // the count itself: what the window does
   }
   refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
   // A shaper holds a request (and its connection) up to burst / rate: at most 60 s, as a throttle.
