@@ -17,7 +17,7 @@ struct RequestView {
   std::string path;    // normalized (normalizePath), read literally: ';' and %2F are data
   // The other readings backends make of the same path, each kept only when it differs: %2F read
   // as '/' (nginx: /x%2F..%2Flogin is /login), segment parameters dropped (servlet containers:
-  // /login;a=b is /login), then both. Routes and limits match any reading (matchesAnyReading).
+  // /login;a=b is /login), then both. Routes and limits match any reading (RouteMatch::matches).
   std::vector<std::string> other_paths;
   // Header lines as received; names compare case-insensitively. Repeated names keep all lines.
   std::vector<std::pair<std::string, std::string>> headers;
