@@ -14,10 +14,7 @@ using policy::equalsIgnoreCase;
 bool listContains(std::string_view list, std::string_view token) noexcept {
   while (!list.empty()) {
     const std::size_t comma = list.find(',');
-    std::string_view item = list.substr(0, comma);
-    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-    if (equalsIgnoreCase(item, token)) return true;
+    if (equalsIgnoreCase(policy::trimBlanks(list.substr(0, comma)), token)) return true;
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
   }
@@ -29,8 +26,7 @@ bool listContains(std::string_view list, std::string_view token) noexcept {
 bool startsAsGatewaySets(std::string_view name, std::string_view prefix) noexcept {
   if (name.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
-    char c = name[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    char c = policy::lowerAscii(name[i]);
     if (c == '_') c = '-';
     if (c != prefix[i]) return false;
   }
@@ -204,12 +200,8 @@ template <class Fields>
 bool chunkedAlone(const boost::beast::http::header<false, Fields>& response) {
   const auto [first, last] = response.equal_range(boost::beast::http::field::transfer_encoding);
   if (first == last) return true;
-  std::string_view coding = first->value();
-  while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
-    coding.remove_prefix(1);
-  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
-    coding.remove_suffix(1);
-  return std::next(first) == last && equalsIgnoreCase(coding, "chunked");
+  return std::next(first) == last &&
+         equalsIgnoreCase(policy::trimBlanks(first->value()), "chunked");
 }
 
 template <class Fields>

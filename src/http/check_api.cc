@@ -34,14 +34,6 @@ std::optional<std::string> stringField(const json::object& object, std::string_v
   return std::string(value->as_string());
 }
 
-// A header value as an HTTP parser hands it on: without the blanks around it (RFC 9110 5.5), so
-// the decision API reads "K1 " as /v1/auth and the gateway read it.
-std::string fieldValue(std::string_view value) {
-  const std::size_t first = value.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  return std::string(value.substr(first, value.find_last_not_of(" \t") - first + 1));
-}
-
 Result<policy::RequestView> parseRequest(const json::value& value,
                                          const boost::asio::ip::address& peer) {
   if (!value.is_object()) return Error{"\"request\" must be an object"};
@@ -64,11 +56,15 @@ Result<policy::RequestView> parseRequest(const json::value& value,
     if (!headers->is_object()) return Error{"request: \"headers\" must be an object"};
     for (const auto& [name, header_value] : headers->as_object()) {
       if (header_value.is_string()) {
-        view.headers.emplace_back(std::string(name), fieldValue(header_value.as_string()));
+        // As an HTTP parser hands a value on: without the blanks around it (RFC 9110 5.5), so
+        // the decision API reads "K1 " as /v1/auth and the gateway read it.
+        view.headers.emplace_back(std::string(name),
+                                  std::string(policy::trimBlanks(header_value.as_string())));
       } else if (header_value.is_array()) {
         for (const json::value& line : header_value.as_array()) {
           if (!line.is_string()) return Error{"request: header values must be strings"};
-          view.headers.emplace_back(std::string(name), fieldValue(line.as_string()));
+          view.headers.emplace_back(std::string(name),
+                                    std::string(policy::trimBlanks(line.as_string())));
         }
       } else {
         return Error{"request: header \"" + std::string(name) + "\" must be a string or a list"};

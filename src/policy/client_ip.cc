@@ -5,19 +5,12 @@
 #include <cstring>
 #include <optional>
 
+#include "policy/request_view.h"
+
 namespace sluice::policy {
 namespace {
 
 namespace ip = boost::asio::ip;
-
-constexpr std::string_view kWhitespace = " \t";
-
-std::string_view trim(std::string_view text) noexcept {
-  const std::size_t first = text.find_first_not_of(kWhitespace);
-  if (first == std::string_view::npos) return {};
-  const std::size_t last = text.find_last_not_of(kWhitespace);
-  return text.substr(first, last - first + 1);
-}
 
 bool isDigit(char c) noexcept { return c >= '0' && c <= '9'; }
 bool isAlnum(char c) noexcept {
@@ -78,7 +71,7 @@ bool isPort(std::string_view text) noexcept {
 // "[2001:db8::1]:4711", or a bare IPv6 address (not RFC 7239, but what X-Forwarded-For carries).
 // nullopt for anything else, "unknown" and "_hidden" included.
 std::optional<ip::address> parseNode(std::string_view text) noexcept {
-  text = trim(text);
+  text = trimBlanks(text);
   if (text.empty()) return std::nullopt;
   if (text.front() == '[') {
     const std::size_t close = text.find(']');
@@ -327,9 +320,9 @@ ip::address ClientIpResolver::resolve(const ip::address& peer, std::string_view 
   ip::address last_trusted = unmapped(peer);
   if (!isTrusted(last_trusted)) return last_trusted;
 
-  forwarded = trim(forwarded);
+  forwarded = trimBlanks(forwarded);
   const bool use_forwarded = hasForParameter(forwarded);
-  ElementsFromRight elements(use_forwarded ? forwarded : trim(x_forwarded_for),
+  ElementsFromRight elements(use_forwarded ? forwarded : trimBlanks(x_forwarded_for),
                              /*honor_quotes=*/use_forwarded);
   std::string_view element;
   while (elements.next(element)) {

@@ -12,26 +12,20 @@ namespace {
 
 constexpr std::string_view kBearer = "Bearer";
 
-std::string_view trimmedBlanks(std::string_view text) noexcept {
-  const std::size_t first = text.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
-
 // The credential in `header`: for Authorization, the token after the "Bearer" scheme; else the
 // value. Blanks around it are not part of it: "Bearer  K" is the key K to a backend that splits
 // on whitespace, and as a key of its own, each extra blank was a fresh counter.
 std::optional<std::string_view> credential(const RequestView& request, std::string_view header) {
   const auto value = request.header(header);
   if (!value) return std::nullopt;
-  std::string_view text = trimmedBlanks(*value);
+  std::string_view text = trimBlanks(*value);
   if (equalsIgnoreCase(header, "authorization")) {
     if (text.size() <= kBearer.size() ||
         !equalsIgnoreCase(text.substr(0, kBearer.size()), kBearer) ||
         (text[kBearer.size()] != ' ' && text[kBearer.size()] != '\t')) {
       return std::nullopt;
     }
-    text = trimmedBlanks(text.substr(kBearer.size()));
+    text = trimBlanks(text.substr(kBearer.size()));
   }
   // An empty field is no credential: sent by a client whose key variable was unset, say.
   if (text.empty()) return std::nullopt;

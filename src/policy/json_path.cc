@@ -149,6 +149,16 @@ const boost::json::value* JsonPath::find(const boost::json::value& document) con
   return current;
 }
 
+bool JsonPath::startsWith(std::initializer_list<std::string_view> names) const noexcept {
+  if (steps_.size() < names.size()) return false;
+  std::size_t i = 0;
+  for (const std::string_view name : names) {
+    const auto* member = std::get_if<std::string>(&steps_[i++]);
+    if (member == nullptr || *member != name) return false;
+  }
+  return true;
+}
+
 std::optional<std::string> JsonPath::findText(const boost::json::value& document) const {
   const boost::json::value* value = find(document);
   if (value == nullptr) return std::nullopt;

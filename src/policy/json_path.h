@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,9 @@ class JsonPath {
   // Thread-safe. The selected value as key text: a string as it is, a number or bool as its JSON
   // text (what boost::json::serialize writes); nullopt when missing, null, an object or an array.
   [[nodiscard]] std::optional<std::string> findText(const boost::json::value& document) const;
+
+  // Whether the path's first steps are the member names `names`, however written (.a or ['a']).
+  [[nodiscard]] bool startsWith(std::initializer_list<std::string_view> names) const noexcept;
 
   // The expression as it was parsed, for error messages.
   [[nodiscard]] const std::string& text() const noexcept { return text_; }

@@ -142,7 +142,7 @@ bool appendCookiePart(const RequestContext& context, std::string_view name, std:
 void appendPathPart(const RequestView& request, bool fold_case, std::string& out) {
   if (!fold_case) return appendCounterPart(out, request.foldedPath());
   std::string lower(request.foldedPath());
-  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  for (char& c : lower) c = lowerAscii(c);
   appendCounterPart(out, lower);
 }
 
@@ -192,7 +192,7 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         // cookie:. (Other nulls, a JWT claim's say, are no value, as jwt: reads them.)
         const boost::json::value* found = part.path->find(context.document());
         if (found != nullptr && found->is_null() &&
-            part.name.starts_with("$.request.http.cookies")) {
+            part.path->startsWith({"request", "http", "cookies"})) {
           appendInDoubt(context, out);
           break;
         }

@@ -24,9 +24,7 @@ std::string canonicalHeaderName(std::string_view name) {
 
 std::string lowerCase(std::string_view text) {
   std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
+  for (char& c : out) c = lowerAscii(c);
   return out;
 }
 

@@ -53,8 +53,16 @@ struct PathReading {
 // (then /a/..;/login is /login). Never throws but for allocation.
 [[nodiscard]] std::string normalizePath(std::string_view raw, PathReading reading = {});
 
+// ASCII lower case of one character; others as they are.
+[[nodiscard]] constexpr char lowerAscii(char c) noexcept {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c;
+}
+
 // ASCII case-insensitive equality, for header names.
 [[nodiscard]] bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept;
+
+// `text` without the blanks (space, tab: HTTP's optional whitespace) around it.
+[[nodiscard]] std::string_view trimBlanks(std::string_view text) noexcept;
 
 // Whether `name` is an HTTP token (RFC 9110 5.6.2): what a header field name, and a cookie name,
 // are made of (letters, digits and !#$%&'*+-.^_`|~).

@@ -8,8 +8,6 @@ namespace sluice::policy {
 
 namespace {
 
-char lowerAscii(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
-
 bool startsWith(std::string_view text, std::string_view prefix, bool case_sensitive) noexcept {
   if (case_sensitive) return text.starts_with(prefix);
   return text.size() >= prefix.size() && equalsIgnoreCase(text.substr(0, prefix.size()), prefix);
