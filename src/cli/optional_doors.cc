@@ -56,6 +56,17 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
                                                [[maybe_unused]] server::Service& service,
                                                [[maybe_unused]] std::size_t open_files) {
 #ifdef SLUICE_WITH_RLS
+  if (auto error = openRls(path, engine, clock, service)) return error;
+#endif
+#ifdef SLUICE_WITH_GATEWAY
+  if (auto error = openGateway(path, pool, engine, clock, service, open_files)) return error;
+#endif
+  return std::nullopt;
+}
+
+#ifdef SLUICE_WITH_RLS
+std::optional<std::string> OptionalDoors::openRls(const std::string& path, Engine& engine,
+                                                  const Clock& clock, server::Service& service) {
   // gRPC runs its own threads.
   auto rls_settings = rls::loadRlsSettings(path);
   if (!rls_settings.ok()) return rls_settings.error();
@@ -96,8 +107,15 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
       return settings;
     });
   }
+  return std::nullopt;
+}
 #endif
+
 #ifdef SLUICE_WITH_GATEWAY
+std::optional<std::string> OptionalDoors::openGateway(const std::string& path, server::IoPool& pool,
+                                                      Engine& engine, const Clock& clock,
+                                                      server::Service& service,
+                                                      std::size_t open_files) {
   auto gateway_settings = gateway::loadGatewaySettings(path);
   if (!gateway_settings.ok()) return gateway_settings.error();
   if (gateway_settings.value()) {
@@ -126,9 +144,9 @@ std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::strin
       return gateway::loadGatewaySettings(file);
     });
   }
-#endif
   return std::nullopt;
 }
+#endif
 
 OptionalDoors::~OptionalDoors() {
 #ifdef SLUICE_WITH_RLS

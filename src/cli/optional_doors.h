@@ -55,6 +55,17 @@ class OptionalDoors {
 
  private:
 #ifdef SLUICE_WITH_RLS
+  // The Envoy door, when the config has an envoy_rls: section; else a watch for one added.
+  std::optional<std::string> openRls(const std::string& path, Engine& engine, const Clock& clock,
+                                     server::Service& service);
+#endif
+#ifdef SLUICE_WITH_GATEWAY
+  // The gateway, when the config has a gateway: section; else a watch for one added.
+  std::optional<std::string> openGateway(const std::string& path, server::IoPool& pool,
+                                         Engine& engine, const Clock& clock,
+                                         server::Service& service, std::size_t open_files);
+#endif
+#ifdef SLUICE_WITH_RLS
   // The lyft directory's watcher reads and parses its files, which takes seconds when they are
   // big: on a loop and thread of its own, so no I/O loop's connections wait for it. Declared
   // before rls_, whose timer lives on it.

@@ -38,8 +38,10 @@ bool startsAsGatewaySets(std::string_view name, std::string_view prefix) noexcep
 bool spellsAGatewayField(std::string_view name) noexcept {
   if (startsAsGatewaySets(name, "x-sluice-")) return true;
   if (name.find('_') == std::string_view::npos) return false;
-  return (name.size() == 15 && startsAsGatewaySets(name, "x-forwarded-for")) ||
-         (name.size() == 17 && startsAsGatewaySets(name, "x-forwarded-proto"));
+  for (const std::string_view field : {"x-forwarded-for", "x-forwarded-proto"}) {
+    if (name.size() == field.size() && startsAsGatewaySets(name, field)) return true;
+  }
+  return false;
 }
 
 void appendFraming(Framing framing, std::uint64_t content_length, std::string& out) {
