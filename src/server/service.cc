@@ -146,7 +146,21 @@ ReloadReport Service::reload() {
 }
 
 void Service::reloadInBackground(std::function<void(ReloadReport)> done) {
-  net::post(reload_thread_, [this, done = std::move(done)] { done(reload()); });
+  {
+    const std::lock_guard lock(queued_reload_mutex_);
+    queued_reload_callers_.push_back(std::move(done));
+    if (queued_reload_callers_.size() > 1) return;  // joins the reload already queued
+  }
+  net::post(reload_thread_, [this] {
+    std::vector<std::function<void(ReloadReport)>> callers;
+    {
+      // Taken before reading any file: a caller that asks from here on gets a reload of its own.
+      const std::lock_guard lock(queued_reload_mutex_);
+      callers.swap(queued_reload_callers_);
+    }
+    const ReloadReport report = reload();
+    for (const auto& answer : callers) answer(report);
+  });
 }
 
 void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer,

@@ -58,6 +58,9 @@ class Service {
   // reload() on the service's own reload thread, then `done(report)` there. Reading and parsing
   // files (a keys file of megabytes takes seconds) must not hold an I/O loop, whose listeners
   // and connections would wait meanwhile. SIGHUP and POST /admin/reload reload this way.
+  // Requests that arrive while one reload waits to start share it: each still gets a reload
+  // that began after it asked, but a burst of SIGHUPs (one per file a deploy tool touched)
+  // costs one more reload, not one each.
   void reloadInBackground(std::function<void(ReloadReport)> done);
   // More configuration reloaded with the policy (other front doors' own files), by SIGHUP and
   // POST /admin/reload alike. A hook reads its files and adds their errors and warnings to the
@@ -117,6 +120,10 @@ class Service {
   // Held by reload(): SIGHUP (on the first loop) and POST /admin/reload (on any) can overlap,
   // and a slower reload that read an older file must not store it after a newer one.
   std::mutex reload_mutex_;
+  // reloadInBackground's callers waiting for the reload queued and not yet started (none when
+  // nothing is queued).
+  std::mutex queued_reload_mutex_;
+  std::vector<std::function<void(ReloadReport)>> queued_reload_callers_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
   // Declared last, so destroyed first: a reload running is finished (joined) while everything

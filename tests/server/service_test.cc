@@ -3,9 +3,11 @@
 
 #include <atomic>
 #include <charconv>
+#include <condition_variable>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -411,6 +413,45 @@ TEST_F(ServiceTest, AdminReloadRunsOffTheIoLoops) {
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
   EXPECT_EQ(hook_calls.load(), 1);
   EXPECT_EQ(on_a_loop.load(), 0);
+}
+
+// Reload requests that arrive while one reload waits to start share it, and each caller still
+// hears of a reload that began after it asked: 100 requests made while a reload runs cost one
+// more reload, not 100.
+TEST_F(ServiceTest, ReloadsRequestedMeanwhileShareOneReload) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool first_started = false;
+  bool release_first = false;
+  int hook_calls = 0;
+  int answered = 0;
+  service_->addReloadHook([&](ReloadReport&) -> std::function<void()> {
+    std::unique_lock lock(mutex);
+    if (++hook_calls == 1) {
+      first_started = true;
+      changed.notify_all();
+      changed.wait_for(lock, std::chrono::seconds(10), [&] { return release_first; });
+    }
+    return {};
+  });
+  const auto count_answer = [&](const ReloadReport& report) {
+    EXPECT_TRUE(report.errors.empty());
+    const std::lock_guard lock(mutex);
+    ++answered;
+    changed.notify_all();
+  };
+  service_->reloadInBackground(count_answer);
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return first_started; }));
+  }
+  for (int i = 0; i < 100; ++i) service_->reloadInBackground(count_answer);
+  std::unique_lock lock(mutex);
+  release_first = true;
+  changed.notify_all();
+  ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return answered == 101; }))
+      << answered << " of 101 callers answered";
+  EXPECT_EQ(hook_calls, 2);
 }
 
 // Settings read only at start (listeners, HTTP limits, the store) are not applied by a reload,
