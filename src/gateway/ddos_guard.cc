@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "policy/client_ip.h"
 #include "policy/percent_decoding.h"
 
 namespace sluice::gateway {
@@ -102,7 +103,8 @@ std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target)
 }
 
 std::optional<DdosGuard::ConnectionTicket> DdosGuard::admitConnection(
-    const boost::asio::ip::address& address) {
+    const boost::asio::ip::address& peer, unsigned ipv6_prefix) {
+  const boost::asio::ip::address address = policy::addressNetwork(peer, ipv6_prefix);
   if (max_connections_per_ip_ == 0) return ConnectionTicket(nullptr, address);
   std::lock_guard lock(connections_mutex_);
   std::size_t& open = connections_[address];

@@ -56,9 +56,10 @@ class DdosGuard {
   };
 
   // Thread-safe. A ticket, or nullopt when `address` already has max_connections_per_ip open.
-  // The guard must outlive its tickets.
+  // An IPv6 address counts as its /ipv6_prefix network, as per-address limits count it
+  // (policy::addressNetwork). The guard must outlive its tickets.
   [[nodiscard]] std::optional<ConnectionTicket> admitConnection(
-      const boost::asio::ip::address& address);
+      const boost::asio::ip::address& address, unsigned ipv6_prefix);
 
   [[nodiscard]] GuardCounters counters() const noexcept;
 

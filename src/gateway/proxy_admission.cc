@@ -324,7 +324,7 @@ bool ProxySession::acquirePermits() {
     if (!limit.key.appendKey(*exchange.context, limit.match.describe(), key,
                              !limit.match.caseSensitive())) {
       key += 'i';  // a missing key part: count the client address
-      policy::appendCounterPart(key, exchange.context->client_ip);
+      policy::appendCounterPart(key, exchange.context->client_network);
     }
     auto permit = state_->concurrency->tryAcquire(key, limit.max_in_flight);
     if (!permit) {

@@ -354,4 +354,22 @@ std::string addressText(const ip::address& address) {
   return text;
 }
 
+ip::address addressNetwork(const ip::address& address, unsigned ipv6_prefix) noexcept {
+  if (address.is_v4()) return address;
+  const ip::address_v6 v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return ip::make_address_v4(ip::v4_mapped, v6);
+  if (ipv6_prefix >= 128) return ip::address_v6(v6.to_bytes());  // the zone id dropped
+  ip::address_v6::bytes_type bytes = v6.to_bytes();
+  for (unsigned bit = ipv6_prefix; bit < 128; ++bit) {
+    bytes[bit / 8] = static_cast<unsigned char>(bytes[bit / 8] & ~(0x80u >> (bit % 8)));
+  }
+  return ip::address_v6(bytes);
+}
+
+std::string addressNetworkText(const ip::address& address, unsigned ipv6_prefix) {
+  const ip::address network = addressNetwork(address, ipv6_prefix);
+  if (network.is_v4() || ipv6_prefix >= 128) return addressText(network);
+  return addressText(network) + '/' + std::to_string(ipv6_prefix);
+}
+
 }  // namespace sluice::policy

@@ -92,4 +92,15 @@ class ClientIpResolver {
 // without the C library's formatted printing for IPv4: it runs once per request.
 [[nodiscard]] std::string addressText(const boost::asio::ip::address& address);
 
+// What a per-address limit counts an address as (identity.ipv6_prefix): an IPv4 address itself
+// (also when written IPv4-mapped), an IPv6 address as its /ipv6_prefix network, host bits zero.
+// An IPv6 client is usually given a whole /64 (a home network, a phone's connection), so counted
+// address by address it could spend a fresh limit from each of 2^64 addresses. ipv6_prefix is
+// 1 to 128; 128 counts each address.
+[[nodiscard]] boost::asio::ip::address addressNetwork(const boost::asio::ip::address& address,
+                                                      unsigned ipv6_prefix) noexcept;
+// addressNetwork as text: "192.0.2.1", "2001:db8:1:2::/64", or at 128 the address alone.
+[[nodiscard]] std::string addressNetworkText(const boost::asio::ip::address& address,
+                                             unsigned ipv6_prefix);
+
 }  // namespace sluice::policy

@@ -76,14 +76,16 @@ std::vector<std::string> PolicyDecision::shadowDenials() const {
 RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
                                std::int64_t now_s) {
   RequestContext context(request);
-  context.client_ip = addressText(
-      policy.client_ip.resolve(request.peer,
-                               policy.forwarded_header == Policy::ForwardedHeader::kForwarded
-                                   ? request.joinedHeader("forwarded")
-                                   : std::string(),
-                               policy.forwarded_header == Policy::ForwardedHeader::kXForwardedFor
-                                   ? request.joinedHeader("x-forwarded-for")
-                                   : std::string()));
+  const boost::asio::ip::address client = policy.client_ip.resolve(
+      request.peer,
+      policy.forwarded_header == Policy::ForwardedHeader::kForwarded
+          ? request.joinedHeader("forwarded")
+          : std::string(),
+      policy.forwarded_header == Policy::ForwardedHeader::kXForwardedFor
+          ? request.joinedHeader("x-forwarded-for")
+          : std::string());
+  context.client_ip = addressText(client);
+  context.client_network = addressNetworkText(client, policy.ipv6_prefix);
   std::optional<std::string_view> token =
       policy.jwt ? credential(request, policy.jwt_header) : std::nullopt;
   if (token && looksLikeJwt(*token)) {
@@ -136,7 +138,7 @@ std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext&
       if (limit.when_missing == WhenMissing::kSkip) continue;
       key.resize(identity);
       key += 'i';  // the address fallback
-      appendCounterPart(key, context.client_ip);
+      appendCounterPart(key, context.client_network);
     }
     const std::uint64_t cost = limit.cost.value_or(context.request.cost);
     const std::size_t identity_length = key.size() - identity;

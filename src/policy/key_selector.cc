@@ -96,7 +96,7 @@ namespace {
 // when_missing says: skipping the limit, or keying either value, would let a client choose.
 void appendInDoubt(const RequestContext& context, std::string& out) {
   out += 'c';
-  appendCounterPart(out, context.client_ip);
+  appendCounterPart(out, context.client_network);
 }
 
 // Whether two cookie values read the same once %XX-decoded.
@@ -156,7 +156,7 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         appendCounterPart(out, "global");
         break;
       case Kind::kIp:
-        appendCounterPart(out, context.client_ip);
+        appendCounterPart(out, context.client_network);
         break;
       case Kind::kApiKey:
         if (!context.api_key_id) return false;
@@ -165,7 +165,7 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
       case Kind::kClient:
         // An unknown key would let a caller mint fresh counters at will: use the address.
         appendCounterPart(out, context.api_key_known && context.api_key_id ? *context.api_key_id
-                                                                           : context.client_ip);
+                                                                           : context.client_network);
         break;
       case Kind::kTier:
         appendCounterPart(out, context.tier);

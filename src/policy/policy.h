@@ -137,6 +137,8 @@ struct Policy {
   HeaderSettings headers;
   std::string api_key_header = "Authorization";  // "Authorization" reads "Bearer <key>"
   ClientIpResolver client_ip{{}};
+  // Per-address limits count an IPv6 client by its /ipv6_prefix network (addressNetwork).
+  unsigned ipv6_prefix = 64;
   // Which forwarding header the trusted proxies maintain; the other is ignored, because a proxy
   // passes a client's own copy of a header it does not set straight through.
   enum class ForwardedHeader { kXForwardedFor, kForwarded };

@@ -17,6 +17,8 @@ struct RequestContext {
 
   const RequestView& request;
   std::string client_ip;                      // resolved, textual
+  // What per-address limits count: client_ip, or for IPv6 its network (addressNetworkText).
+  std::string client_network;
   std::optional<std::string> api_key_id;      // hashApiKey() of the presented key, if any
   bool api_key_known = false;                 // the key is in the keys file
   std::string tier = "anonymous";             // from the keys file, a JWT claim, or anonymous

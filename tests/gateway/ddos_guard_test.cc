@@ -76,14 +76,29 @@ TEST_F(DdosGuardTest, ConnectionCapPerAddress) {
   DdosGuard guard(settings, clock_);
   const auto a = boost::asio::ip::make_address("192.0.2.1");
   const auto b = boost::asio::ip::make_address("192.0.2.2");
-  auto first = guard.admitConnection(a);
-  auto second = guard.admitConnection(a);
+  auto first = guard.admitConnection(a, 64);
+  auto second = guard.admitConnection(a, 64);
   ASSERT_TRUE(first && second);
-  EXPECT_FALSE(guard.admitConnection(a));
-  EXPECT_TRUE(guard.admitConnection(b));
+  EXPECT_FALSE(guard.admitConnection(a, 64));
+  EXPECT_TRUE(guard.admitConnection(b, 64));
   first.reset();
-  EXPECT_TRUE(guard.admitConnection(a));
+  EXPECT_TRUE(guard.admitConnection(a, 64));
   EXPECT_EQ(guard.counters().over_ip_connections, 1u);
+}
+
+// An IPv6 client's connections count by its network, as its requests do.
+TEST_F(DdosGuardTest, IPv6ConnectionsCountByNetwork) {
+  GuardSettings settings;
+  settings.max_connections_per_ip = 1;
+  DdosGuard guard(settings, clock_);
+  const auto a = boost::asio::ip::make_address("2001:db8:1:2::1");
+  const auto b = boost::asio::ip::make_address("2001:db8:1:2::2");
+  auto first = guard.admitConnection(a, 64);
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(guard.admitConnection(b, 64));
+  EXPECT_TRUE(guard.admitConnection(b, 128));
+  first.reset();  // given back under the network it was counted as
+  EXPECT_TRUE(guard.admitConnection(b, 64));
 }
 
 }  // namespace

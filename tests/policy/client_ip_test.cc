@@ -372,5 +372,24 @@ TEST(AddressText, MatchesToString) {
   }
 }
 
+// Per-address limits count an IPv6 address as its network: the host bits are zero, whatever
+// the prefix's alignment; IPv4 (mapped or not) is the address itself.
+TEST(AddressNetwork, IPv6CountsByItsNetwork) {
+  const auto network = [](const char* text, unsigned prefix) {
+    return addressNetworkText(ip::make_address(text), prefix);
+  };
+  EXPECT_EQ(network("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 64), "2001:db8:1:2::/64");
+  EXPECT_EQ(network("2001:db8:1:2::1", 64), network("2001:db8:1:2:ffff::9", 64));
+  EXPECT_NE(network("2001:db8:1:2::1", 64), network("2001:db8:1:3::1", 64));
+  EXPECT_EQ(network("2001:db8:1:2ff::1", 56), "2001:db8:1:200::/56");
+  EXPECT_EQ(network("2001:db8:1:ff::1", 60), "2001:db8:1:f0::/60");  // not on a byte boundary
+  EXPECT_EQ(network("2001:db8::7", 128), "2001:db8::7");
+  EXPECT_EQ(network("ffff::1", 1), "8000::/1");
+  EXPECT_EQ(network("192.0.2.1", 64), "192.0.2.1");
+  EXPECT_EQ(network("::ffff:192.0.2.1", 64), "192.0.2.1");
+  EXPECT_EQ(addressNetwork(ip::make_address("::ffff:192.0.2.1"), 64),
+            ip::make_address("192.0.2.1"));
+}
+
 }  // namespace
 }  // namespace sluice::policy

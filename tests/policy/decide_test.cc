@@ -419,6 +419,33 @@ limits:
   EXPECT_EQ(resolveIdentity(*policy_, proxied, 0).client_ip, "203.0.113.99");
 }
 
+// An IPv6 client is counted by its /64 (identity.ipv6_prefix): a fresh address from its own
+// network is no fresh limit. Behind a trusted proxy as when connected directly; 128 counts
+// each address apart.
+TEST_F(DecideTest, IPv6ClientsCountByTheirNetwork) {
+  const std::string limits = R"(
+limits:
+  - { name: per-ip, key: ip, rate: 1/min }
+  - { name: per-client, match: { path_prefix: /c }, key: client, rate: 1/min }
+)";
+  load("identity: { trusted_proxies: [10.0.0.0/8] }\n" + limits);
+  EXPECT_TRUE(decideFor(request("/", "2001:db8:1:2::1")).allowed);
+  EXPECT_FALSE(decideFor(request("/", "2001:db8:1:2:ffff::2")).allowed);
+  RequestView proxied = request("/", "10.0.0.1");
+  proxied.headers.emplace_back("X-Forwarded-For", "2001:db8:1:2:abcd::3");
+  EXPECT_FALSE(decideFor(proxied).allowed);
+  EXPECT_EQ(resolveIdentity(*policy_, proxied, 0).client_ip, "2001:db8:1:2:abcd::3");
+  EXPECT_EQ(resolveIdentity(*policy_, proxied, 0).client_network, "2001:db8:1:2::/64");
+  EXPECT_TRUE(decideFor(request("/", "2001:db8:1:3::1")).allowed);  // another network
+  EXPECT_TRUE(decideFor(request("/c", "2001:db8:9:9::1")).allowed);
+  EXPECT_FALSE(decideFor(request("/c", "2001:db8:9:9::2")).allowed);  // client falls back too
+
+  load("identity: { ipv6_prefix: 128 }\n" + limits);
+  EXPECT_TRUE(decideFor(request("/", "2001:db8:5:2::1")).allowed);
+  EXPECT_TRUE(decideFor(request("/", "2001:db8:5:2::2")).allowed);
+  EXPECT_FALSE(decideFor(request("/", "2001:db8:5:2::2")).allowed);
+}
+
 // JWT claims key a limit only after verification: forged, unsigned and expired tokens fall
 // back to the address.
 TEST_F(DecideTest, JwtClaimsOnlyWhenVerified) {

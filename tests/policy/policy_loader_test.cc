@@ -451,6 +451,11 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
         << window;  // the count itself: what the window does
   }
   refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
+  for (const std::string bits : {"0", "129", "-1", "/64"}) {
+    refused("identity: { ipv6_prefix: " + bits + " }\n" + limit, 1, "identity.ipv6_prefix");
+  }
+  EXPECT_EQ(policyFrom(limit)->ipv6_prefix, 64u);
+  EXPECT_EQ(policyFrom("identity: { ipv6_prefix: 128 }\n" + limit)->ipv6_prefix, 128u);
   // A shaper holds a request (and its connection) up to burst / rate: at most 60 s, as a throttle.
   refused(
       "limits: [{ name: a, algorithm: leaky_bucket_shaper, rate: 1/h, burst: 1000 }]\n", 1,
