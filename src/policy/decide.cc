@@ -92,8 +92,10 @@ RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
     context.claims = policy.jwt->verify(*token, now_s);
   }
   const auto api_key = credential(request, policy.api_key_header);
-  // A bearer JWT is a token, not an API key.
-  if (api_key && !(policy.jwt && looksLikeJwt(*api_key))) {
+  // A JWT in the header that tokens are read from is a token, not an API key; an API key read
+  // from a header of its own is a key, dots or not.
+  if (api_key && !(policy.jwt && equalsIgnoreCase(policy.jwt_header, policy.api_key_header) &&
+                   looksLikeJwt(*api_key))) {
     context.api_key_id = hashApiKey(*api_key);
     const auto tier = policy.api_key_tiers.find(*context.api_key_id);
     if (tier != policy.api_key_tiers.end()) {

@@ -45,6 +45,19 @@ std::optional<std::string> shaperHoldProblem(const LimitSpec& spec) {
          "s here), and must not hold one over 60s: lower the burst or raise the rate";
 }
 
+// A window allows its rate's count per period: another burst would be ignored, and read as if
+// it held. (One equal to the count says what the window does, and is taken.)
+std::optional<std::string> windowBurstProblem(Algorithm algorithm, const Rate& rate,
+                                              std::uint64_t burst) {
+  if (burst == rate.count ||
+      (algorithm != Algorithm::kFixedWindow && algorithm != Algorithm::kSlidingWindowLog &&
+       algorithm != Algorithm::kSlidingWindowCounter)) {
+    return std::nullopt;
+  }
+  return std::string(algorithmName(algorithm)) +
+         " allows the rate's count per window, and takes no other burst (a bucket or gcra does)";
+}
+
 void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy, Errors& errors) {
   if (policy.tiers.empty()) {
     errors.add(node,
@@ -54,6 +67,12 @@ void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy
   for (const auto& [name, tier] : policy.tiers) {
     if (tier.unlimited || tier.rate.count == 0)
       continue;  // a tier without a usable rate is reported already (loadTiers)
+    if (tier.burst != 0) {
+      if (const auto problem = windowBurstProblem(limit.algorithm, tier.rate, tier.burst)) {
+        errors.add(node, "limit " + limit.name + " with tier " + name + " (burst " +
+                             std::to_string(tier.burst) + "): " + *problem);
+      }
+    }
     Result<LimitSpec> spec =
         LimitSpec::make(limit.algorithm, tier.rate, tier.burst == 0 ? tier.rate.count : tier.burst);
     if (!spec.ok()) {
@@ -138,15 +157,8 @@ void loadNumbers(const YAML::Node& node, const std::string& where, const Policy&
     const std::uint64_t burst =
         node["burst"] ? unsignedValue(node["burst"], where + ".burst", errors).value_or(0)
                       : rate->count;
-    // A window allows its rate's count per period: another burst would be ignored, and read as
-    // if it held. (One equal to the count says what the window does, and is taken.)
-    if (node["burst"] && burst != rate->count &&
-        (limit.algorithm == Algorithm::kFixedWindow ||
-         limit.algorithm == Algorithm::kSlidingWindowLog ||
-         limit.algorithm == Algorithm::kSlidingWindowCounter)) {
-      errors.add(node["burst"], where + ".burst: " + std::string(algorithmName(limit.algorithm)) +
-                                    " allows the rate's count per window, and takes no other "
-                                    "burst (a bucket or gcra does)");
+    if (const auto problem = windowBurstProblem(limit.algorithm, *rate, burst)) {
+      errors.add(node["burst"], where + ".burst: " + *problem);
     }
     Result<LimitSpec> spec = LimitSpec::make(limit.algorithm, *rate, burst);
     if (spec.ok()) {

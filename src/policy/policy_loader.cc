@@ -112,16 +112,29 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   }
 }
 
+// A header or claim name: empty would turn its identity off without a word (a template whose
+// variable was unset), so it is refused.
+std::string nonEmptyScalar(const YAML::Node& node, const std::string& what, Errors& errors) {
+  std::string value = scalar(node, what, errors).value_or("");
+  if (value.empty() && node.IsScalar()) errors.add(node, what + " must not be empty");
+  return value;
+}
+
 void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy, Errors& errors) {
   if (!isMap(node, "identity.jwt", errors)) return;
   checkKeys(node, "identity.jwt", {"header", "keys", "leeway", "tier_claim"}, errors);
-  if (node["header"])
-    policy.jwt_header = scalar(node["header"], "identity.jwt.header", errors).value_or("");
+  if (node["header"]) {
+    policy.jwt_header = nonEmptyScalar(node["header"], "identity.jwt.header", errors);
+  }
   if (node["tier_claim"]) {
-    policy.tier_claim = scalar(node["tier_claim"], "identity.jwt.tier_claim", errors).value_or("");
+    policy.tier_claim = nonEmptyScalar(node["tier_claim"], "identity.jwt.tier_claim", errors);
   }
   const Micros leeway_us =
       node["leeway"] ? durationValue(node["leeway"], "identity.jwt.leeway", errors).value_or(0) : 0;
+  // exp and nbf are whole seconds: a finer leeway would be cut to whole seconds unseen.
+  if (leeway_us % kMicrosPerSecond != 0) {
+    errors.add(node["leeway"], "identity.jwt.leeway must be whole seconds (exp and nbf are)");
+  }
   const YAML::Node keys = node["keys"];
   if (!keys || !keys.IsSequence() || keys.size() == 0) {
     errors.add(node, "identity.jwt.keys must list at least one key");
@@ -206,7 +219,14 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
           const std::string key = scalar(entry["key"], "key", file_errors).value_or("");
           // An empty key (a template's unset variable) would give its tier to every client
           // sending the header empty.
-          if (key.empty()) file_errors.add(entry["key"], "a key must not be empty");
+          if (key.empty()) {
+            file_errors.add(entry["key"], "a key must not be empty");
+          } else if (trimBlanks(key).size() != key.size()) {
+            // Requests' keys are read without the blanks around them (as HTTP trims a field),
+            // so this one could never be presented.
+            file_errors.add(entry["key"],
+                            "a key must not begin or end with a blank: no request's key can");
+          }
           id = hashApiKey(key);
         } else if (entry["sha256"]) {
           id = apiKeyIdFromSha256("sha256:" +
@@ -253,7 +273,7 @@ void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& p
   }
   if (node["api_key_header"]) {
     policy.api_key_header =
-        scalar(node["api_key_header"], "identity.api_key_header", errors).value_or("");
+        nonEmptyScalar(node["api_key_header"], "identity.api_key_header", errors);
   }
   if (const YAML::Node proxies = node["trusted_proxies"]) {
     std::vector<Cidr> networks;

@@ -122,6 +122,24 @@ limits:
   EXPECT_FALSE(decideFor(with_key("made-up-4")).allowed);
 }
 
+// An API key read from a header of its own is a key even when it has the dots of a JWT: only the
+// header that tokens are read from holds tokens. A key such as "acme.prod.7f3a" lost its tier.
+TEST_F(DecideTest, AnApiKeyWithDotsIsAKeyOutsideTheTokensHeader) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/dotted-keys.yaml") << "keys:\n  - { key: acme.prod.7f3a, tier: premium }\n";
+  policy_ = policyFrom(std::string("identity:\n  api_key_header: X-Api-Key\n"
+                                   "  keys_file: dotted-keys.yaml\n"
+                                   "  jwt: { header: X-Jwt, keys: [{ algorithm: HS256, secret: ") +
+                           kSecret + " }] }\n" +
+                           "tiers: { anonymous: { rate: 1/min }, premium: { rate: 9/min } }\n"
+                           "limits: [{ name: per-client, key: client, from_tier: true }]\n",
+                       dir);
+  ASSERT_NE(policy_, nullptr);
+  RequestView keyed = request("/a");
+  keyed.headers.emplace_back("X-Api-Key", "acme.prod.7f3a");
+  EXPECT_EQ(resolveIdentity(*policy_, keyed, 0).tier, "premium");
+}
+
 // An empty API key field is no key: it shares the address's counter with requests sending none.
 TEST_F(DecideTest, AnEmptyCredentialIsNone) {
   load(R"(

@@ -21,6 +21,7 @@ class KeySelectorTest : public ::testing::Test {
     view_.path = "/orders/7";
     view_.headers = {{"X-User-Id", "u1"}, {"Cookie", "theme=dark; user-id=\"u2\"; id=short"}};
     context_.client_ip = "192.0.2.5";
+    context_.client_network = "192.0.2.5";
     context_.api_key_id = hashApiKey("secret-key");
     context_.tier = "free";
   }
@@ -99,6 +100,7 @@ TEST(RequestDocument, OnlyACookieInDoubtCountsByAddress) {
   view.headers = {{"Cookie", "sid=a; sid=b"}};
   RequestContext context(view);
   context.client_ip = "192.0.2.5";
+  context.client_network = "192.0.2.5";
   context.claims = boost::json::object{{"org", nullptr}};
   const auto key = [&](const std::string& part) -> std::optional<std::string> {
     const Result<KeySelector> selector = KeySelector::parse({part});

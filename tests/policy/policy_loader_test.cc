@@ -336,6 +336,15 @@ TEST(PolicyLoader, KeysFile) {
   ASSERT_FALSE(empty.empty());
   EXPECT_NE(empty[0].find("keys-empty.yaml:2:"), std::string::npos) << describe(empty);
   EXPECT_NE(empty[0].find("must not be empty"), std::string::npos) << describe(empty);
+  // Requests' keys are read without blanks around them: such an entry could never match.
+  for (const std::string key : {" k3", "k3 ", "   "}) {
+    std::ofstream(dir + "/keys-blank.yaml") << "keys:\n  - { key: \"" << key << "\", tier: gold }\n";
+    const std::vector<std::string> blank = errorsOf(base + "keys-blank.yaml\n", dir);
+    ASSERT_FALSE(blank.empty()) << '"' << key << '"';
+    EXPECT_NE(blank[0].find("keys-blank.yaml:2:"), std::string::npos) << describe(blank);
+    EXPECT_NE(blank[0].find("must not begin or end with a blank"), std::string::npos)
+        << describe(blank);
+  }
   const std::vector<std::string> errors = errorsOf(base + "keys-bad.yaml\n", dir);
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors[0].find("keys-bad.yaml:2:"), std::string::npos) << describe(errors);
@@ -451,6 +460,28 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
         << window;  // the count itself: what the window does
   }
   refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
+  // An empty header or claim name would turn that identity off without a word.
+  refused("identity: { api_key_header: \"\" }\n" + limit, 1,
+          "identity.api_key_header must not be empty");
+  const std::string hs256 = "keys: [{ algorithm: HS256, secret: 0123456789abcdef0123456789abcdef }]";
+  refused("identity:\n  jwt: { header: \"\", " + hs256 + " }\n" + limit, 2,
+          "identity.jwt.header must not be empty");
+  refused("identity:\n  jwt: { tier_claim: \"\", " + hs256 + " }\n" + limit, 2,
+          "identity.jwt.tier_claim must not be empty");
+  // exp and nbf are whole seconds; 999ms read as 0.
+  refused("identity:\n  jwt: { leeway: 999ms, " + hs256 + " }\n" + limit, 2,
+          "identity.jwt.leeway must be whole seconds");
+  EXPECT_NE(policyFrom("identity:\n  jwt: { leeway: 2000ms, " + hs256 + " }\n" + limit), nullptr);
+  // A tier's burst on a window limit would be ignored, as a limit's own is.
+  refused("tiers: { anonymous: { rate: 10/min, burst: 3 } }\n"
+          "limits: [{ name: w, key: ip, from_tier: true, algorithm: fixed_window }]\n",
+          2, "limit w with tier anonymous (burst 3): fixed_window allows the rate's count");
+  EXPECT_NE(policyFrom("tiers: { anonymous: { rate: 10/min, burst: 10 } }\n"
+                       "limits: [{ name: w, key: ip, from_tier: true, algorithm: fixed_window }]\n"),
+            nullptr);
+  EXPECT_NE(policyFrom("tiers: { anonymous: { rate: 10/min, burst: 3 } }\n"
+                       "limits: [{ name: w, key: ip, from_tier: true, algorithm: gcra }]\n"),
+            nullptr);
   for (const std::string bits : {"0", "129", "-1", "/64"}) {
     refused("identity: { ipv6_prefix: " + bits + " }\n" + limit, 1, "identity.ipv6_prefix");
   }
