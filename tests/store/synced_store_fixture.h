@@ -38,10 +38,11 @@ class SyncedStoreTest : public ::testing::Test {
   }
 
   std::unique_ptr<SyncedStore> makeNode(Micros sync_interval_us,
-                                        Micros timeout_us = 5 * kMicrosPerSecond) {
+                                        Micros timeout_us = 5 * kMicrosPerSecond,
+                                        std::size_t nodes = kNodes) {
     SyncedStoreOptions options;
     options.port = static_cast<std::uint16_t>(server_.port());
-    options.sluice_nodes = kNodes;
+    options.sluice_nodes = nodes;
     options.sync_interval_us = sync_interval_us;
     options.timeout_us = timeout_us;
     return std::make_unique<SyncedStore>(options);

@@ -371,6 +371,32 @@ TEST_F(SyncedStoreTest, KeepsDecidingThroughAnOutage) {
   EXPECT_LE(static_cast<double>(admitted), 100.0 + 100.0 * elapsed_s);
 }
 
+// The same where the limit refills less than a unit per node each interval: 10/s over four
+// nodes, synced every 50 ms, is half a unit an interval. Each failed push counts the node's
+// unit as four; what the view has no room for is owed and taken as it refills, so the node goes
+// on at about a quarter of the rate. Dropped, it admitted the whole 10/s. The upper bound is
+// the share of the burst and of what refills over the time measured, with room to spare.
+TEST_F(SyncedStoreTest, KeepsToItsShareThroughAnOutageWhenTheRateIsSlow) {
+  auto node = makeNode(50 * kMicrosPerMilli, 50 * kMicrosPerMilli, /*nodes=*/4);
+  const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 10);
+  const LimitCheck check{"slow-outage", &bucket, 1};
+  Outcome outcome;
+  (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+  ASSERT_TRUE(syncUntilOk(*node));
+  server_.stop();
+  std::uint64_t admitted = 0;
+  const auto started = SteadyClock::now();
+  for (int round = 0; round < 200; ++round) {  // bounded: 200 rounds of 10 ms
+    (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+    admitted += outcome.allowed ? 1 : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double elapsed_s = std::chrono::duration<double>(SteadyClock::now() - started).count();
+  EXPECT_GE(admitted, 2u) << "the node goes on deciding";
+  EXPECT_LE(static_cast<double>(admitted), 3.0 + 1.5 * (10.0 + 10.0 * elapsed_s) / 4.0)
+      << "over " << elapsed_s << " s";
+}
+
 // While a timed-out sync is still queued on its connection (Redis frozen), no further sync is
 // sent behind it with the same units: the rounds count as failed without asking, so nothing
 // piles up in the connection's buffers. After the thaw Redis holds exactly what was admitted.

@@ -36,7 +36,7 @@ bool SyncedStore::makeRoom(std::size_t wanted, std::span<const std::size_t> held
 }
 
 bool SyncedStore::forgetsNothing(const Entry& entry, Micros now_us) noexcept {
-  return entry.pending == 0 && entry.in_flight == 0 &&
+  return entry.pending == 0 && entry.in_flight == 0 && entry.outage_debt == 0 &&
          redis::peek(entry.global, entry.spec, now_us).remaining >= entry.spec.limit();
 }
 

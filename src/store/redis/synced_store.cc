@@ -164,6 +164,7 @@ StoreStatus SyncedStore::apply(std::span<const LimitCheck> checks, const Clock& 
       Entry& entry = *entries[i];
       entry.spec = *checks[i].spec;  // a reload may have changed the count
       entry.last_used_us = steady_us;
+      payOutageDebt(entry, now_us);
       std::uint64_t earlier = 0;
       for (std::size_t j = 0; j < i; ++j) {
         if (entries[j] == &entry) earlier += checks[j].cost;
@@ -369,6 +370,7 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
       entry.global = states[i];
       entry.global_at_us = redis_now_us;
       entry.folded = 0;
+      entry.outage_debt = 0;
       if (entry.pending == 0 && entry.in_flight == 0) shard.next_eviction_scan_us = 0;
     } else {
       // Push it again next time, and pull it then too. (A call that timed out may still run
@@ -387,14 +389,23 @@ void SyncedStore::foldIn(Entry& entry, Micros now_us) const noexcept {
   entry.folded += unfolded;
   // As every node's, not only this one's: the others are cut off too and presumably as busy,
   // so the node goes on at about its share of the rate (what on_error: local enforces) rather
-  // than at the whole rate. A state can only be emptied, not overdrawn: past empty the rest
-  // is dropped, which at worst lets the limit refill a little early.
-  const Outcome room = redis::peek(entry.global, entry.spec, now_us);
-  const std::uint64_t scaled =
-      unfolded > room.remaining / std::max<std::size_t>(1, options_.sluice_nodes)
-          ? room.remaining
-          : unfolded * std::max<std::size_t>(1, options_.sluice_nodes);
-  if (scaled > 0) (void)algorithm::consumeCompact(entry.global, now_us, entry.spec, scaled);
+  // than at the whole rate. A state can only be emptied, not overdrawn: what does not fit now
+  // is owed, and taken as the state refills. At most a full limit is owed, so the node never
+  // waits longer than the limit takes to refill.
+  const std::uint64_t nodes = std::max<std::size_t>(1, options_.sluice_nodes);
+  const std::uint64_t limit = entry.spec.limit();
+  const std::uint64_t scaled = unfolded > limit / nodes ? limit : unfolded * nodes;
+  entry.outage_debt = std::min(limit, entry.outage_debt + scaled);
+  payOutageDebt(entry, now_us);
+}
+
+void SyncedStore::payOutageDebt(Entry& entry, Micros now_us) noexcept {
+  if (entry.outage_debt == 0) return;
+  const std::uint64_t room = redis::peek(entry.global, entry.spec, now_us).remaining;
+  const std::uint64_t paid = std::min(room, entry.outage_debt);
+  if (paid == 0) return;
+  (void)algorithm::consumeCompact(entry.global, now_us, entry.spec, paid);
+  entry.outage_debt -= paid;
 }
 
 void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
@@ -424,6 +435,7 @@ void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
           entry.global = states[i];
           entry.global_at_us = redis_now_us;
           entry.folded = 0;
+          entry.outage_debt = 0;
         }
         entry.folded = std::min(entry.folded, entry.pending + entry.in_flight);
       }

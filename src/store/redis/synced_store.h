@@ -102,6 +102,8 @@ class SyncedStore final : public Store {
   // After a failed push of `entry` (its shard locked): counts its units not yet in its view of
   // the global state into that view, at `now_us` on Redis's clock (Entry::folded).
   void foldIn(Entry& entry, Micros now_us) const noexcept;
+  // Takes what `entry` owes (Entry::outage_debt) from its view as far as the view has room.
+  static void payOutageDebt(Entry& entry, Micros now_us) noexcept;
   // Forgets the entries of `shard` (locked) that forgetsNothing, or else the least recently
   // used ones whose units are all in Redis; never one of `keep`. How many.
   std::size_t evict(Shard& shard, std::span<const std::uint64_t> keep, Micros now_us,

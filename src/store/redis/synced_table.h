@@ -32,6 +32,11 @@ struct SyncedStore::Entry {
   // they drain from it as the limit refills instead of standing against the share for the
   // whole outage. A state read from Redis counts none of them: it resets to 0.
   std::uint64_t folded = 0;
+  // Of what foldIn counted for the other nodes, the units the view had no room for yet: taken
+  // from it as it refills (payOutageDebt), before this node admits again. Dropped, a limit
+  // refilling less than a unit per node each interval let the node admit at the whole rate.
+  // A state read from Redis resets it to 0.
+  std::uint64_t outage_debt = 0;
   bool share_ran_out = false;  // a decision was denied for this node's share since the push
   Micros last_used_us = 0;     // steady
   // The Redis time `global` was read at: a late reply's state replaces only an older one.
