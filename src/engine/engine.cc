@@ -10,7 +10,7 @@ Decision Engine::check(std::span<const LimitCheck> checks) noexcept {
   // One by one rather than resize(): for the usual one or two limits, GCC's zeroing of a
   // resize is a `rep stos` whose start-up cost was a fifth of a hot-key decision.
   for (std::size_t i = 0; i < checks.size(); ++i) decision.statuses.emplace_back();
-  finish(decision, store_.apply(checks, clock_, decision.statuses));
+  finish(checks, decision, store_.apply(checks, clock_, decision.statuses));
   return decision;
 }
 
@@ -18,20 +18,28 @@ void Engine::checkAsync(std::span<const LimitCheck> checks, DecisionCallback don
   auto decision = std::make_shared<Decision>();
   if (checks.empty()) return done(std::move(*decision));
   for (std::size_t i = 0; i < checks.size(); ++i) decision->statuses.emplace_back();
+  // applyAsync keeps `checks` valid until its callback has run.
   store_.applyAsync(checks, clock_, decision->statuses,
-                    [decision, done = std::move(done)](StoreStatus status) {
-                      finish(*decision, status);
+                    [checks, decision, done = std::move(done)](StoreStatus status) {
+                      finish(checks, *decision, status);
                       done(std::move(*decision));
                     });
 }
 
-void Engine::finish(Decision& decision, StoreStatus status) noexcept {
+void Engine::finish(std::span<const LimitCheck> checks, Decision& decision,
+                    StoreStatus status) noexcept {
   if (status == StoreStatus::kUnavailable) {
     // A store that cannot decide at all denies: fail closed. (Stores that can fail wrap
     // themselves in a FailoverStore, which applies each limit's on_error and says kDegraded.)
-    for (Outcome& outcome : decision.statuses) {
+    // The answer still names the limit, and asks for a retry a second on, as an on_error: deny
+    // does: a 429 saying "limit 0, retry now" invites the retry storm it should hold off.
+    for (std::size_t i = 0; i < decision.statuses.size(); ++i) {
+      Outcome& outcome = decision.statuses[i];
       outcome = Outcome{};
       outcome.reason = DenyReason::kStoreUnavailable;
+      outcome.limit = checks[i].spec != nullptr ? checks[i].spec->limit() : 0;
+      outcome.retry_after_us = kUnavailableRetryAfterUs;
+      outcome.reset_after_us = kUnavailableRetryAfterUs;  // "full now" would contradict it
     }
   }
   decision.degraded = status != StoreStatus::kOk;

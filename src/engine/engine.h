@@ -28,8 +28,12 @@ class Engine {
   [[nodiscard]] bool decidesInline() const noexcept { return store_.decidesInline(); }
 
  private:
+  // What a store that cannot decide at all asks of the caller: to retry a second on.
+  static constexpr Micros kUnavailableRetryAfterUs = kMicrosPerSecond;
+
   // Turns the store's status and outcomes into the decision's summary.
-  static void finish(Decision& decision, StoreStatus status) noexcept;
+  static void finish(std::span<const LimitCheck> checks, Decision& decision,
+                     StoreStatus status) noexcept;
 
   Store& store_;
   const Clock& clock_;

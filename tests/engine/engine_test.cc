@@ -85,5 +85,36 @@ TEST_F(EngineTest, ShaperDelay) {
   EXPECT_EQ(decision.delay_us, 200 * kMicrosPerMilli);
 }
 
+// A store that cannot decide at all: the request is denied, and the answer still names each
+// limit and asks for a retry a second on (it said limit 0 and "retry now").
+TEST_F(EngineTest, AStoreThatCannotDecideDeniesWithTheLimitsAndARetry) {
+  struct UnavailableStore final : Store {
+    StoreStatus apply(std::span<const LimitCheck>, const Clock&,
+                      std::span<Outcome> outcomes) noexcept override {
+      for (Outcome& outcome : outcomes) outcome.remaining = 99;  // half written, then given up
+      return StoreStatus::kUnavailable;
+    }
+  };
+  UnavailableStore unavailable;
+  Engine engine(unavailable, clock_);
+  const std::vector<LimitCheck> checks{{"g", &global_, 1}, {"c", &per_client_, 1}};
+  for (const Decision& decision :
+       {engine.check(checks), [&] {
+          Decision answered;
+          engine.checkAsync(checks, [&](Decision&& d) { answered = std::move(d); });
+          return answered;
+        }()}) {
+    EXPECT_FALSE(decision.allowed);
+    EXPECT_TRUE(decision.degraded);
+    EXPECT_EQ(decision.retry_after_us, kMicrosPerSecond);
+    ASSERT_EQ(decision.statuses.size(), 2u);
+    EXPECT_EQ(decision.statuses[0].reason, DenyReason::kStoreUnavailable);
+    EXPECT_EQ(decision.statuses[0].limit, 100u);
+    EXPECT_EQ(decision.statuses[1].limit, 3u);
+    EXPECT_EQ(decision.statuses[1].remaining, 0u);
+    EXPECT_EQ(decision.statuses[1].reset_after_us, kMicrosPerSecond);
+  }
+}
+
 }  // namespace
 }  // namespace sluice
