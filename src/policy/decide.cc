@@ -182,9 +182,12 @@ bool applyActions(PolicyDecision& result, Micros already_waited_us) {
   if (!result.allowed) {
     const Limit& limit = *result.binding()->limit;
     const Micros wait_us = result.enforced.retry_after_us;
-    // Only a wait makes a throttle: a denial with nothing to wait for (a store that could not
-    // decide at all) is a plain denial, with the limit's status.
-    if (limit.action == Action::kThrottle && wait_us > 0 && wait_us != kNever &&
+    // Only a wait for units makes a throttle: a denial by a store that could not decide (its
+    // retry a guess) is a plain denial, with the limit's status; held, requests would pile up
+    // on a broken store.
+    const bool store_failed =
+        result.enforced.statuses[result.enforced.binding].reason == DenyReason::kStoreUnavailable;
+    if (limit.action == Action::kThrottle && !store_failed && wait_us > 0 && wait_us != kNever &&
         already_waited_us <= limit.max_delay_us - wait_us) {
       // Not final: the caller waits and decides again. Shadow limits are counted once, on the
       // final pass, not on every pass of a throttled request.
