@@ -309,6 +309,27 @@ TEST_F(SyncedStoreTest, ANodeGoingAwayDoesNotWaitOnAFrozenRedis) {
   gone.wait();
 }
 
+// A node going away while a sync that timed out is still queued on a frozen Redis does not
+// push that sync's units again: Redis runs the queued sync once it resumes, and with the last
+// push behind it counted them twice (7 + 13 admitted read 33).
+TEST_F(SyncedStoreTest, ANodeGoingAwayDoesNotPushATimedOutSyncAgain) {
+  // A sync's deadline is at least an interval: a short one times out soon.
+  auto node = makeNode(200 * kMicrosPerMilli, 100 * kMicrosPerMilli);
+  ASSERT_TRUE(syncUntilOk(*node));
+  ASSERT_TRUE(applyOne(*node, 7).allowed);
+  ASSERT_TRUE(syncUntilOk(*node));
+  {
+    Frozen frozen(redisPid(server_));
+    ASSERT_TRUE(applyOne(*node, 13).allowed);
+    EXPECT_FALSE(node->syncNow());  // times out; Redis holds the call
+    auto gone = std::async(std::launch::async, [&] { node.reset(); });
+    EXPECT_EQ(gone.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+    frozen.thaw();
+    gone.wait();
+  }
+  EXPECT_EQ(usedInRedis(), 20u);
+}
+
 // A node going away (its store closed, as `sluice serve` does when it stops) pushes what it
 // held back.
 TEST_F(SyncedStoreTest, ANodeGoingAwayPushesWhatItHeldBack) {
@@ -342,8 +363,6 @@ TEST_F(SyncedStoreTest, GroupsNameSeparateCounters) {
   EXPECT_NE(keys[0].text.find("k|"), std::string::npos) << keys[0].text;
 }
 
-// A full table makes room for a new key by forgetting keys whose units Redis already holds, as
-// the memory store evicts. A key with units not yet pushed is never forgotten (they would be
 // While Redis is down a node keeps deciding alone at about its share of the rate: its failed
 // pushes fold its units into its own view, which refills, instead of standing against its
 // share for the whole outage (before, a key admitted one share, then denied until Redis came

@@ -344,13 +344,33 @@ void SyncedStore::stopSyncing() {
   std::promise<void> pushed;
   loop_.post([&] {
     sync_timer_.reset();  // a sync still out finishes, and schedules none
-    Collected collected = collect(Push::kEverything, /*pull=*/false, steadyNowUs());
-    if (collected.batches.empty() || pool_ == nullptr) return pushed.set_value();
-    // May run beside a sync still out: each call takes its own units from in_flight.
-    send(std::move(collected.batches), kFinalPushDeadlineUs, 0,
-         [&pushed](bool) { pushed.set_value(); });
+    pushFinally(steadyNowUs() + kFinalPushDeadlineUs, [&pushed] { pushed.set_value(); });
   });
   pushed.get_future().wait();
+}
+
+void SyncedStore::pushFinally(Micros until_steady_us, std::function<void()> done) {
+  const Micros now_steady_us = steadyNowUs();
+  if (pool_ == nullptr) return done();
+  if (late_calls_out_->load() > 0) {
+    // A sync that timed out is still queued on the connection, and its units are pending again:
+    // pushed now, they would count twice once Redis runs both. Its late reply takes them out of
+    // pending; wait for it, as long as the deadline allows. Past it, push nothing: Redis may
+    // still run the queued sync, and what was admitted since is lost rather than counted twice.
+    if (now_steady_us >= until_steady_us) return done();
+    auto timer = std::make_shared<boost::asio::steady_timer>(loop_.io(),
+                                                             std::chrono::milliseconds(5));
+    timer->async_wait([this, timer, until_steady_us, done = std::move(done)](
+                          const boost::system::error_code&) mutable {
+      pushFinally(until_steady_us, std::move(done));
+    });
+    return;
+  }
+  Collected collected = collect(Push::kEverything, /*pull=*/false, now_steady_us);
+  if (collected.batches.empty()) return done();
+  // May run beside a sync still out: each call takes its own units from in_flight.
+  send(std::move(collected.batches), std::max<Micros>(until_steady_us - now_steady_us, 10'000), 0,
+       [done = std::move(done)](bool) { done(); });
 }
 
 bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {

@@ -138,7 +138,11 @@ class SyncedStore final : public Store {
   // Ends the syncs every interval and pushes every key's pending units, so that what this node
   // admitted outlives it (`sluice serve` closes its store when it stops). Waits at most a
   // second: Redis unreachable fails the calls at once, a frozen one runs into their deadline.
+  // Units of a sync that timed out and may still run are not pushed again (pushFinally).
   void stopSyncing();
+  // stopSyncing's push on the loop, once no sync that timed out is still queued on the
+  // connection (at most until `until_steady_us`); then `done`.
+  void pushFinally(Micros until_steady_us, std::function<void()> done);
   // Takes a sync reply (or its failure) into the entries; true if it was a good reply.
   bool applyReply(const Batch& batch, const redisReply* reply);
   // A sync that timed out (its deltas went back to pending) ran after all: takes its deltas
