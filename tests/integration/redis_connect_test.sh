@@ -109,5 +109,23 @@ for _ in $(seq 1 60); do answer=$(check "$node"); [ "$answer" = "200 " ] && brea
 grep -q "store: redis unix:$work/plain.sock" "$work/node$node.out" "$work/node$node.err" ||
   fail "the store line does not name the socket: $(cat "$work/node$node.err")"
 
-echo "redis and synced modes AUTH with the password from the environment; a wrong one is logged and follows on_error; a Unix socket works"
+# A Redis that stops answering (frozen here) is logged: the calls that time out say so, where
+# only the degraded metric showed it.
+kill -STOP "$plain_pid"
+answer=$(check "$node")
+kill -CONT "$plain_pid"
+[ "${answer#* }" = "true" ] || fail "with Redis frozen: '$answer', not a degraded decision"
+for _ in $(seq 1 60); do grep -q "no answer within 200 ms" "$work/node$node.err" && break; sleep 0.05; done
+grep -q "redis unix:$work/plain.sock: no answer within 200 ms" "$work/node$node.err" ||
+  fail "a frozen Redis was not logged: $(cat "$work/node$node.err")"
+
+# A Unix socket with nothing there fails at once, with no connection to lose: still logged.
+node=$((node + 1))
+sed "s|plain.sock|absent.sock|" "$work/socket.yaml" > "$work/absent.yaml"
+start_node "$sluice_bin" "$work/absent.yaml"
+for _ in $(seq 1 60); do grep -q "unreachable" "$work/node$node.err" && break; sleep 0.05; done
+grep -q "redis unix:$work/absent.sock: unreachable (" "$work/node$node.err" ||
+  fail "a Unix socket that is not there was not logged: $(cat "$work/node$node.err")"
+
+echo "redis and synced modes AUTH with the password from the environment; a wrong one is logged and follows on_error; a Unix socket works; a frozen Redis and an absent socket are logged"
 echo "1 passed, 0 failed"

@@ -48,7 +48,11 @@ void RedisConnection::connect() {
                                    : redisAsyncConnect(options_.host.c_str(), options_.port);
   if (context == nullptr) return scheduleReconnect();
   if (context->err != 0) {
+    // Failed at once, as a Unix socket that is not there (or has no listener) does: no cleanup
+    // will follow to say so, so say it here, or such a Redis was never reported unreachable.
+    const std::string reason = context->errstr;
     redisAsyncFree(context);
+    if (options_.on_state) options_.on_state(false, false, reason);
     return scheduleReconnect();
   }
   context_ = context;

@@ -57,8 +57,8 @@ class Reachability {
         !has_password && (reason.find("NOAUTH") != std::string_view::npos ||
                           reason.find("unauthenticated") != std::string_view::npos);
     spdlog::warn(
-        "redis {}: unreachable ({}){}; its calls fail as unavailable, and each limit's on_error "
-        "decides, until it answers",
+        "redis {}: unreachable ({}){}; until it answers, its calls fail and decisions are "
+        "degraded (each limit's on_error decides; a synced node decides alone)",
         address, reason,
         wants_password ? "; it wants a password: set store.password or store.password_env" : "");
   }
@@ -130,7 +130,7 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
   flight->deadline.expires_after(timeout);
   // `this` is used only while the call is unfinished: the pool's destructor fails every call
   // (closing their connections), so an unfinished call means the pool is still there.
-  flight->deadline.async_wait([this, flight](const boost::system::error_code& error) {
+  flight->deadline.async_wait([this, flight, timeout](const boost::system::error_code& error) {
     // Finished: the reply came after this handler was queued (cancel() cannot recall it).
     if (error || flight->finished) return;
     // A reply that reached the socket while this handler waited in the loop's queue (the loop
@@ -138,10 +138,23 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
     // could have looked.
     if (const auto receiving = flight->connection.lock()) receiving->readArrived();
     if (flight->finished) return;  // that read finished it
-    onCallTimedOut();              // first: the caller's handler may go on to anything
+    logTimeout(timeout);
+    onCallTimedOut();  // first: the caller's handler may go on to anything
     flight->finish(nullptr, "timed out");
   });
   return flight;
+}
+
+void ServerPool::logTimeout(std::chrono::microseconds timeout) {
+  const std::optional<std::uint64_t> dropped = timeouts_logged_.admit();
+  if (!dropped) return;
+  spdlog::warn(
+      "redis {}: no answer within {} ms; such calls fail and their decisions are degraded "
+      "(each limit's on_error decides; a synced node decides alone), and an answer that comes "
+      "late is settled then{}",
+      address_, (timeout.count() + 500) / 1000,  // the call's deadline, rounded to ms
+      *dropped == 0 ? std::string()
+                    : " (" + std::to_string(*dropped) + " more timed out since the last line)");
 }
 
 ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
@@ -278,8 +291,8 @@ void ServerPool::logRefusal(const redisReply* reply) {
   const std::optional<std::uint64_t> dropped = refusals_logged_.admit();
   if (!dropped) return;
   spdlog::warn(
-      "redis {}: refused a script call: {}; such calls fail as unavailable, and each limit's "
-      "on_error decides{}",
+      "redis {}: refused a script call: {}; such calls fail and their decisions are degraded "
+      "(each limit's on_error decides; a synced node decides alone){}",
       address_, error.substr(0, 300),
       *dropped == 0 ? std::string()
                     : " (" + std::to_string(*dropped) + " more refused since the last line)");

@@ -86,6 +86,9 @@ class ServerPool {
   // decides, which only the degraded metric showed. Logged at most once in 10 s per pool.
   // Redirections are the cluster store's to follow, not refusals.
   void logRefusal(const redisReply* reply);
+  // A call Redis did not answer in time (a frozen or overloaded Redis, a path gone silent):
+  // only the degraded metric showed it. Logged at most once in 10 s per pool.
+  void logTimeout(std::chrono::microseconds timeout);
 
   boost::asio::io_context& io_;
   std::string host_;
@@ -98,6 +101,7 @@ class ServerPool {
   std::shared_ptr<Probe> probe_;  // the probe running, if any
   std::size_t up_ = 0;            // connections up (on_state), forgotten when the pool goes
   LogThrottle refusals_logged_{std::chrono::seconds(10)};
+  LogThrottle timeouts_logged_{std::chrono::seconds(10)};
 };
 
 }  // namespace sluice::redis
