@@ -1,8 +1,10 @@
 #include "cli/serve.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -113,6 +115,16 @@ void drainAndStop(const Doors& doors, server::IoPool& pool) {
 }  // namespace
 
 int serve(const std::string& path) {
+  // SIGHUP's default action ends the process, and its handler is in place only once the config
+  // is loaded and the doors are open (seconds, for a file of thousands of limits): a reload
+  // asked meanwhile (a deploy tool signalling after writing the file) killed the service. Held
+  // until then, so that it is taken as the reload it asks for. Threads started meanwhile hold
+  // it for good; the I/O loops, started after, do not.
+  sigset_t hangup;
+  sigemptyset(&hangup);
+  sigaddset(&hangup, SIGHUP);
+  sigset_t unheld;
+  pthread_sigmask(SIG_BLOCK, &hangup, &unheld);
   const policy::LoadResult loaded = policy::loadPolicy(path);
   if (loaded.policy == nullptr) {
     for (const std::string& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
@@ -168,6 +180,7 @@ int serve(const std::string& path) {
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);
+  pthread_sigmask(SIG_SETMASK, &unheld, nullptr);  // a SIGHUP held meanwhile is taken now
   service.setReady(true);
   std::printf("sluice listening api=%s admin=%s%s\n",
               server::endpointText(api_endpoint.value()).c_str(),
