@@ -45,7 +45,8 @@ class RlsServerTest : public ::testing::Test {
     const auto endpoint = server_->start();
     ASSERT_TRUE(endpoint.ok()) << endpoint.error();
     ASSERT_NE(endpoint.value().port(), 0);
-    const std::string target = "127.0.0.1:" + std::to_string(endpoint.value().port());
+    port_ = endpoint.value().port();
+    const std::string target = "127.0.0.1:" + std::to_string(port_);
     channel_ = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
     stub_ = RateLimitService::NewStub(channel_);
   }
@@ -61,6 +62,7 @@ class RlsServerTest : public ::testing::Test {
   Engine engine_{store_, clock_};
   RlsSettings settings_;
   std::unique_ptr<RlsServer> server_;
+  unsigned short port_ = 0;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<RateLimitService::Stub> stub_;
 };
@@ -297,6 +299,17 @@ TEST_F(RlsServerTest, BindFailureIsAnError) {
   RlsServer server(engine_, clock_, settings);
   const auto endpoint = server.start();
   EXPECT_FALSE(endpoint.ok());
+}
+
+// A port another server holds is refused, not shared: gRPC's default SO_REUSEPORT let a second
+// process listen beside the first and take half the calls.
+TEST_F(RlsServerTest, APortAlreadyServedIsRefused) {
+  RlsSettings settings = settings_;
+  settings.listen = "127.0.0.1:" + std::to_string(port_);
+  RlsServer second(engine_, clock_, settings);
+  const auto endpoint = second.start();
+  EXPECT_FALSE(endpoint.ok());
+  second.shutdown();
 }
 
 }  // namespace
