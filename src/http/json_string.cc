@@ -1,6 +1,6 @@
 #include "http/json_string.h"
 
-#include "http/utf8.h"
+#include "policy/utf8.h"
 
 namespace sluice::http {
 
@@ -17,7 +17,7 @@ void appendJsonString(std::string& out, std::string_view text) {
       continue;
     }
     if (byte >= 0x80) {
-      const Utf8Sequence sequence = utf8SequenceAt(text, i);
+      const policy::Utf8Sequence sequence = policy::utf8SequenceAt(text, i);
       if (!sequence.well_formed) {
         // JSON text is UTF-8 (RFC 8259 8.1): a parser refuses the whole body over one bad byte.
         out.append(text.data() + run_start, i - run_start);

@@ -327,6 +327,10 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
   Errors errors(source);
   auto policy = std::make_shared<Policy>();
   policy->source = source;
+  // Limit names become metric labels (a byte 0xE9 in one made every scrape of /metrics fail),
+  // and matchers in other bytes could never match what clients send.
+  checkUtf8(yaml, errors);
+  if (!errors.empty()) return {nullptr, errors.take()};
   try {
     const YAML::Node root = onlyDocument(yaml, errors);
     if (!root.IsMap()) {

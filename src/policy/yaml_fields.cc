@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "policy/duration.h"
+#include "policy/utf8.h"
 
 namespace sluice::policy {
 
@@ -154,6 +155,21 @@ Result<std::string> readFile(const std::string& path) {
 std::string resolvePath(const std::string& base_dir, const std::string& path) {
   if (path.empty() || path.front() == '/' || base_dir.empty()) return path;
   return base_dir + "/" + path;
+}
+
+YAML::Mark markAt(std::string_view text, std::size_t offset) {
+  YAML::Mark mark = YAML::Mark::null_mark();
+  const std::string_view before = text.substr(0, offset);
+  mark.pos = static_cast<int>(offset);
+  mark.line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+  mark.column = static_cast<int>(offset - (before.rfind('\n') + 1));
+  return mark;
+}
+
+void checkUtf8(std::string_view text, Errors& errors) {
+  if (const std::size_t bad = firstIllFormedUtf8(text); bad != std::string_view::npos) {
+    errors.add(markAt(text, bad), "the file is not UTF-8");
+  }
 }
 
 }  // namespace sluice::policy

@@ -41,6 +41,14 @@ class Errors {
   std::vector<std::string> list_;
 };
 
+// The place of byte `offset` of `text`, for an error found in the text before YAML reads it.
+[[nodiscard]] YAML::Mark markAt(std::string_view text, std::size_t offset);
+
+// The first byte of `text` that is not well-formed UTF-8 as an error ("the file is not UTF-8"),
+// or nothing. Names and keys become metric labels, JSON and headers, which must be UTF-8, and a
+// matcher spelled in other bytes could never match what clients send as UTF-8.
+void checkUtf8(std::string_view text, Errors& errors);
+
 // Reports every mapping in the document that names a key twice. The readers below look a key up
 // by name and get its first entry, so the second would be silently ignored (YAML says a key is
 // unique). Each node is visited once, however often aliases repeat it.

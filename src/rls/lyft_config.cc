@@ -4,7 +4,6 @@
 #include <limits>
 #include <unordered_map>
 
-#include "http/utf8.h"
 #include "policy/key_selector.h"
 #include "policy/yaml_fields.h"
 #include "policy/yaml_merge_keys.h"
@@ -427,15 +426,10 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
   std::vector<std::string> all_errors;
   for (const LyftSource& source : sources) {
     Errors errors(source.name);
-    if (const std::size_t bad = http::firstIllFormedUtf8(source.yaml); bad != std::string::npos) {
-      // Envoy sends descriptors as UTF-8: no rule spelled otherwise could match, and its name
-      // would break the metrics page. lyft's loader refuses such a file too.
-      YAML::Mark mark = YAML::Mark::null_mark();
-      const std::string_view before = std::string_view(source.yaml).substr(0, bad);
-      mark.pos = static_cast<int>(bad);
-      mark.line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
-      mark.column = static_cast<int>(bad - (before.rfind('\n') + 1));
-      errors.add(mark, "the file is not UTF-8");
+    // Envoy sends descriptors as UTF-8: no rule spelled otherwise could match, and its name
+    // would break the metrics page. lyft's loader refuses such a file too.
+    policy::checkUtf8(source.yaml, errors);
+    if (!errors.empty()) {
       for (std::string& error : errors.take()) all_errors.push_back(std::move(error));
       continue;
     }

@@ -460,6 +460,10 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
         << window;  // the count itself: what the window does
   }
   refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
+  // A limit name in other bytes made /metrics invalid; a matcher could never match.
+  refused("server: { threads: 1 }\nlimits: [{ name: \"caf\xe9\", rate: 1/s }]\n", 2,
+          "the file is not UTF-8");
+  EXPECT_NE(policyFrom("limits: [{ name: \"caf\xc3\xa9\", rate: 1/s }]\n"), nullptr);
   // An empty header or claim name would turn that identity off without a word.
   refused("identity: { api_key_header: \"\" }\n" + limit, 1,
           "identity.api_key_header must not be empty");

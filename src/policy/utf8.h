@@ -1,11 +1,12 @@
 // Telling well-formed UTF-8 from bytes that are not (Unicode 15, 3.9), for what Sluice writes
-// where UTF-8 is required (JSON bodies, metric labels) and reads where it must be (lyft files).
+// where UTF-8 is required (JSON bodies, metric labels) and reads where it must be (the config
+// file, lyft files).
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
-namespace sluice::http {
+namespace sluice::policy {
 
 struct Utf8Sequence {
   std::size_t length;  // well-formed: the whole sequence; ill-formed: the bytes to replace
@@ -23,4 +24,4 @@ struct Utf8Sequence {
 // The offset of the first byte of `text` that is not part of well-formed UTF-8, or npos.
 [[nodiscard]] std::size_t firstIllFormedUtf8(std::string_view text) noexcept;
 
-}  // namespace sluice::http
+}  // namespace sluice::policy

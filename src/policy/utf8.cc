@@ -1,6 +1,6 @@
-#include "http/utf8.h"
+#include "policy/utf8.h"
 
-namespace sluice::http {
+namespace sluice::policy {
 
 Utf8Sequence utf8SequenceAt(std::string_view text, std::size_t at) noexcept {
   const auto lead = static_cast<unsigned char>(text[at]);
@@ -44,4 +44,4 @@ std::size_t firstIllFormedUtf8(std::string_view text) noexcept {
   return std::string_view::npos;
 }
 
-}  // namespace sluice::http
+}  // namespace sluice::policy
