@@ -226,6 +226,19 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
     limit.from_tier = boolValue(node["from_tier"], where + ".from_tier", errors).value_or(false);
   loadBehaviour(node, where, limit, errors);
   loadNumbers(node, where, policy, limit, errors);
+  // A fixed cost past what the limit can ever hold denies every request, for good.
+  if (limit.cost) {
+    const auto check_cost = [&](const LimitSpec& spec, const std::string& whose) {
+      if (*limit.cost > spec.limit()) {
+        errors.add(node["cost"], where + ".cost " + std::to_string(*limit.cost) +
+                                     " is more than" + whose + " limit holds (" +
+                                     std::to_string(spec.limit()) +
+                                     "), so no request could ever pass");
+      }
+    };
+    if (limit.spec) check_cost(*limit.spec, " the");
+    for (const auto& [tier, spec] : limit.tier_specs) check_cost(spec, " tier " + tier + "'s");
+  }
   policy.limits.push_back(std::move(limit));
 }
 

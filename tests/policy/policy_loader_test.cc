@@ -460,6 +460,13 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
         << window;  // the count itself: what the window does
   }
   refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
+  // A fixed cost past the limit's capacity denied every request, for good.
+  refused("limits: [{ name: a, rate: 10/s, cost: 11 }]\n", 1,
+          "limit a.cost 11 is more than the limit holds (10)");
+  refused("tiers: { anonymous: { rate: 10/s }, free: { rate: 5/s } }\n"
+          "limits: [{ name: a, from_tier: true, cost: 6 }]\n",
+          2, "limit a.cost 6 is more than tier free's limit holds (5)");
+  EXPECT_NE(policyFrom("limits: [{ name: a, rate: 10/s, cost: 10 }]\n"), nullptr);
   // A limit name in other bytes made /metrics invalid; a matcher could never match.
   refused("server: { threads: 1 }\nlimits: [{ name: \"caf\xe9\", rate: 1/s }]\n", 2,
           "the file is not UTF-8");
