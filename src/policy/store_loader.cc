@@ -165,6 +165,26 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
       errors.add(node["database"], "store.database: a Redis Cluster has database 0 only");
     }
   }
+  // Redis settings on the memory store (type left out, or commented out above them): the
+  // process would run alone, its limits per node, with every Redis setting ignored.
+  if (store.type == StoreSettings::Type::kMemory) {
+    for (const char* key : {"address", "addresses", "connections", "calls_in_flight", "timeout",
+                            "on_error", "sluice_nodes", "sync_interval", "key_prefix",
+                            "breaker_failures", "breaker_cooldown", "username", "password",
+                            "password_env", "database"}) {
+      if (node[key]) {
+        errors.add(node[key], std::string("store.") + key +
+                                  " is a Redis setting, and this store is memory (type: redis, "
+                                  "redis_cluster or synced shares limits through Redis)");
+      }
+    }
+  }
+  // The synced store decides alone while Redis is unreachable: on_error never applies to it.
+  if (store.type == StoreSettings::Type::kSynced && node["on_error"]) {
+    errors.add(node["on_error"],
+               "store.on_error does not apply to the synced store, which decides alone while "
+               "Redis is unreachable (type: redis applies on_error)");
+  }
 }
 
 void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, const StoreSettings& store,

@@ -21,9 +21,11 @@ start_redis
 write_config() {  # store_type algorithm extra_store_settings
   local address="address: 127.0.0.1:$redis_port"
   [ "$1" = redis_cluster ] && address="addresses: [127.0.0.1:${cluster_ports[0]}]"
+  local on_error="on_error: deny, "
+  [ "$1" = synced ] && on_error=""  # a synced node decides alone: on_error is not its
   cat > "$work/sluice.yaml" <<YAML
 server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0, threads: 1 }
-store: { type: $1, $address, timeout: 1s, on_error: deny, sluice_nodes: 2$3 }
+store: { type: $1, $address, timeout: 1s, ${on_error}sluice_nodes: 2$3 }
 limits:
   - { name: shared, key: global, algorithm: $2, rate: 1000/day, burst: 1000 }
   - { name: per-ip, key: ip, algorithm: $2, rate: 1000000/day, burst: 1000000 }

@@ -460,6 +460,12 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
         << window;  // the count itself: what the window does
   }
   refused("tiers:\n  \"\": { rate: 1/s }\n" + limit, 2, "a tier needs a name");
+  // Redis settings on the memory store (type left out) were ignored: limits per node.
+  refused("store: { address: 127.0.0.1:6379, sluice_nodes: 3 }\n" + limit, 1,
+          "store.address is a Redis setting, and this store is memory");
+  refused("store: { type: memory, password: x }\n" + limit, 1, "store.password is a Redis setting");
+  refused("store: { type: synced, address: 127.0.0.1:6379, on_error: deny }\n" + limit, 1,
+          "store.on_error does not apply to the synced store");
   // A fixed cost past the limit's capacity denied every request, for good.
   refused("limits: [{ name: a, rate: 10/s, cost: 11 }]\n", 1,
           "limit a.cost 11 is more than the limit holds (10)");

@@ -463,7 +463,7 @@ TEST_F(ServiceTest, ReloadWarnsOfEditsThatWaitForRestart) {
   writeConfig(
       "server: { listen: 127.0.0.1:18999, request_timeout: 2s, max_connections: 8, "
       "max_body_bytes: 4096 }\n"
-      "store: { max_keys: 5000, on_error: deny, password: hunter2-redis }\n" +
+      "store: { type: redis, address: 127.0.0.1:6390, password: hunter2-redis }\n" +
       limits);
   const HttpReply reloaded = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
   EXPECT_EQ(reloaded.status, 200) << reloaded.body;
@@ -473,15 +473,16 @@ TEST_F(ServiceTest, ReloadWarnsOfEditsThatWaitForRestart) {
   EXPECT_TRUE(body.at("reloaded").as_bool());
   EXPECT_TRUE(body.at("errors").as_array().empty());
   const boost::json::array& warnings = body.at("warnings").as_array();
-  ASSERT_EQ(warnings.size(), 4u) << reloaded.body;
+  ASSERT_EQ(warnings.size(), 5u) << reloaded.body;
   EXPECT_EQ(warnings[0].as_string(),
             "server.listen changed from 127.0.0.1:8080 to 127.0.0.1:18999; it takes effect at "
             "restart");
   EXPECT_EQ(warnings[1].as_string(),
             "server.request_timeout changed from 300ms to 2s; it takes effect at restart");
   EXPECT_EQ(warnings[2].as_string(),
-            "store.max_keys changed from 1000000 to 5000; it takes effect at restart");
-  EXPECT_EQ(warnings[3].as_string(), "store.password changed; it takes effect at restart");
+            "store.type changed from memory to redis; it takes effect at restart");
+  EXPECT_NE(warnings[3].as_string().find("store.addresses changed"), std::string::npos);
+  EXPECT_EQ(warnings[4].as_string(), "store.password changed; it takes effect at restart");
   EXPECT_EQ(reloaded.body.find("hunter2"), std::string::npos);           // a secret is never quoted
   EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");  // the limits did
 
