@@ -18,6 +18,7 @@
 #include "gateway/proxy_session.h"
 #include "http/check_api.h"
 #include "http/rate_limit_headers.h"
+#include "policy/origin_form.h"
 #include "policy/own_headers.h"
 #include "server/request_framing.h"
 #include "store/log_throttle.h"
@@ -28,37 +29,6 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 
 namespace {
-
-struct OriginForm {
-  std::string authority;
-  std::string target;  // path and query
-};
-
-// "http://host:port/path?query" as ("host:port", "/path?query"); nullopt when `target` is not in
-// absolute form. The scheme is case-insensitive; a missing path is "/".
-std::optional<OriginForm> originForm(std::string_view target) {
-  const auto has_scheme = [&](std::string_view scheme) {
-    if (target.size() < scheme.size()) return false;
-    for (std::size_t i = 0; i < scheme.size(); ++i) {
-      const char c = target[i];
-      if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c) != scheme[i]) return false;
-    }
-    return true;
-  };
-  std::size_t start = 0;
-  if (has_scheme("http://")) {
-    start = 7;
-  } else if (has_scheme("https://")) {
-    start = 8;
-  } else {
-    return std::nullopt;
-  }
-  const std::size_t end = std::min(target.find_first_of("/?", start), target.size());
-  OriginForm origin{std::string(target.substr(start, end - start)),
-                    std::string(target.substr(end))};
-  if (!origin.target.starts_with('/')) origin.target.insert(0, 1, '/');
-  return origin;
-}
 
 // Whether `host` is a Host field's host[:port] (RFC 3986 3.2.2: a registered name, an IPv4 or a
 // bracketed IPv6 address): no user info, path, query or blank. Empty is allowed (RFC 9112 3.2).
@@ -160,7 +130,7 @@ bool ProxySession::refusedBeforeRouting() {
   // absolute-form target (`GET http://host/login`), which origin servers accept as /login,
   // becomes that origin form (RFC 9112 3.2.2: its authority replaces Host) before anything
   // reads it; any other target that is not a path is refused.
-  if (const auto origin = originForm(header.target())) {
+  if (const auto origin = policy::originForm(header.target())) {
     request_->get().set(bhttp::field::host, origin->authority);
     request_->get().target(origin->target);
   } else if (!header.target().starts_with('/') &&

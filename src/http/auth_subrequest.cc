@@ -1,5 +1,7 @@
 #include "http/auth_subrequest.h"
 
+#include "policy/origin_form.h"
+
 namespace sluice::http {
 
 policy::RequestView viewFromSubrequest(
@@ -13,7 +15,13 @@ policy::RequestView viewFromSubrequest(
   }
   view.method = std::string(view.header(method_header).value_or(subrequest.method_string()));
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-  view.setPath(view.header(uri_header).value_or(subrequest.target()));
+  const std::string_view uri = view.header(uri_header).value_or(subrequest.target());
+  // A proxy may pass the URI as the client sent it, in absolute form: its path is the path.
+  if (const auto origin = policy::originForm(uri)) {
+    view.setPath(origin->target);
+  } else {
+    view.setPath(uri);
+  }
   return view;
 }
 

@@ -163,6 +163,20 @@ void Service::reloadInBackground(std::function<void(ReloadReport)> done) {
   });
 }
 
+void Service::warnOfMissingOriginalUri(const HttpRequest& request, const std::string& header) {
+  if (request.find(header) != request.end()) return;
+  const std::optional<std::uint64_t> dropped = missing_uri_logged_.admit();
+  if (!dropped) return;
+  spdlog::warn(
+      "an auth subrequest came without {}: its limits match the subrequest's own target ({}), "
+      "so none on the original request's path applies; have the proxy set {} to the original "
+      "URI (examples/nginx/nginx.conf does), or name the header it sends in "
+      "server.auth_uri_header{}",
+      header, std::string_view(request.target().data(), request.target().size()), header,
+      *dropped == 0 ? std::string()
+                    : " (" + std::to_string(*dropped) + " more since the last line)");
+}
+
 void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer,
                         net::io_context& loop, Respond respond) {
   const std::string_view target(request.target().data(), request.target().size());
@@ -189,6 +203,7 @@ void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& pee
     pending->body = std::move(body).value();
   } else if (path == "/v1/auth" || path.starts_with("/v1/auth/")) {
     pending->kind = Pending::Kind::kAuth;
+    warnOfMissingOriginalUri(request, pending->active->policy->server.auth_uri_header);
     pending->auth_view = sluice::http::viewFromSubrequest(
         request, peer.address(), pending->active->policy->server.auth_uri_header,
         pending->active->policy->server.auth_method_header);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/throttle_lines.h"
+#include "store/log_throttle.h"
 #include "store/memory_store.h"
 
 namespace sluice::server {
@@ -96,6 +98,10 @@ class Service {
   void holdForThrottle(const std::shared_ptr<Pending>& pending,
                        const policy::PolicyDecision& decision);
   void waitForTurn(const std::shared_ptr<Pending>& pending, Micros max_delay_us);
+  // An auth subrequest without the original URI decides on its own target, where no limit on
+  // the original path matches: said in the log (at most once a minute), since nothing else
+  // would show it.
+  void warnOfMissingOriginalUri(const HttpRequest& request, const std::string& header);
   void onTurnInLine(const std::shared_ptr<Pending>& pending, std::uint64_t place);
 
   // The policy in force and what is derived from it once rather than per response; swapped
@@ -120,6 +126,7 @@ class Service {
   // Held by reload(): SIGHUP (on the first loop) and POST /admin/reload (on any) can overlap,
   // and a slower reload that read an older file must not store it after a newer one.
   std::mutex reload_mutex_;
+  LogThrottle missing_uri_logged_{std::chrono::minutes(1)};
   // reloadInBackground's callers waiting for the reload queued and not yet started (none when
   // nothing is queued).
   std::mutex queued_reload_mutex_;

@@ -42,5 +42,17 @@ TEST(AuthSubrequest, IgnoresHeadersThatAreNotConfigured) {
   EXPECT_EQ(nginx.method, "GET");
 }
 
+// A proxy may pass the original URI as the client sent it, in absolute form: its path is the
+// path. Read as a path of its own, "http://evil.example/login" matched no /login limit.
+TEST(AuthSubrequest, AnAbsoluteFormUriIsReadByItsPath) {
+  EXPECT_EQ(viewFromSubrequest(subrequest({{"X-Original-URI", "http://evil.example/login?a=1"}}),
+                               kProxy)
+                .path,
+            "/login");
+  EXPECT_EQ(
+      viewFromSubrequest(subrequest({{"X-Original-URI", "HTTPS://evil.example"}}), kProxy).path,
+      "/");
+}
+
 }  // namespace
 }  // namespace sluice::http

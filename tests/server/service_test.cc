@@ -22,6 +22,7 @@
 
 #include "policy/policy_loader.h"
 #include "server/http_server.h"
+#include "support/captured_log.h"
 #include "support/http_client.h"
 
 namespace sluice::server {
@@ -452,6 +453,23 @@ TEST_F(ServiceTest, ReloadsRequestedMeanwhileShareOneReload) {
   ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return answered == 101; }))
       << answered << " of 101 callers answered";
   EXPECT_EQ(hook_calls, 2);
+}
+
+// An auth subrequest without the original URI decides on its own target, where no limit on the
+// original path can match: the log says so, once for a burst of them.
+TEST_F(ServiceTest, AnAuthSubrequestWithoutTheOriginalUriIsLogged) {
+  const sluice::testing::CapturedLog log;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(httpCall(api_endpoint_, http::verb::get, "/v1/auth", "",
+                       {{"X-Forwarded-Uri", "/login"}, {"X-Forwarded-For", "192.0.2.77"}})
+                  .status,
+              200);
+  }
+  EXPECT_EQ(sluice::testing::countOf(log.text(), "an auth subrequest came without X-Original-URI"),
+            1u)
+      << log.text();
+  (void)auth("/login", "192.0.2.78");  // with it: nothing more said
+  EXPECT_EQ(sluice::testing::countOf(log.text(), "came without"), 1u) << log.text();
 }
 
 // Settings read only at start (listeners, HTTP limits, the store) are not applied by a reload,
