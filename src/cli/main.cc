@@ -25,9 +25,18 @@ namespace {
 int validate(const std::string& path) {
   std::set<std::string> printed;
   std::size_t error_count = 0;
-  const auto report = [&](const std::string& error) {
+  const auto report_one = [&](const std::string& error) {
     ++error_count;
     if (printed.insert(error).second) std::fprintf(stderr, "%s\n", error.c_str());
+  };
+  // The door loaders give their errors as one message, a line each: counted a line each.
+  const auto report = [&](const std::string& errors) {
+    std::size_t start = 0;
+    for (std::size_t end = errors.find('\n'); end != std::string::npos;
+         start = end + 1, end = errors.find('\n', start)) {
+      report_one(errors.substr(start, end - start));
+    }
+    report_one(errors.substr(start));
   };
   const sluice::policy::LoadResult loaded = sluice::policy::loadPolicy(path);
   for (const std::string& error : loaded.errors) report(error);

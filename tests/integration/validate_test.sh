@@ -33,6 +33,11 @@ fi
 grep -q "fortnight" "$work/err" || fail "the policy's error is missing: $(cat "$work/err")"
 if [[ "$doors" == *" gateway "* ]]; then
   grep -q "gateway.listen" "$work/err" || fail "the gateway's error is missing: $(cat "$work/err")"
+  # Each of the gateway's errors counts: the policy's one and several of the gateway's said
+  # "2 error(s)".
+  listed=$(grep -vc ' error(s)$' "$work/err")
+  [ "$listed" -ge 3 ] || fail "not every error is listed: $(cat "$work/err")"
+  grep -q "^$listed error(s)$" "$work/err" || fail "$listed errors listed, counted otherwise: $(cat "$work/err")"
 fi
 echo "validate: the examples pass; a broken lyft file is refused with file:line, as serve refuses it; every section's errors are listed"
 echo "1 passed, 0 failed"
