@@ -26,4 +26,11 @@ Result<boost::asio::ip::tcp::endpoint> parseEndpoint(std::string_view address) {
   return boost::asio::ip::tcp::endpoint(ip, static_cast<unsigned short>(port));
 }
 
+bool sameListeningPort(const boost::asio::ip::tcp::endpoint& a,
+                       const boost::asio::ip::tcp::endpoint& b) noexcept {
+  return a.port() != 0 && a.port() == b.port() &&
+         (a.address() == b.address() || a.address().is_unspecified() ||
+          b.address().is_unspecified());
+}
+
 }  // namespace sluice::policy

@@ -104,10 +104,7 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   // One port for both: serve would fail to bind the second ("address already in use").
   const auto listen = parseEndpoint(server.listen);
   const auto admin = parseEndpoint(server.admin);
-  if (listen.ok() && admin.ok() && listen.value().port() != 0 &&
-      listen.value().port() == admin.value().port() &&
-      (listen.value() == admin.value() || listen.value().address().is_unspecified() ||
-       admin.value().address().is_unspecified())) {
+  if (listen.ok() && admin.ok() && sameListeningPort(listen.value(), admin.value())) {
     errors.add(node, "server.listen and server.admin name the same port");
   }
 }

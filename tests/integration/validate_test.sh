@@ -39,5 +39,12 @@ if [[ "$doors" == *" gateway "* ]]; then
   [ "$listed" -ge 3 ] || fail "not every error is listed: $(cat "$work/err")"
   grep -q "^$listed error(s)$" "$work/err" || fail "$listed errors listed, counted otherwise: $(cat "$work/err")"
 fi
+# Two doors on one port: serve could not bind the second, so validate says so.
+if [[ "$doors" == *" gateway "* ]]; then
+  printf 'server: { listen: 127.0.0.1:18080, admin: 127.0.0.1:18081 }\nlimits:\n  - { name: a, key: ip, rate: 1/s }\ngateway: { listen: 127.0.0.1:18081, upstreams: { app: 127.0.0.1:9 }, routes: [ { path_prefix: /, upstream: app } ] }\n' > "$work/clash.yaml"
+  "$sluice_bin" validate "$work/clash.yaml" > "$work/out" 2> "$work/err" && fail "two doors on one port validated"
+  grep -q "gateway.listen and server.admin name the same port" "$work/err" ||
+    fail "the port clash was not named: $(cat "$work/err")"
+fi
 echo "validate: the examples pass; a broken lyft file is refused with file:line, as serve refuses it; every section's errors are listed"
 echo "1 passed, 0 failed"
