@@ -317,6 +317,36 @@ TEST_F(RedisClusterStoreTest, FollowsAskDuringMigration) {
   EXPECT_EQ(target.read().integer, 1);
 }
 
+// While a slot is half migrated, a call whose keys are partly moved gets TRYAGAIN (nothing
+// ran): the store asks again until the migration ends and MOVED sends it on. It failed at once,
+// so a healthy cluster's reshard sent such requests to on_error.
+TEST_F(RedisClusterStoreTest, AsksAgainWhileASlotIsHalfMigrated) {
+  auto store = makeStore();  // a 2 s deadline per call
+  const LimitSpec hundred = spec(Algorithm::kFixedWindow, "100/day");
+  const std::string group = groupOnNode("half", 0);
+  const LimitCheck both[] = {{"a", &hundred, 1, group}, {"b", &hundred, 1, group}};
+  const int slot = slotOf(both[0]);
+  ASSERT_EQ(slotOf(both[1]), slot);
+  for (const LimitCheck& check : both) ASSERT_TRUE(decide(*store, check).allowed);
+  cluster_->beginMigration(slot, 0, 1);
+  const RedisReply moved = cluster_->connect(0).command(
+      {"MIGRATE", "127.0.0.1", std::to_string(cluster_->port(1)), redis::redisKey(kPrefix, both[0]),
+       "0", "5000"});
+  ASSERT_FALSE(moved.isError()) << moved.text;
+  // The migration ends a little later, while the call is asking again.
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    cluster_->migrateSlot(slot, 0, 1);
+  });
+  Outcome outcomes[2];
+  const StoreStatus status = store->apply(both, clock_, outcomes);
+  finisher.join();
+  EXPECT_EQ(status, StoreStatus::kOk);
+  EXPECT_TRUE(outcomes[0].allowed && outcomes[1].allowed);
+  EXPECT_EQ(outcomes[0].remaining, 98u);
+  EXPECT_EQ(outcomes[1].remaining, 98u);
+}
+
 // A killed master: its slots' calls are unavailable within the timeout (no hang), and the
 // other masters' slots keep deciding.
 TEST_F(RedisClusterStoreTest, KilledMasterIsUnavailableWithinTheTimeout) {

@@ -23,6 +23,9 @@ constexpr int kMaxRedirects = 3;
 // How often a call waiting for a slot's master (table not fetched yet, or a new node's first
 // connection) looks again: short, since it spends the request's own time.
 constexpr std::chrono::microseconds kWaitPoll{500};
+// Between attempts of a call its node answered TRYAGAIN (a slot half migrated): a migration
+// batch takes milliseconds, and polling faster would only load the node moving it.
+constexpr std::chrono::microseconds kTryAgainWait{10'000};
 // Refreshes caused by MOVED or failures come at most this often, so a burst of redirected
 // requests asks the cluster once.
 constexpr std::chrono::milliseconds kMinRefreshGap{50};
@@ -63,12 +66,12 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
     // table names none (the slot is not covered), or every node has refused its connects,
     // waiting would spend each request's whole time: fail at once.
     if (ready_.load() || !anyNodeMayAnswer()) return routed->handler(nullptr);
-    return retryLater(routed);
+    return retryLater(routed, kWaitPoll);
   }
   const bool connected = target->pool->connected();
   // Its first connects are under way: wait for them, within the request's time.
   if (!connected && !target->ever_connected && !target->pool->everyConnectionTried()) {
-    return retryLater(routed);
+    return retryLater(routed, kWaitPoll);
   }
   const Micros now_us = steadyMicros();
   if (routed->decide && !target->breaker->allow(now_us)) {
@@ -118,9 +121,17 @@ void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, cons
     return routed->handler(nullptr);
   }
   asked.breaker->onSuccess();  // any reply, an error or a redirection included: it answers
+  // A slot half migrated: the node holds some of the call's keys and not others, and ran
+  // nothing. Once the migration ends it answers MOVED; until then, ask again, within the
+  // call's time, as cluster clients do. (Failed at once, a healthy cluster's reshard sent
+  // the call to on_error.)
+  if (redis::errorText(reply).starts_with("TRYAGAIN") && SteadyClock::now() < routed->deadline) {
+    return retryLater(routed, kTryAgainWait);
+  }
   const std::optional<redis::Redirect> redirect =
       redis::readRedirect(redis::errorText(reply), asked.host);
-  // TRYAGAIN, CLUSTERDOWN and script errors end here, as error replies the caller rejects.
+  // CLUSTERDOWN, script errors and a TRYAGAIN out of time end here, as error replies the caller
+  // rejects.
   if (!redirect) return routed->handler(reply);
   if (++routed->redirects > kMaxRedirects) {
     requestRefresh();
@@ -136,9 +147,10 @@ void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, cons
   route(routed);
 }
 
-void RedisClusterStore::retryLater(const std::shared_ptr<RoutedCall>& routed) {
+void RedisClusterStore::retryLater(const std::shared_ptr<RoutedCall>& routed,
+                                   std::chrono::microseconds wait) {
   auto timer = std::make_shared<boost::asio::steady_timer>(loop_.io());
-  timer->expires_at(std::min(routed->deadline, SteadyClock::now() + kWaitPoll));
+  timer->expires_at(std::min(routed->deadline, SteadyClock::now() + wait));
   timer->async_wait([this, routed, timer](const boost::system::error_code&) { route(routed); });
 }
 

@@ -121,7 +121,9 @@ class RedisClusterStore final : public Store {
   void route(const std::shared_ptr<redis::RoutedCall>& routed);
   void onRouted(const std::shared_ptr<redis::RoutedCall>& routed, const redisReply* reply,
                 Node& asked);
-  void retryLater(const std::shared_ptr<redis::RoutedCall>& routed);
+  // route() again after `wait`, or at the call's deadline if that comes first.
+  void retryLater(const std::shared_ptr<redis::RoutedCall>& routed,
+                  std::chrono::microseconds wait);
   // Whether some node is connected, or still making its first connects.
   [[nodiscard]] bool anyNodeMayAnswer() const;
 
