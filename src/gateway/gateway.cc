@@ -38,9 +38,12 @@ void accept(const std::shared_ptr<Gateway::State>& state,
         if (!ec) {
           boost::system::error_code peer_error;
           const tcp::endpoint peer = socket.remote_endpoint(peer_error);
+          const policy::PolicyPtr policy = state->policy();
           auto ticket = peer_error ? std::nullopt
-                                   : state->guard.admitConnection(peer.address(),
-                                                                  state->policy()->ipv6_prefix);
+                                   : state->guard.admitConnection(
+                                         peer.address(),
+                                         policy::countedPrefix(policy->client_ip, peer.address(),
+                                                               policy->ipv6_prefix));
           const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;
           if (!ticket || open > state->settings.max_connections || state->draining.load()) {
             state->connections.fetch_sub(1, std::memory_order_relaxed);

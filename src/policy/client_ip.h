@@ -82,9 +82,10 @@ class ClientIpResolver {
                                                  std::string_view forwarded,
                                                  std::string_view x_forwarded_for) const noexcept;
 
- private:
+  // Thread-safe. Whether `address` is one of the trusted proxies.
   [[nodiscard]] bool isTrusted(const boost::asio::ip::address& address) const noexcept;
 
+ private:
   std::vector<Cidr> trusted_proxies_;
 };
 
@@ -96,9 +97,18 @@ class ClientIpResolver {
 // (also when written IPv4-mapped), an IPv6 address as its /ipv6_prefix network, host bits zero.
 // An IPv6 client is usually given a whole /64 (a home network, a phone's connection), so counted
 // address by address it could spend a fresh limit from each of 2^64 addresses. ipv6_prefix is
-// 1 to 128; 128 counts each address.
+// 1 to 128; 128 counts each address. Callers count a trusted proxy by its whole address (see
+// countedPrefix): the hosts of a data centre share a /64, and each proxy is one.
 [[nodiscard]] boost::asio::ip::address addressNetwork(const boost::asio::ip::address& address,
                                                       unsigned ipv6_prefix) noexcept;
+// The prefix to count `address` by: 128 for a trusted proxy (one host of a data centre's /64,
+// counted apart from its neighbours), else ipv6_prefix.
+[[nodiscard]] inline unsigned countedPrefix(const ClientIpResolver& resolver,
+                                            const boost::asio::ip::address& address,
+                                            unsigned ipv6_prefix) noexcept {
+  return resolver.isTrusted(address) ? 128 : ipv6_prefix;
+}
+
 // addressNetwork as text: "192.0.2.1", "2001:db8:1:2::/64", or at 128 the address alone.
 [[nodiscard]] std::string addressNetworkText(const boost::asio::ip::address& address,
                                              unsigned ipv6_prefix);

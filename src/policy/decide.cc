@@ -76,16 +76,17 @@ std::vector<std::string> PolicyDecision::shadowDenials() const {
 RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
                                std::int64_t now_s) {
   RequestContext context(request);
-  const boost::asio::ip::address client = policy.client_ip.resolve(
-      request.peer,
-      policy.forwarded_header == Policy::ForwardedHeader::kForwarded
-          ? request.joinedHeader("forwarded")
-          : std::string(),
-      policy.forwarded_header == Policy::ForwardedHeader::kXForwardedFor
-          ? request.joinedHeader("x-forwarded-for")
-          : std::string());
+  const boost::asio::ip::address client =
+      policy.client_ip.resolve(request.peer,
+                               policy.forwarded_header == Policy::ForwardedHeader::kForwarded
+                                   ? request.joinedHeader("forwarded")
+                                   : std::string(),
+                               policy.forwarded_header == Policy::ForwardedHeader::kXForwardedFor
+                                   ? request.joinedHeader("x-forwarded-for")
+                                   : std::string());
   context.client_ip = addressText(client);
-  context.client_network = addressNetworkText(client, policy.ipv6_prefix);
+  context.client_network =
+      addressNetworkText(client, countedPrefix(policy.client_ip, client, policy.ipv6_prefix));
   std::optional<std::string_view> token =
       policy.jwt ? credential(request, policy.jwt_header) : std::nullopt;
   if (token && looksLikeJwt(*token)) {

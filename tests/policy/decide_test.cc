@@ -458,6 +458,14 @@ limits:
   EXPECT_TRUE(decideFor(request("/c", "2001:db8:9:9::1")).allowed);
   EXPECT_FALSE(decideFor(request("/c", "2001:db8:9:9::2")).allowed);  // client falls back too
 
+  // A trusted proxy is one host of its data centre's /64: counted by its own address (here as
+  // the client, when it forwards no header), apart from its neighbours.
+  load("identity: { trusted_proxies: [2001:db8:aa::1/128, 2001:db8:aa::2/128] }\n" + limits);
+  EXPECT_TRUE(decideFor(request("/", "2001:db8:aa::1")).allowed);
+  EXPECT_TRUE(decideFor(request("/", "2001:db8:aa::2")).allowed);
+  EXPECT_TRUE(decideFor(request("/", "2001:db8:aa::3")).allowed);  // not trusted: the /64's
+  EXPECT_FALSE(decideFor(request("/", "2001:db8:aa::4")).allowed);
+
   load("identity: { ipv6_prefix: 128 }\n" + limits);
   EXPECT_TRUE(decideFor(request("/", "2001:db8:5:2::1")).allowed);
   EXPECT_TRUE(decideFor(request("/", "2001:db8:5:2::2")).allowed);
