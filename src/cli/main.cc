@@ -29,6 +29,7 @@ int validate(const std::string& path) {
   std::set<std::string> printed;
   std::size_t error_count = 0;
   const auto report_one = [&](const std::string& error) {
+    if (error.empty()) return;
     ++error_count;
     if (printed.insert(error).second) std::fprintf(stderr, "%s\n", error.c_str());
   };

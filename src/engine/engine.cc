@@ -18,7 +18,8 @@ void Engine::checkAsync(std::span<const LimitCheck> checks, DecisionCallback don
   auto decision = std::make_shared<Decision>();
   if (checks.empty()) return done(std::move(*decision));
   for (std::size_t i = 0; i < checks.size(); ++i) decision->statuses.emplace_back();
-  // applyAsync keeps `checks` valid until its callback has run.
+  // checkAsync's caller keeps `checks` valid until `done` has run (engine.h), and finish runs
+  // before it.
   store_.applyAsync(checks, clock_, decision->statuses,
                     [checks, decision, done = std::move(done)](StoreStatus status) {
                       finish(checks, *decision, status);

@@ -67,12 +67,6 @@ void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy
   for (const auto& [name, tier] : policy.tiers) {
     if (tier.unlimited || tier.rate.count == 0)
       continue;  // a tier without a usable rate is reported already (loadTiers)
-    if (tier.burst != 0) {
-      if (const auto problem = windowBurstProblem(limit.algorithm, tier.rate, tier.burst)) {
-        errors.add(node, "limit " + limit.name + " with tier " + name + " (burst " +
-                             std::to_string(tier.burst) + "): " + *problem);
-      }
-    }
     Result<LimitSpec> spec =
         LimitSpec::make(limit.algorithm, tier.rate, tier.burst == 0 ? tier.rate.count : tier.burst);
     if (!spec.ok()) {
@@ -230,14 +224,17 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
   if (limit.cost) {
     const auto check_cost = [&](const LimitSpec& spec, const std::string& whose) {
       if (*limit.cost > spec.limit()) {
-        errors.add(node["cost"], where + ".cost " + std::to_string(*limit.cost) +
-                                     " is more than" + whose + " limit holds (" +
-                                     std::to_string(spec.limit()) +
+        errors.add(node["cost"], where + ".cost " + std::to_string(*limit.cost) + " is more than" +
+                                     whose + " holds (" + std::to_string(spec.limit()) +
                                      "), so no request could ever pass");
       }
     };
-    if (limit.spec) check_cost(*limit.spec, " the");
-    for (const auto& [tier, spec] : limit.tier_specs) check_cost(spec, " tier " + tier + "'s");
+    if (limit.spec) check_cost(*limit.spec, " the limit");
+    for (const auto& [tier, spec] : limit.tier_specs)
+      check_cost(spec, " tier " + tier + "'s limit");
+    for (const auto& [tier, daily] : limit.tier_daily_specs) {
+      check_cost(daily, " tier " + tier + "'s daily quota");
+    }
   }
   policy.limits.push_back(std::move(limit));
 }

@@ -108,7 +108,13 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
        "on_error", "sluice_nodes", "sync_interval", "key_prefix", "breaker_failures",
        "breaker_cooldown", "username", "password", "password_env", "database"},
       errors);
-  if (node["type"]) store.type = storeType(node["type"], errors).value_or(store.type);
+  // A type misspelt leaves the store memory: no word then of Redis settings beside it.
+  bool type_read = true;
+  if (node["type"]) {
+    const auto type = storeType(node["type"], errors);
+    type_read = type.has_value();
+    store.type = type.value_or(store.type);
+  }
   if (node["max_keys"]) loadPositive(node["max_keys"], "store.max_keys", store.max_keys, errors);
   if (node["address"] && node["addresses"])
     errors.add(node, "store: give address or addresses, not both");
@@ -167,11 +173,11 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   }
   // Redis settings on the memory store (type left out, or commented out above them): the
   // process would run alone, its limits per node, with every Redis setting ignored.
-  if (store.type == StoreSettings::Type::kMemory) {
-    for (const char* key : {"address", "addresses", "connections", "calls_in_flight", "timeout",
-                            "on_error", "sluice_nodes", "sync_interval", "key_prefix",
-                            "breaker_failures", "breaker_cooldown", "username", "password",
-                            "password_env", "database"}) {
+  if (store.type == StoreSettings::Type::kMemory && type_read) {
+    for (const char* key :
+         {"address", "addresses", "connections", "calls_in_flight", "timeout", "on_error",
+          "sluice_nodes", "sync_interval", "key_prefix", "breaker_failures", "breaker_cooldown",
+          "username", "password", "password_env", "database"}) {
       if (node[key]) {
         errors.add(node[key], std::string("store.") + key +
                                   " is a Redis setting, and this store is memory (type: redis, "

@@ -89,7 +89,14 @@ stop_sluice
 } > "$work/big.yaml"
 "$sluice_bin" serve --config "$work/big.yaml" > "$work/sluice.out" 2> "$work/sluice.err" &
 sluice_pid=$!
-sleep 0.05
+# Sent once the process holds SIGHUP (bit 1 of SigBlk), not after a guessed delay: before that,
+# exec and the libraries' start-up would still take the default action on any build.
+for _ in $(seq 1 400); do
+  blocked=$(sed -n 's/^SigBlk:\t*//p' "/proc/$sluice_pid/status" 2>/dev/null || true)
+  [ -n "$blocked" ] && (( 16#$blocked & 1 )) && break
+  grep -q "listening" "$work/sluice.out" && break
+  sleep 0.005
+done
 kill -HUP "$sluice_pid"
 for _ in $(seq 1 400); do grep -q "listening" "$work/sluice.out" && break; kill -0 "$sluice_pid" 2>/dev/null || break; sleep 0.05; done
 kill -0 "$sluice_pid" 2>/dev/null || fail "a SIGHUP during start ended the process: $(wait "$sluice_pid"; echo "exit $?")"

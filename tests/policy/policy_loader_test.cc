@@ -338,7 +338,8 @@ TEST(PolicyLoader, KeysFile) {
   EXPECT_NE(empty[0].find("must not be empty"), std::string::npos) << describe(empty);
   // Requests' keys are read without blanks around them: such an entry could never match.
   for (const std::string key : {" k3", "k3 ", "   "}) {
-    std::ofstream(dir + "/keys-blank.yaml") << "keys:\n  - { key: \"" << key << "\", tier: gold }\n";
+    std::ofstream(dir + "/keys-blank.yaml")
+        << "keys:\n  - { key: \"" << key << "\", tier: gold }\n";
     const std::vector<std::string> blank = errorsOf(base + "keys-blank.yaml\n", dir);
     ASSERT_FALSE(blank.empty()) << '"' << key << '"';
     EXPECT_NE(blank[0].find("keys-blank.yaml:2:"), std::string::npos) << describe(blank);
@@ -464,15 +465,25 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("store: { address: 127.0.0.1:6379, sluice_nodes: 3 }\n" + limit, 1,
           "store.address is a Redis setting, and this store is memory");
   refused("store: { type: memory, password: x }\n" + limit, 1, "store.password is a Redis setting");
+  // A misspelt type says so, and not that the address beside it is a Redis setting.
+  const std::vector<std::string> misspelt =
+      errorsOf("store: { type: redsi, address: 127.0.0.1:6379 }\n" + limit);
+  EXPECT_TRUE(hasError(misspelt, 1, "store.type must be")) << describe(misspelt);
+  EXPECT_FALSE(hasError(misspelt, 1, "is a Redis setting")) << describe(misspelt);
   refused("store: { type: synced, address: 127.0.0.1:6379, on_error: deny }\n" + limit, 1,
           "store.on_error does not apply to the synced store");
   // A fixed cost past the limit's capacity denied every request, for good.
   refused("limits: [{ name: a, rate: 10/s, cost: 11 }]\n", 1,
           "limit a.cost 11 is more than the limit holds (10)");
-  refused("tiers: { anonymous: { rate: 10/s }, free: { rate: 5/s } }\n"
-          "limits: [{ name: a, from_tier: true, cost: 6 }]\n",
-          2, "limit a.cost 6 is more than tier free's limit holds (5)");
+  refused(
+      "tiers: { anonymous: { rate: 10/s }, free: { rate: 5/s } }\n"
+      "limits: [{ name: a, from_tier: true, cost: 6 }]\n",
+      2, "limit a.cost 6 is more than tier free's limit holds (5)");
   EXPECT_NE(policyFrom("limits: [{ name: a, rate: 10/s, cost: 10 }]\n"), nullptr);
+  refused(
+      "tiers: { anonymous: { rate: 10/s, daily_quota: 4 } }\n"
+      "limits: [{ name: a, from_tier: true, cost: 5 }]\n",
+      2, "limit a.cost 5 is more than tier anonymous's daily quota holds (4)");
   // A limit name in other bytes made /metrics invalid; a matcher could never match.
   refused("server: { threads: 1 }\nlimits: [{ name: \"caf\xe9\", rate: 1/s }]\n", 2,
           "the file is not UTF-8");
@@ -480,7 +491,8 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   // An empty header or claim name would turn that identity off without a word.
   refused("identity: { api_key_header: \"\" }\n" + limit, 1,
           "identity.api_key_header must not be empty");
-  const std::string hs256 = "keys: [{ algorithm: HS256, secret: 0123456789abcdef0123456789abcdef }]";
+  const std::string hs256 =
+      "keys: [{ algorithm: HS256, secret: 0123456789abcdef0123456789abcdef }]";
   refused("identity:\n  jwt: { header: \"\", " + hs256 + " }\n" + limit, 2,
           "identity.jwt.header must not be empty");
   refused("identity:\n  jwt: { tier_claim: \"\", " + hs256 + " }\n" + limit, 2,
@@ -489,15 +501,11 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("identity:\n  jwt: { leeway: 999ms, " + hs256 + " }\n" + limit, 2,
           "identity.jwt.leeway must be whole seconds");
   EXPECT_NE(policyFrom("identity:\n  jwt: { leeway: 2000ms, " + hs256 + " }\n" + limit), nullptr);
-  // A tier's burst on a window limit would be ignored, as a limit's own is.
-  refused("tiers: { anonymous: { rate: 10/min, burst: 3 } }\n"
-          "limits: [{ name: w, key: ip, from_tier: true, algorithm: fixed_window }]\n",
-          2, "limit w with tier anonymous (burst 3): fixed_window allows the rate's count");
-  EXPECT_NE(policyFrom("tiers: { anonymous: { rate: 10/min, burst: 10 } }\n"
-                       "limits: [{ name: w, key: ip, from_tier: true, algorithm: fixed_window }]\n"),
-            nullptr);
+  // A tier serves every limit that takes its numbers: its burst is for the bucket and gcra ones,
+  // and a window limit of the same tier takes the rate's count, not an error.
   EXPECT_NE(policyFrom("tiers: { anonymous: { rate: 10/min, burst: 3 } }\n"
-                       "limits: [{ name: w, key: ip, from_tier: true, algorithm: gcra }]\n"),
+                       "limits: [{ name: w, key: ip, from_tier: true, algorithm: fixed_window },\n"
+                       "         { name: g, key: ip, from_tier: true, algorithm: gcra }]\n"),
             nullptr);
   for (const std::string bits : {"0", "129", "-1", "/64"}) {
     refused("identity: { ipv6_prefix: " + bits + " }\n" + limit, 1, "identity.ipv6_prefix");
