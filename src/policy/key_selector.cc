@@ -164,8 +164,9 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         break;
       case Kind::kClient:
         // An unknown key would let a caller mint fresh counters at will: use the address.
-        appendCounterPart(out, context.api_key_known && context.api_key_id ? *context.api_key_id
-                                                                           : context.client_network);
+        appendCounterPart(out, context.api_key_known && context.api_key_id
+                                   ? *context.api_key_id
+                                   : context.client_network);
         break;
       case Kind::kTier:
         appendCounterPart(out, context.tier);

@@ -254,10 +254,10 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
 void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& policy,
                   Errors& errors, std::string& keys_file, YAML::Node& keys_file_node) {
   if (!isMap(node, "identity", errors)) return;
-  checkKeys(node, "identity",
-            {"api_key_header", "trusted_proxies", "forwarded_header", "ipv6_prefix", "jwt",
-             "keys_file"},
-            errors);
+  checkKeys(
+      node, "identity",
+      {"api_key_header", "trusted_proxies", "forwarded_header", "ipv6_prefix", "jwt", "keys_file"},
+      errors);
   if (const YAML::Node header = node["forwarded_header"]) {
     const std::string name = scalar(header, "identity.forwarded_header", errors).value_or("");
     if (name == "x-forwarded-for" || name == "X-Forwarded-For") {
@@ -285,11 +285,11 @@ void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& p
     policy.client_ip = ClientIpResolver(std::move(networks));
   }
   if (const YAML::Node prefix = node["ipv6_prefix"]) {
-    const std::optional<std::uint64_t> bits =
-        unsignedValue(prefix, "identity.ipv6_prefix", errors);
+    const std::optional<std::uint64_t> bits = unsignedValue(prefix, "identity.ipv6_prefix", errors);
     if (bits && (*bits < 1 || *bits > 128)) {
-      errors.add(prefix, "identity.ipv6_prefix must be 1 to 128 (64: each /64 network counts as "
-                         "one client; 128: each address)");
+      errors.add(prefix,
+                 "identity.ipv6_prefix must be 1 to 128 (64: each /64 network counts as "
+                 "one client; 128: each address)");
     } else if (bits) {
       policy.ipv6_prefix = static_cast<unsigned>(*bits);
     }

@@ -16,7 +16,7 @@ struct RequestContext {
   explicit RequestContext(const RequestView& view) : request(view) {}
 
   const RequestView& request;
-  std::string client_ip;                      // resolved, textual
+  std::string client_ip;  // resolved, textual
   // What per-address limits count: client_ip, or for IPv6 its network (addressNetworkText).
   std::string client_network;
   std::optional<std::string> api_key_id;      // hashApiKey() of the presented key, if any

@@ -98,12 +98,12 @@ TEST_F(EngineTest, AStoreThatCannotDecideDeniesWithTheLimitsAndARetry) {
   UnavailableStore unavailable;
   Engine engine(unavailable, clock_);
   const std::vector<LimitCheck> checks{{"g", &global_, 1}, {"c", &per_client_, 1}};
-  for (const Decision& decision :
-       {engine.check(checks), [&] {
-          Decision answered;
-          engine.checkAsync(checks, [&](Decision&& d) { answered = std::move(d); });
-          return answered;
-        }()}) {
+  for (const Decision& decision : {engine.check(checks), [&] {
+                                     Decision answered;
+                                     engine.checkAsync(
+                                         checks, [&](Decision&& d) { answered = std::move(d); });
+                                     return answered;
+                                   }()}) {
     EXPECT_FALSE(decision.allowed);
     EXPECT_TRUE(decision.degraded);
     EXPECT_EQ(decision.retry_after_us, kMicrosPerSecond);

@@ -45,10 +45,10 @@ TEST(AuthSubrequest, IgnoresHeadersThatAreNotConfigured) {
 // A proxy may pass the original URI as the client sent it, in absolute form: its path is the
 // path. Read as a path of its own, "http://evil.example/login" matched no /login limit.
 TEST(AuthSubrequest, AnAbsoluteFormUriIsReadByItsPath) {
-  EXPECT_EQ(viewFromSubrequest(subrequest({{"X-Original-URI", "http://evil.example/login?a=1"}}),
-                               kProxy)
-                .path,
-            "/login");
+  EXPECT_EQ(
+      viewFromSubrequest(subrequest({{"X-Original-URI", "http://evil.example/login?a=1"}}), kProxy)
+          .path,
+      "/login");
   EXPECT_EQ(
       viewFromSubrequest(subrequest({{"X-Original-URI", "HTTPS://evil.example"}}), kProxy).path,
       "/");

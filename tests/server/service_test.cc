@@ -3,8 +3,8 @@
 
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>

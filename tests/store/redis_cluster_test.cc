@@ -329,9 +329,9 @@ TEST_F(RedisClusterStoreTest, AsksAgainWhileASlotIsHalfMigrated) {
   ASSERT_EQ(slotOf(both[1]), slot);
   for (const LimitCheck& check : both) ASSERT_TRUE(decide(*store, check).allowed);
   cluster_->beginMigration(slot, 0, 1);
-  const RedisReply moved = cluster_->connect(0).command(
-      {"MIGRATE", "127.0.0.1", std::to_string(cluster_->port(1)), redis::redisKey(kPrefix, both[0]),
-       "0", "5000"});
+  const RedisReply moved =
+      cluster_->connect(0).command({"MIGRATE", "127.0.0.1", std::to_string(cluster_->port(1)),
+                                    redis::redisKey(kPrefix, both[0]), "0", "5000"});
   ASSERT_FALSE(moved.isError()) << moved.text;
   // The migration ends a little later, while the call is asking again.
   std::thread finisher([&] {

@@ -122,8 +122,7 @@ class RedisClusterStore final : public Store {
   void onRouted(const std::shared_ptr<redis::RoutedCall>& routed, const redisReply* reply,
                 Node& asked);
   // route() again after `wait`, or at the call's deadline if that comes first.
-  void retryLater(const std::shared_ptr<redis::RoutedCall>& routed,
-                  std::chrono::microseconds wait);
+  void retryLater(const std::shared_ptr<redis::RoutedCall>& routed, std::chrono::microseconds wait);
   // Whether some node is connected, or still making its first connects.
   [[nodiscard]] bool anyNodeMayAnswer() const;
 

@@ -358,10 +358,10 @@ void SyncedStore::pushFinally(Micros until_steady_us, std::function<void()> done
     // pending; wait for it, as long as the deadline allows. Past it, push nothing: Redis may
     // still run the queued sync, and what was admitted since is lost rather than counted twice.
     if (now_steady_us >= until_steady_us) return done();
-    auto timer = std::make_shared<boost::asio::steady_timer>(loop_.io(),
-                                                             std::chrono::milliseconds(5));
-    timer->async_wait([this, timer, until_steady_us, done = std::move(done)](
-                          const boost::system::error_code&) mutable {
+    auto timer =
+        std::make_shared<boost::asio::steady_timer>(loop_.io(), std::chrono::milliseconds(5));
+    timer->async_wait([this, timer, until_steady_us,
+                       done = std::move(done)](const boost::system::error_code&) mutable {
       pushFinally(until_steady_us, std::move(done));
     });
     return;
