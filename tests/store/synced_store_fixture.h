@@ -57,6 +57,32 @@ class SyncedStoreTest : public ::testing::Test {
     return options;
   }
 
+  // Decides `check` once and syncs it, stops Redis, then decides it `per_round` times in each of
+  // `rounds` rounds 10 ms apart (bounded): how many were admitted, over how many seconds.
+  struct OutageCount {
+    std::uint64_t admitted = 0;
+    double elapsed_s = 0;
+  };
+  OutageCount throughAnOutage(SyncedStore& node, const LimitCheck& check, int rounds,
+                              int per_round) {
+    Outcome outcome;
+    (void)node.apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+    EXPECT_TRUE(syncUntilOk(node));
+    server_.stop();
+    OutageCount count;
+    const auto started = std::chrono::steady_clock::now();
+    for (int round = 0; round < rounds; ++round) {
+      for (int i = 0; i < per_round; ++i) {
+        (void)node.apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+        count.admitted += outcome.allowed ? 1 : 0;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    count.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return count;
+  }
+
   // Syncs until a sync succeeds; false after 3 s. The first may fail while the node connects.
   static bool syncUntilOk(SyncedStore& node) {
     const auto deadline = SteadyClock::now() + std::chrono::seconds(3);

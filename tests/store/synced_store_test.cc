@@ -371,21 +371,7 @@ TEST_F(SyncedStoreTest, GroupsNameSeparateCounters) {
 TEST_F(SyncedStoreTest, KeepsDecidingThroughAnOutage) {
   auto node = makeNode(20 * kMicrosPerMilli, 50 * kMicrosPerMilli);
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "100/s", 100);
-  const LimitCheck check{"outage", &bucket, 1};
-  Outcome outcome;
-  (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
-  ASSERT_TRUE(syncUntilOk(*node));
-  server_.stop();
-  std::uint64_t admitted = 0;
-  const auto started = SteadyClock::now();
-  for (int round = 0; round < 150; ++round) {  // bounded: 150 rounds of 10 ms
-    for (int i = 0; i < 10; ++i) {
-      (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
-      admitted += outcome.allowed ? 1 : 0;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  const double elapsed_s = std::chrono::duration<double>(SteadyClock::now() - started).count();
+  const auto [admitted, elapsed_s] = throughAnOutage(*node, {"outage", &bucket, 1}, 150, 10);
   EXPECT_GT(admitted, 75u) << "one share (50), then nothing";
   EXPECT_LE(static_cast<double>(admitted), 100.0 + 100.0 * elapsed_s);
 }
@@ -398,19 +384,7 @@ TEST_F(SyncedStoreTest, KeepsDecidingThroughAnOutage) {
 TEST_F(SyncedStoreTest, KeepsToItsShareThroughAnOutageWhenTheRateIsSlow) {
   auto node = makeNode(50 * kMicrosPerMilli, 50 * kMicrosPerMilli, /*nodes=*/4);
   const LimitSpec bucket = spec(Algorithm::kTokenBucket, "10/s", 10);
-  const LimitCheck check{"slow-outage", &bucket, 1};
-  Outcome outcome;
-  (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
-  ASSERT_TRUE(syncUntilOk(*node));
-  server_.stop();
-  std::uint64_t admitted = 0;
-  const auto started = SteadyClock::now();
-  for (int round = 0; round < 200; ++round) {  // bounded: 200 rounds of 10 ms
-    (void)node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
-    admitted += outcome.allowed ? 1 : 0;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  const double elapsed_s = std::chrono::duration<double>(SteadyClock::now() - started).count();
+  const auto [admitted, elapsed_s] = throughAnOutage(*node, {"slow-outage", &bucket, 1}, 200, 1);
   EXPECT_GE(admitted, 2u) << "the node goes on deciding";
   EXPECT_LE(static_cast<double>(admitted), 3.0 + 1.5 * (10.0 + 10.0 * elapsed_s) / 4.0)
       << "over " << elapsed_s << " s";
