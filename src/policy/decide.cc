@@ -85,8 +85,10 @@ RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
                                    ? request.joinedHeader("x-forwarded-for")
                                    : std::string());
   context.client_ip = addressText(client);
+  // The address is its own network but for IPv6 counted by a prefix: no second formatting then.
+  const unsigned prefix = countedPrefix(policy.client_ip, client, policy.ipv6_prefix);
   context.client_network =
-      addressNetworkText(client, countedPrefix(policy.client_ip, client, policy.ipv6_prefix));
+      client.is_v4() || prefix >= 128 ? context.client_ip : addressNetworkText(client, prefix);
   std::optional<std::string_view> token =
       policy.jwt ? credential(request, policy.jwt_header) : std::nullopt;
   if (token && looksLikeJwt(*token)) {

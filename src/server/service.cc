@@ -173,8 +173,7 @@ void Service::warnOfMissingOriginalUri(const HttpRequest& request, const std::st
       "URI (examples/nginx/nginx.conf does), or name the header it sends in "
       "server.auth_uri_header{}",
       header, std::string_view(request.target().data(), request.target().size()), header,
-      *dropped == 0 ? std::string()
-                    : " (" + std::to_string(*dropped) + " more since the last line)");
+      LogThrottle::droppedNote(*dropped, ""));
 }
 
 void Service::handleApi(HttpRequest&& request, const net::ip::tcp::endpoint& peer,

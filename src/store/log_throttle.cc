@@ -1,5 +1,6 @@
 #include "store/log_throttle.h"
 
+#include <string>
 #include <utility>
 
 namespace sluice {
@@ -12,6 +13,13 @@ std::optional<std::uint64_t> LogThrottle::admit(Clock::time_point now) {
   }
   last_passed_ = now;
   return std::exchange(dropped_, 0);
+}
+
+std::string LogThrottle::droppedNote(std::uint64_t dropped, std::string_view what) {
+  if (dropped == 0) return {};
+  std::string note = " (" + std::to_string(dropped) + " more";
+  if (!what.empty()) note += " " + std::string(what);
+  return note + " since the last line)";
 }
 
 }  // namespace sluice

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace sluice {
 
@@ -19,6 +21,10 @@ class LogThrottle {
   // Thread-safe. nullopt: drop the line. Otherwise pass it on; the number is how many lines were
   // dropped since the last one passed, for the line to say.
   [[nodiscard]] std::optional<std::uint64_t> admit(Clock::time_point now = Clock::now());
+
+  // What a passed line adds about the lines dropped before it: "" or " (N more <what> since the
+  // last line)" (`what` may be empty), where `dropped` is what admit() returned.
+  [[nodiscard]] static std::string droppedNote(std::uint64_t dropped, std::string_view what);
 
  private:
   std::mutex mutex_;

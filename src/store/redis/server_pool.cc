@@ -153,8 +153,7 @@ void ServerPool::logTimeout(std::chrono::microseconds timeout) {
       "(each limit's on_error decides; a synced node decides alone), and an answer that comes "
       "late is settled then{}",
       address_, (timeout.count() + 500) / 1000,  // the call's deadline, rounded to ms
-      *dropped == 0 ? std::string()
-                    : " (" + std::to_string(*dropped) + " more timed out since the last line)");
+      LogThrottle::droppedNote(*dropped, "timed out"));
 }
 
 ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
@@ -293,9 +292,7 @@ void ServerPool::logRefusal(const redisReply* reply) {
   spdlog::warn(
       "redis {}: refused a script call: {}; such calls fail and their decisions are degraded "
       "(each limit's on_error decides; a synced node decides alone){}",
-      address_, error.substr(0, 300),
-      *dropped == 0 ? std::string()
-                    : " (" + std::to_string(*dropped) + " more refused since the last line)");
+      address_, error.substr(0, 300), LogThrottle::droppedNote(*dropped, "refused"));
 }
 
 void ServerPool::onCallTimedOut() {
