@@ -150,6 +150,18 @@ void visitLevel(const Domain& domain, const DescriptorLevel& level,
   }
 }
 
+// Gives each rule of `level` the counts `kept` holds under its stat_key, if any.
+void adoptCounts(DescriptorLevel& level,
+                 const std::unordered_map<std::string_view, std::shared_ptr<RuleStats>>& kept) {
+  for (DescriptorNode& node : level.nodes) {
+    if (node.rate_limit) {
+      const auto found = kept.find(node.stat_key);
+      if (found != kept.end()) node.stats = found->second;
+    }
+    adoptCounts(node.children, kept);
+  }
+}
+
 }  // namespace
 
 void LyftConfig::forEachRule(
@@ -159,6 +171,13 @@ void LyftConfig::forEachRule(
   std::sort(sorted.begin(), sorted.end(),
             [](const Domain* a, const Domain* b) { return a->name < b->name; });
   for (const Domain* domain : sorted) visitLevel(*domain, domain->descriptors, visit);
+}
+
+void LyftConfig::keepCountsOf(const LyftConfig& previous) {
+  std::unordered_map<std::string_view, std::shared_ptr<RuleStats>> kept;
+  previous.forEachRule(
+      [&](const Domain&, const DescriptorNode& node) { kept.emplace(node.stat_key, node.stats); });
+  for (auto& [name, domain] : domains_) adoptCounts(domain.descriptors, kept);
 }
 
 namespace {

@@ -117,7 +117,9 @@ struct DescriptorNode {
   std::optional<RateLimitRule> rate_limit;
   // lyft's stats name: "domain.key_value.key" along the path from the domain.
   std::string stat_key;
-  std::unique_ptr<RuleStats> stats = std::make_unique<RuleStats>();
+  // Shared with the rule of the same stat_key in the config this one replaced, so a reload does
+  // not restart the rule's counters (LyftConfig::keepCountsOf).
+  std::shared_ptr<RuleStats> stats = std::make_shared<RuleStats>();
   DescriptorLevel children;
 };
 
@@ -150,6 +152,12 @@ class LyftConfig {
   // Calls `visit` for every node with a rate limit, in load order (for metrics).
   void forEachRule(const std::function<void(const Domain&, const DescriptorNode&)>& visit) const;
 
+  // Before this config is served in place of `previous`: each rule whose stat_key `previous`
+  // also has takes over that rule's counts, as lyft's stats outlive a reload, so a Prometheus
+  // counter does not fall back to 0 because the files changed. Not thread-safe: call it before
+  // the config is shared.
+  void keepCountsOf(const LyftConfig& previous);
+
  private:
   friend class LyftConfigBuilder;
   DescriptorLevel::StringMap<Domain> domains_;
@@ -158,8 +166,8 @@ class LyftConfig {
 using LyftConfigPtr = std::shared_ptr<const LyftConfig>;
 
 struct LyftLoadResult {
-  LyftConfigPtr config;             // null when there were errors
-  std::vector<std::string> errors;  // "file:line:column: message"
+  std::shared_ptr<LyftConfig> config;  // null when there were errors; not yet shared
+  std::vector<std::string> errors;     // "file:line:column: message"
 };
 
 // Reads every regular file under `dir`, recursively and whatever its name, as lyft does

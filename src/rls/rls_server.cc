@@ -126,6 +126,9 @@ void RlsServer::install(Read read) {
   const std::lock_guard lock(install_mutex_);
   if (read.sequence < installed_sequence_) return;  // older files than those in force
   installed_sequence_ = read.sequence;
+  if (const LyftConfigPtr serving = config_.load(std::memory_order_acquire)) {
+    read.loaded.config->keepCountsOf(*serving);
+  }
   config_.store(std::move(read.loaded.config), std::memory_order_release);
 }
 

@@ -235,6 +235,57 @@ TEST_F(RlsServerTest, ReloadKeepsTheOldConfigOnErrors) {
   std::filesystem::remove_all(dir);
 }
 
+// A rule's counters outlive a reload that keeps the rule, as lyft's stats do: a Prometheus
+// counter that fell to 0 whenever the files changed would read as a reset. A rule new in the
+// reloaded files starts at 0, and a rule gone from them is no longer listed.
+TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("sluice-rls-counts-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& second_key) {
+    std::ofstream(dir / "d.yaml") << "domain: kept\ndescriptors:\n"
+                                     "  - key: stays\n"
+                                     "    rate_limit: { unit: minute, requests_per_unit: 2 }\n"
+                                     "  - key: "
+                                  << second_key
+                                  << "\n    rate_limit: { unit: minute, requests_per_unit: 2 }\n";
+  };
+  write("leaves");
+  RlsSettings settings = settings_;
+  settings.config_dir = dir.string();
+  RlsServer server(engine_, clock_, settings);
+  const auto endpoint = server.start();
+  ASSERT_TRUE(endpoint.ok()) << endpoint.error();
+  auto stub = RateLimitService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(endpoint.value().port()), grpc::InsecureChannelCredentials()));
+  const auto hit = [&](const std::string& key) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    RateLimitResponse response;
+    ASSERT_TRUE(stub->ShouldRateLimit(&context, request("kept", key, "v"), &response).ok());
+  };
+  for (int i = 0; i < 3; ++i) hit("stays");
+  hit("leaves");
+
+  write("arrives");
+  ASSERT_TRUE(server.reload().empty());
+  hit("stays");
+  hit("arrives");
+  const std::string metrics = server.metricsText();
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"kept.stays\"} 4"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sluice_rls_rule_over_limit_total{rule=\"kept.stays\"} 2"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"kept.arrives\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("kept.leaves"), std::string::npos) << metrics;
+  server.shutdown();
+  std::filesystem::remove_all(dir);
+}
+
 // With a watch interval, an edit to the config directory is picked up without a reload call, as
 // lyft/ratelimit picks up its files' changes; a broken edit keeps the config that was serving.
 TEST_F(RlsServerTest, WatchedDirectoryChangesAreLoaded) {
