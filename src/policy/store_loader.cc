@@ -191,6 +191,23 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
                "store.on_error does not apply to the synced store, which decides alone while "
                "Redis is unreachable (type: redis applies on_error)");
   }
+  // Settings a store type has no use for would read as if they held.
+  if (store.type == StoreSettings::Type::kSynced) {
+    for (const char* key :
+         {"connections", "calls_in_flight", "breaker_failures", "breaker_cooldown"}) {
+      if (node[key]) {
+        errors.add(node[key], std::string("store.") + key +
+                                  " does not apply to the synced store, which syncs over one "
+                                  "connection from its own thread and decides alone while Redis "
+                                  "is unreachable (type: redis uses it)");
+      }
+    }
+  }
+  if (store.type == StoreSettings::Type::kRedisCluster && node["calls_in_flight"]) {
+    errors.add(node["calls_in_flight"],
+               "store.calls_in_flight does not apply to redis_cluster, which sends each call as "
+               "it comes over `connections` per master (type: redis uses it)");
+  }
 }
 
 void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, const StoreSettings& store,
@@ -205,6 +222,13 @@ void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, const S
     if (limit.spec) specs.push_back(&*limit.spec);
     for (const auto& [tier, spec] : limit.tier_specs) specs.push_back(&spec);
     for (const auto& [tier, spec] : limit.tier_daily_specs) specs.push_back(&spec);
+    // A synced node keeps deciding alone through an outage: a limit's on_error (deny, say, for
+    // a login limit) would read as if it held then.
+    if (synced && node.IsMap() && node["on_error"]) {
+      errors.add(node["on_error"], "limit " + limit.name + ": on_error does not apply to " + which +
+                                       ", which decides alone while Redis is unreachable "
+                                       "(type: redis applies on_error)");
+    }
     for (const LimitSpec* spec : specs) {
       if (synced && spec->algorithm() == Algorithm::kSlidingWindowLog) {
         errors.add(node, "limit " + limit.name + ": " + which +

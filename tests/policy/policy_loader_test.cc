@@ -174,7 +174,6 @@ TEST(PolicyLoader, ReadsSharedStoreSettings) {
   on_error: local
   sluice_nodes: 3
   connections: 4
-  calls_in_flight: 3
 limits:
   - name: a
     rate: 5/s
@@ -187,7 +186,6 @@ limits:
   EXPECT_EQ(policy->store.timeout_us, 15'000);
   EXPECT_EQ(policy->store.sluice_nodes, 3u);
   EXPECT_EQ(policy->store.connections, 4u);
-  EXPECT_EQ(policy->store.calls_in_flight, 3u);
   EXPECT_EQ(policy->limits[0].on_error, OnStoreError::kLocal);
   EXPECT_EQ(policy->limits[1].on_error, OnStoreError::kDeny);
 
@@ -472,6 +470,23 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   EXPECT_FALSE(hasError(misspelt, 1, "is a Redis setting")) << describe(misspelt);
   refused("store: { type: synced, address: 127.0.0.1:6379, on_error: deny }\n" + limit, 1,
           "store.on_error does not apply to the synced store");
+  // A synced node decides alone through an outage: a limit's deny would never happen.
+  refused(
+      "store: { type: synced, address: 127.0.0.1:6379 }\n"
+      "limits:\n  - { name: login, rate: 5/s, on_error: deny }\n",
+      3, "limit login: on_error does not apply to the synced store");
+  for (const std::string setting :
+       {"connections: 4", "calls_in_flight: 2", "breaker_failures: 3", "breaker_cooldown: 1s"}) {
+    refused(
+        "store: { type: synced, address: 127.0.0.1:6379,\n  " + setting + " }\n" + limit, 2,
+        "store." + setting.substr(0, setting.find(':')) + " does not apply to the synced store");
+  }
+  refused("store: { type: redis_cluster, address: 127.0.0.1:7000, calls_in_flight: 2 }\n" + limit,
+          1, "store.calls_in_flight does not apply to redis_cluster");
+  EXPECT_NE(policyFrom("store: { type: redis, address: 127.0.0.1:6379, calls_in_flight: 2,\n"
+                       "  breaker_failures: 3 }\n"
+                       "limits: [{ name: a, rate: 1/s, on_error: deny }]\n"),
+            nullptr);
   // A fixed cost past the limit's capacity denied every request, for good.
   refused("limits: [{ name: a, rate: 10/s, cost: 11 }]\n", 1,
           "limit a.cost 11 is more than the limit holds (10)");
