@@ -167,6 +167,28 @@ std::optional<std::string> pemKeyProblem(std::string_view pem, bool want_rsa) {
 
 }  // namespace
 
+std::optional<std::string> JwtVerifier::keyProblem(const JwtKey& key) {
+  const bool hmac = key.algorithm == "HS256";
+  const bool rsa = key.algorithm == "RS256";
+  if (!hmac && !rsa && key.algorithm != "ES256") {
+    return ": unknown algorithm \"" + key.algorithm + "\" (use HS256, RS256 or ES256)";
+  }
+  const std::string what = " (" + key.algorithm + "): ";
+  if (key.key.empty()) return what + "the key is empty";
+  if (key.key.size() > kMaxKeyBytes) {
+    return what + "the key is over " + std::to_string(kMaxKeyBytes) + " bytes";
+  }
+  if (hmac && key.key.size() < kMinHs256SecretBytes) {
+    return what + "the secret is " + std::to_string(key.key.size()) +
+           " bytes; HS256 needs at least " + std::to_string(kMinHs256SecretBytes) +
+           " (RFC 7518 3.2)";
+  }
+  if (!hmac) {
+    if (const auto problem = pemKeyProblem(key.key, rsa)) return what + "the key " + *problem;
+  }
+  return std::nullopt;
+}
+
 Result<JwtVerifier> JwtVerifier::create(std::vector<JwtKey> keys, std::int64_t leeway_s) {
   if (keys.empty()) return Error{"jwt: at least one key is needed"};
   if (leeway_s < 0 || leeway_s > kMaxLeewayS) {
@@ -177,28 +199,11 @@ Result<JwtVerifier> JwtVerifier::create(std::vector<JwtKey> keys, std::int64_t l
   checked.reserve(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
     JwtKey& key = keys[i];
-    const bool hmac = key.algorithm == "HS256";
-    const bool rsa = key.algorithm == "RS256";
-    if (!hmac && !rsa && key.algorithm != "ES256") {
-      return Error{"jwt keys[" + std::to_string(i) + "]: unknown algorithm \"" + key.algorithm +
-                   "\" (use HS256, RS256 or ES256)"};
+    if (const auto problem = keyProblem(key)) {
+      return Error{"jwt keys[" + std::to_string(i) + "]" + *problem};
     }
-    const std::string where = "jwt keys[" + std::to_string(i) + "] (" + key.algorithm + ")";
-    if (key.key.empty()) return Error{where + ": the key is empty"};
-    if (key.key.size() > kMaxKeyBytes) {
-      return Error{where + ": the key is over " + std::to_string(kMaxKeyBytes) + " bytes"};
-    }
-    if (hmac && key.key.size() < kMinHs256SecretBytes) {
-      return Error{where + ": the secret is " + std::to_string(key.key.size()) +
-                   " bytes; HS256 needs at least " + std::to_string(kMinHs256SecretBytes) +
-                   " (RFC 7518 3.2)"};
-    }
-    if (!hmac) {
-      if (const auto problem = pemKeyProblem(key.key, rsa)) {
-        return Error{where + ": the key " + *problem};
-      }
-    }
-    PublicKey public_key = hmac ? nullptr : readPublicKey(key.key);  // pemKeyProblem read it
+    // keyProblem read the PEM key already.
+    PublicKey public_key = key.algorithm == "HS256" ? nullptr : readPublicKey(key.key);
     checked.push_back({std::move(key.algorithm), std::move(key.key), std::move(public_key)});
   }
   return JwtVerifier(std::move(checked), leeway_s);

@@ -39,6 +39,10 @@ class JwtVerifier {
   // (RFC 7518 3.3), an ES256 key one holding EC on P-256. `leeway_s` is seconds of clock skew
   // allowed on exp and nbf, 0..kMaxLeewayS. The error names the key (keys[i]) and the problem.
   static Result<JwtVerifier> create(std::vector<JwtKey> keys, std::int64_t leeway_s = 0);
+  // What create would refuse in this one key, to follow the key's name: ": unknown algorithm
+  // ..." or " (HS256): the secret is ..."; nullopt when it is usable. For a config loader to
+  // report each key at its own line.
+  [[nodiscard]] static std::optional<std::string> keyProblem(const JwtKey& key);
 
   // Thread-safe; never throws (allocation failure terminates). `token` is the bare compact
   // serialization, without "Bearer "; `now_s` is Unix seconds. The verified payload, or nullopt

@@ -148,9 +148,10 @@ void loadNumbers(const YAML::Node& node, const std::string& where, const Policy&
   } else if (!node["rate"]) {
     errors.add(node, where + " needs a rate (e.g. rate: 100/min) or from_tier: true");
   } else if (auto rate = rateValue(node["rate"], where + ".rate", errors)) {
-    const std::uint64_t burst =
-        node["burst"] ? unsignedValue(node["burst"], where + ".burst", errors).value_or(0)
-                      : rate->count;
+    const std::optional<std::uint64_t> read_burst =
+        node["burst"] ? unsignedValue(node["burst"], where + ".burst", errors) : rate->count;
+    if (!read_burst) return;  // reported: no second error about the burst it was not
+    const std::uint64_t burst = *read_burst;
     if (const auto problem = windowBurstProblem(limit.algorithm, *rate, burst)) {
       errors.add(node["burst"], where + ".burst: " + *problem);
     }
@@ -321,14 +322,16 @@ void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {
     }
     // 0 is what an absent burst or quota means (the rate's count, and no quota): written out,
     // it reads as "none allowed", so it is refused, as a limit's burst of 0 is.
+    // A value that is no number is reported once, by unsignedValue.
     if (spec["burst"]) {
-      tier.burst = unsignedValue(spec["burst"], where + ".burst", errors).value_or(0);
-      if (tier.burst == 0) errors.add(spec["burst"], where + ".burst must be at least 1");
+      const auto burst = unsignedValue(spec["burst"], where + ".burst", errors);
+      tier.burst = burst.value_or(0);
+      if (burst == 0u) errors.add(spec["burst"], where + ".burst must be at least 1");
     }
     if (spec["daily_quota"]) {
-      tier.daily_quota =
-          unsignedValue(spec["daily_quota"], where + ".daily_quota", errors).value_or(0);
-      if (tier.daily_quota == 0) {
+      const auto quota = unsignedValue(spec["daily_quota"], where + ".daily_quota", errors);
+      tier.daily_quota = quota.value_or(0);
+      if (quota == 0u) {
         errors.add(spec["daily_quota"], where +
                                             ".daily_quota must be at least 1 (leave it out "
                                             "for no daily quota)");

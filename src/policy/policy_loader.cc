@@ -138,8 +138,13 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
     return;
   }
   std::vector<JwtKey> jwt_keys;
-  for (const auto& entry : keys) {
-    if (!isMap(entry, "a JWT key", errors)) continue;
+  bool keys_usable = true;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const YAML::Node entry = keys[i];
+    if (!isMap(entry, "a JWT key", errors)) {
+      keys_usable = false;
+      continue;
+    }
     checkKeys(entry, "a JWT key", {"algorithm", "secret", "secret_env", "public_key_file"}, errors);
     JwtKey key;
     key.algorithm =
@@ -158,28 +163,41 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
                      " signs with a shared secret (secret or secret_env); a public "
                      "key file would let anyone who has it sign tokens");
     }
+    bool read = false;  // the key's text, whatever it holds
     if (entry["secret"]) {
       key.key = scalar(entry["secret"], "secret", errors).value_or("");
+      read = true;
     } else if (entry["secret_env"]) {
       const std::string variable = scalar(entry["secret_env"], "secret_env", errors).value_or("");
       const char* value = std::getenv(variable.c_str());
       if (value == nullptr)
         errors.add(entry["secret_env"], "environment variable " + variable + " is not set");
       key.key = value == nullptr ? "" : value;
+      read = value != nullptr;
     } else if (entry["public_key_file"]) {
       const std::string file = resolvePath(
           base_dir, scalar(entry["public_key_file"], "public_key_file", errors).value_or(""));
       Result<std::string> text = readFile(file);
       if (text.ok()) {
         key.key = std::move(text).value();
+        read = true;
       } else {
         errors.add(entry["public_key_file"], text.error());
       }
     } else {
       errors.add(entry, "a JWT key needs secret, secret_env or public_key_file");
     }
+    keys_usable = keys_usable && read;
+    // At the key's own line: the verifier would only say which of the list it was.
+    if (read) {
+      if (const auto problem = JwtVerifier::keyProblem(key)) {
+        errors.add(entry, "identity.jwt.keys[" + std::to_string(i) + "]" + *problem);
+        keys_usable = false;
+      }
+    }
     jwt_keys.push_back(std::move(key));
   }
+  if (!keys_usable) return;
   Result<JwtVerifier> verifier =
       JwtVerifier::create(std::move(jwt_keys), leeway_us / kMicrosPerSecond);
   if (!verifier.ok()) {

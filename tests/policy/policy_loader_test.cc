@@ -437,6 +437,25 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
       "hunter2-hunter2-hunter2-hunter2-hunter2, secret_env: HOME }\n" +
           limit,
       4, "takes one of secret, secret_env or public_key_file");
+  // A value that is no number is one error, not a second one about the number it was read as.
+  for (const std::string& yaml :
+       {std::string("limits: [{ name: a, rate: 1/s, burst: +5 }]\n"),
+        "tiers: { anonymous: { rate: 1/s, burst: -1 } }\n" + limit,
+        "tiers: { anonymous: { rate: 1/s, daily_quota: -5 } }\n" + limit}) {
+    EXPECT_EQ(errorsOf(yaml).size(), 1u) << yaml << describe(errorsOf(yaml));
+  }
+  // Each unusable key at its own line, all of them: the list's first line named none.
+  const std::vector<std::string> keys = errorsOf(
+      "identity:\n  jwt:\n    keys:\n"
+      "      - { algorithm: HS512, secret: hunter2-hunter2-hunter2-hunter2-hunter2 }\n"
+      "      - { algorithm: HS256, secret: hunter2-hunter2-hunter2-hunter2-hunter2 }\n"
+      "      - algorithm: HS256\n        secret: short\n" +
+      limit);
+  EXPECT_TRUE(hasError(keys, 4, "identity.jwt.keys[0]: unknown algorithm \"HS512\""))
+      << describe(keys);
+  EXPECT_TRUE(hasError(keys, 6, "identity.jwt.keys[2] (HS256): the secret is 5 bytes"))
+      << describe(keys);
+  EXPECT_EQ(keys.size(), 2u) << describe(keys);
   refused("headers: { names: { limit: Content-Length } }\n" + limit, 1,
           "is a header the message's framing or transport owns");
   // Two families under one name overwrite each other; Sluice's own headers are not free.
