@@ -371,8 +371,18 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
       policy->api_keys_listed = true;
       loadKeysFile(keys_file, keys_file_node, *policy, errors);
     }
-    if (!root["limits"] || !root["limits"].IsSequence() || root["limits"].size() == 0) {
-      errors.add(root["limits"] ? root["limits"] : root, "limits: must list at least one limit");
+    // An Envoy-only deployment (lyft's drop-in) has its limits in the lyft files: it may list
+    // none here, and the HTTP doors then limit nothing.
+    const bool limits_optional = static_cast<bool>(root["envoy_rls"]);
+    const YAML::Node limits = root["limits"];
+    if (limits_optional && (!limits || (limits.IsSequence() && limits.size() == 0))) {
+      // nothing to load
+    } else if (!limits || !limits.IsSequence() || limits.size() == 0) {
+      errors.add(limits ? limits : root,
+                 limits && !limits.IsSequence()
+                     ? "limits: must be a list of limits (- { name: ..., rate: ... })"
+                     : "limits: must list at least one limit (only a config with envoy_rls "
+                       "may have none)");
     } else {
       loadLimits(root["limits"], root["tiers"], *policy, errors);
       const bool synced = policy->store.type == StoreSettings::Type::kSynced;

@@ -423,6 +423,22 @@ TEST(PolicyLoader, RefusesWhatWouldFailLater) {
 // rate-limit header renamed to a framing header, a second YAML document (dropped unread), a
 // port past 65535, a timeout no request can meet, an empty method list (it matched every
 // method), a tier's burst or daily quota of 0 (it meant the default, and no quota).
+// The limits are required, except beside envoy_rls: a lyft drop-in keeps its limits in the
+// lyft files, and the HTTP doors then limit nothing.
+TEST(PolicyLoader, OnlyAnEnvoyDeploymentMayListNoLimits) {
+  EXPECT_TRUE(hasError(errorsOf("server: { threads: 1 }\n"), 1, "must list at least one limit"));
+  EXPECT_TRUE(hasError(errorsOf("limits: []\n"), 1, "must list at least one limit"));
+  EXPECT_TRUE(hasError(errorsOf("limits: { name: a, rate: 1/s }\n"), 1,
+                       "limits: must be a list of limits"));
+  const std::string envoy = "envoy_rls: { config_dir: /etc/ratelimit }\n";
+  for (const std::string& yaml : {envoy, envoy + "limits: []\n"}) {
+    const PolicyPtr policy = policyFrom(yaml);
+    ASSERT_NE(policy, nullptr) << yaml;
+    EXPECT_TRUE(policy->limits.empty());
+  }
+  EXPECT_TRUE(hasError(errorsOf(envoy + "limits: { name: a }\n"), 2, "must be a list"));
+}
+
 TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   const std::string limit = "limits: [{ name: a, rate: 1/s }]\n";
   const auto refused = [&](const std::string& yaml, int line, const std::string& text) {

@@ -79,8 +79,8 @@ def start_server(binary, args, work, config_dir, extra_yaml, store_yaml=""):
     with open(config, "w") as out:
         out.write(
             store_yaml +
+            # No limits: an Envoy-only deployment keeps them all in the lyft files.
             "server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }\n"
-            "limits:\n  - { name: unused, key: ip, rate: 1/s }\n"
             "envoy_rls:\n  listen: 127.0.0.1:0\n  config_dir: %s\n%s" % (config_dir, extra_yaml)
         )
     log = open(os.path.join(work, "server.out"), "w+")
