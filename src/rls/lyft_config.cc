@@ -47,6 +47,23 @@ const DescriptorNode* findAt(const DescriptorLevel& level, const EntryView& entr
 
 }  // namespace
 
+namespace {
+
+std::uint64_t saturatingSum(std::uint64_t a, std::uint64_t b) noexcept {
+  return b > std::numeric_limits<std::uint64_t>::max() - a
+             ? std::numeric_limits<std::uint64_t>::max()
+             : a + b;
+}
+
+}  // namespace
+
+void RuleCounts::addHits(std::uint64_t hits) noexcept {
+  std::uint64_t seen = total_hits.load(std::memory_order_relaxed);
+  while (!total_hits.compare_exchange_weak(seen, saturatingSum(seen, hits),
+                                           std::memory_order_relaxed)) {
+  }
+}
+
 void RuleStats::addDetailed(std::string_view tuple, std::uint64_t hits, bool over, bool shadow) {
   std::lock_guard lock(mutex_);
   Counts* counts = nullptr;
@@ -58,7 +75,7 @@ void RuleStats::addDetailed(std::string_view tuple, std::uint64_t hits, bool ove
     if (found != detailed_.end()) counts = &found->second;
   }
   if (counts == nullptr) counts = &(overflow_ ? *overflow_ : overflow_.emplace());
-  counts->total_hits += hits;
+  counts->total_hits = saturatingSum(counts->total_hits, hits);
   if (over) ++(shadow ? counts->shadow_over_limit : counts->over_limit);
 }
 

@@ -44,6 +44,10 @@ enum class Unit : std::uint8_t {
 
 // Counts kept per configured rule, for metrics. Relaxed atomics: the numbers are statistics.
 struct RuleCounts {
+  // Thread-safe. Adds to total_hits, stopping at the top: hits_addend comes from the request,
+  // and a counter that wrapped would read as a reset.
+  void addHits(std::uint64_t hits) noexcept;
+
   std::atomic<std::uint64_t> total_hits{0};
   std::atomic<std::uint64_t> over_limit{0};
   std::atomic<std::uint64_t> shadow_over_limit{0};

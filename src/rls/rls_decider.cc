@@ -137,7 +137,7 @@ Micros untilWindowEnd(Unit unit, Micros now_us) {
 void recordStats(const PlannedDescriptor& planned, bool over_limit) {
   if (planned.node == nullptr) return;
   RuleStats& stats = *planned.node->stats;
-  stats.total_hits.fetch_add(planned.hits, std::memory_order_relaxed);
+  stats.addHits(planned.hits);
   if (!planned.detailed_key.empty()) {
     stats.addDetailed(planned.detailed_key, planned.hits, over_limit, planned.shadow);
   }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +107,28 @@ TEST_F(RlsServerTest, DetailedMetricSeries) {
   EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed_bob\"} 1"),
             std::string::npos);
   EXPECT_EQ(metrics.find("remote_address_"), std::string::npos);  // not detailed: no values
+}
+
+// hits_addend comes from the request: a huge one makes a rule's hit counts stop at the top, as a
+// counter that wrapped to a small number would read as a reset.
+TEST_F(RlsServerTest, HitCountsStopAtTheTop) {
+  RateLimitRequest huge = request("envoy", "detailed", "alice");
+  huge.mutable_descriptors(0)->mutable_hits_addend()->set_value(
+      std::numeric_limits<std::uint64_t>::max());
+  RateLimitRequest two = request("envoy", "detailed", "alice");
+  two.set_hits_addend(2);
+  for (const RateLimitRequest* sent : {&huge, &two}) {
+    RateLimitResponse response;
+    ASSERT_TRUE(call(*sent, response).ok());
+  }
+  const std::string top = std::to_string(std::numeric_limits<std::uint64_t>::max());
+  const std::string metrics = server_->metricsText();
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed\"} " + top),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"envoy.detailed_alice\"} " + top),
+            std::string::npos)
+      << metrics;
 }
 
 // Request values are not bounded, so detailed series are: a tuple longer than a few hundred
