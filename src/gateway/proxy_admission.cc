@@ -1,7 +1,8 @@
 // The admission half of ProxySession: whether a request goes on to its upstream. The guard
 // (ceiling, suspicious patterns), the route, identity and the webhook's dynamic limits, then the
-// policy's decision (waits for a throttle are in proxy_throttle.cc), a shaper's hold, and the
-// concurrency permits. A refused request gets the gateway's own answer (respondLocal).
+// concurrency permits (before deciding, so that a request they refuse takes no units), the
+// policy's decision (waits for a throttle are in proxy_throttle.cc) and a shaper's hold. A
+// refused request gets the gateway's own answer (respondLocal).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -211,6 +212,10 @@ void ProxySession::admit() {
 void ProxySession::decidePass() {
   Exchange& exchange = *exchange_;
   const bool monitor = exchange.route->mode == RouteMode::kMonitor;
+  // On an enforce route the permits come first: a request the concurrency limit refuses takes
+  // no units of the rate limits (all-or-nothing); taken after deciding, its units were gone, and
+  // a client over its concurrency could exhaust an hourly quota in seconds.
+  if (!monitor && !acquirePermits()) return;  // answered
   // A monitor route never holds a request: a throttle verdict is passed on as a denial. The
   // store may answer on its own thread; the session carries on on its loop.
   decideWithDynamic(*exchange.policy, *exchange.context, exchange.dynamic, state_->engine,
@@ -227,7 +232,12 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   if (exchange_ == nullptr) return;
   Exchange& exchange = *exchange_;
   exchange.decision = std::move(decision);
-  if (exchange.decision.throttle_wait_us > 0) return waitToDecideAgain();  // proxy_throttle.cc
+  if (exchange.decision.throttle_wait_us > 0) {
+    // Not in flight while it waits: its permits go back, and are taken again when it decides
+    // again.
+    exchange.permits.clear();
+    return waitToDecideAgain();  // proxy_throttle.cc
+  }
   exchange.line.reset();  // decided for good: the next request in its line decides now
   const bool monitor = exchange.route->mode == RouteMode::kMonitor;
   const Micros hold_us = monitor || !exchange.decision.allowed ? 0 : exchange.decision.hold_us;
@@ -279,8 +289,7 @@ void ProxySession::afterDecision() {
     appendHeaderLine(policy::kDelayedMsHeader, std::to_string((exchange.waited_us + 999) / 1000),
                      lines);
   }
-  if (!acquirePermits()) return;  // answered
-  forward();
+  forward();  // with the permits decidePass took
 }
 
 // The permits of every concurrency limit that applies. False when one is full: then, on an

@@ -747,6 +747,42 @@ TEST_F(GatewayTest, PipelinedRequestWithABodyArrivingDuringTheWaitPassesIntact) 
   EXPECT_EQ(gateway_->stats().client_gone, 0u);
 }
 
+constexpr const char* kQuotaAndConcurrencyConfig = R"(
+limits:
+  - { name: quota, match: { path_prefix: /slow }, key: ip, algorithm: token_bucket, rate: 2/h }
+gateway:
+  upstreams: { app: UPSTREAM }
+  routes: [ { path_prefix: /, upstream: app } ]
+  concurrency:
+    - { name: one-at-a-time, match: { path_prefix: /slow }, key: ip, max_in_flight: 1 }
+)";
+
+class GatewayQuotaTest : public sluice::testing::GatewayFixture {
+ protected:
+  void SetUp() override { start(kQuotaAndConcurrencyConfig); }
+};
+
+// A request the concurrency limit refuses takes no units of the rate limits (all-or-nothing):
+// taken before, a client over its concurrency used up its hourly quota in three requests.
+TEST_F(GatewayQuotaTest, AConcurrencyRefusalTakesNoUnits) {
+  auto first = std::async(std::launch::async,
+                          [&] { return httpCall(endpoint_, http::verb::get, "/slow?ms=250"); });
+  for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded wait for the upstream
+  }
+  ASSERT_EQ(upstream_.in_flight.load(), 1);
+  for (int i = 0; i < 3; ++i) {
+    const HttpReply refused = httpCall(endpoint_, http::verb::get, "/slow?ms=0");
+    EXPECT_EQ(refused.status, 429);
+    EXPECT_NE(refused.body.find("too_many_concurrent_requests"), std::string::npos);
+  }
+  EXPECT_EQ(first.get().status, 200);
+  const HttpReply second = httpCall(endpoint_, http::verb::get, "/slow?ms=0");
+  EXPECT_EQ(second.status, 200) << second.body;  // the quota's second unit
+  EXPECT_EQ(httpCall(endpoint_, http::verb::get, "/slow?ms=0").status, 429);  // and no third
+  EXPECT_EQ(gateway_->stats().concurrency_denied, 3u);
+}
+
 constexpr const char* kGuardConfig = R"(
 limits:
   - { name: everyone, key: global, rate: 100000/s }
