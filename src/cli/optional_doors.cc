@@ -129,7 +129,8 @@ std::optional<std::string> OptionalDoors::openGateway(const std::string& path, s
     }
     open_files_held_ = 2 * settings.max_connections;
     gateway_.emplace(
-        pool, engine, clock, [&service] { return service.policy(); }, std::move(settings));
+        pool, engine, clock, [&service] { return service.policy(); }, std::move(settings),
+        &service.metrics());
     const auto endpoint = gateway_->listen();
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " gateway=" + server::endpointText(endpoint.value());

@@ -87,8 +87,9 @@ Gateway::State::State(server::IoPool& io_pool, Engine& limit_engine, const Clock
       upstreams(settings.upstreams) {}
 
 Gateway::Gateway(server::IoPool& pool, Engine& engine, const Clock& clock, PolicySource policy,
-                 GatewaySettings settings)
+                 GatewaySettings settings, server::Metrics* metrics)
     : state_(std::make_shared<State>(pool, engine, clock, std::move(policy), std::move(settings))) {
+  state_->metrics = metrics;
 }
 
 Gateway::~Gateway() { shutdown(); }

@@ -17,6 +17,7 @@
 #include "gateway/webhook_limits.h"
 #include "policy/policy.h"
 #include "server/io_pool.h"
+#include "server/metrics.h"
 #include "sluice/result.h"
 
 namespace sluice::gateway {
@@ -46,8 +47,9 @@ class Gateway {
  public:
   // `pool`, `engine` and `clock` must outlive the gateway; connections are spread over the
   // pool's loops and throttle timers run on each connection's own loop.
+  // `metrics`, when given (the service's), counts the gateway's decisions as the API's are.
   Gateway(server::IoPool& pool, Engine& engine, const Clock& clock, PolicySource policy,
-          GatewaySettings settings);
+          GatewaySettings settings, server::Metrics* metrics = nullptr);
   ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;

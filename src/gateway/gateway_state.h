@@ -34,6 +34,7 @@ struct Gateway::State {
   std::shared_ptr<WebhookLimits> webhook;  // null without a webhook
   UpstreamPools upstreams;
   std::shared_ptr<server::ThrottleLines> throttle_lines = server::ThrottleLines::make();
+  server::Metrics* metrics = nullptr;  // the service's decision metrics, when it has them
 
   std::atomic<std::size_t> connections{0};
   std::atomic<bool> draining{false};

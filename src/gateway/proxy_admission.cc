@@ -216,6 +216,7 @@ void ProxySession::decidePass() {
   // no units of the rate limits (all-or-nothing); taken after deciding, its units were gone, and
   // a client over its concurrency could exhaust an hourly quota in seconds.
   if (!monitor && !acquirePermits()) return;  // answered
+  exchange.deciding_since = std::chrono::steady_clock::now();
   // A monitor route never holds a request: a throttle verdict is passed on as a denial. The
   // store may answer on its own thread; the session carries on on its loop.
   decideWithDynamic(*exchange.policy, *exchange.context, exchange.dynamic, state_->engine,
@@ -232,6 +233,7 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   if (exchange_ == nullptr) return;
   Exchange& exchange = *exchange_;
   exchange.decision = std::move(decision);
+  countInMetrics();
   if (exchange.decision.throttle_wait_us > 0) {
     // Not in flight while it waits: its permits go back, and are taken again when it decides
     // again.
@@ -252,6 +254,26 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
     if (ec || self->exchange_ == nullptr) return;
     self->afterDecision();
   });
+}
+
+// The service's decision metrics, as the API counts its own: each pass's latency and degraded
+// answers, a throttled request once, and the request's answers once decided for good.
+void ProxySession::countInMetrics() {
+  server::Metrics* metrics = state_->metrics;
+  if (metrics == nullptr) return;
+  const Exchange& exchange = *exchange_;
+  const policy::PolicyDecision& decision = exchange.decision;
+  metrics->observeDecisionLatency(std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::chrono::steady_clock::now() - exchange.deciding_since)
+                                      .count());
+  if (decision.enforced.degraded || decision.shadow.degraded) metrics->countDegraded();
+  if (decision.throttle_wait_us > 0) {
+    if (exchange.waited_us == 0) {  // once per request, however many passes
+      metrics->countDecision(decision.binding()->label, server::Metrics::Result::kThrottled);
+    }
+    return;
+  }
+  metrics->countDecided(decision);
 }
 
 void ProxySession::afterDecision() {

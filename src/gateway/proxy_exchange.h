@@ -47,6 +47,7 @@ struct ProxySession::Exchange {
   DynamicLimitsPtr dynamic;
   policy::PolicyDecision decision;
   Micros waited_us = 0;
+  std::chrono::steady_clock::time_point deciding_since;  // the pass now deciding began (metrics)
   std::vector<ConcurrencyLimiter::Permit> permits;
   std::unique_ptr<server::LoopTimer> timer;
   server::ThrottleLines::Place line;                // while a throttle holds it: its place in line

@@ -51,6 +51,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void admit();
   [[nodiscard]] bool refusedBeforeRouting();
   void decidePass();
+  void countInMetrics();  // of the decision just made
   void onDecision(policy::PolicyDecision&& decision);
   // A throttle limit holds the request (proxy_throttle.cc): it waits in line for its limit and
   // key (server/throttle_lines.h), the first for the unit the store says frees, the others for

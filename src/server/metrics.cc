@@ -59,6 +59,19 @@ void Metrics::observeDecisionLatency(Micros latency_us) noexcept {
   latency_count_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::countDecided(const policy::PolicyDecision& decision) {
+  for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
+    const bool allowed = decision.enforced.statuses[i].allowed;
+    if (decision.allowed || !allowed) {
+      countDecision(decision.enforced_checks[i].label,
+                    allowed ? Result::kAllowed : Result::kDenied);
+    }
+  }
+  for (const std::string& name : decision.shadowDenials()) {
+    countDecision(name, Result::kShadowDenied);
+  }
+}
+
 std::string Metrics::render(std::size_t keys_held) const {
   std::ostringstream out;
   out << "# HELP sluice_decisions_total Limit decisions by limit and result.\n"

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "policy/decide.h"
 #include "sluice/time.h"
 
 namespace sluice::server {
@@ -19,6 +20,10 @@ class Metrics {
 
   // Thread-safe.
   void countDecision(const std::string& limit, Result result);
+  // A request decided for good (not held by a throttle): each enforced limit's answer as it
+  // bore on the request (an allowed check of a denied request is not counted as allowed), and
+  // each shadow limit that would have denied. The API and the gateway count alike.
+  void countDecided(const policy::PolicyDecision& decision);
   void observeDecisionLatency(Micros latency_us) noexcept;
   void countDegraded() noexcept { degraded_decisions_.fetch_add(1, std::memory_order_relaxed); }
   // A request held by a throttle whose client hung up before its turn.

@@ -270,16 +270,7 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
   if (decision.enforced.degraded || decision.shadow.degraded) metrics_.countDegraded();
   if (decision.throttle_wait_us > 0) return holdForThrottle(pending, decision);
   pending->line.reset();  // decided for good: the next request in its line decides now
-  for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
-    const bool allowed = decision.enforced.statuses[i].allowed;
-    if (decision.allowed || !allowed) {
-      metrics_.countDecision(decision.enforced_checks[i].label,
-                             allowed ? Metrics::Result::kAllowed : Metrics::Result::kDenied);
-    }
-  }
-  for (const std::string& name : decision.shadowDenials()) {
-    metrics_.countDecision(name, Metrics::Result::kShadowDenied);
-  }
+  metrics_.countDecided(decision);
   const Micros hold_us = may_wait ? decision.hold_us : 0;
   // Held here, the slot is served. A batch item is not held: its answer tells its slot.
   if (may_wait) decision.hold_us = 0;

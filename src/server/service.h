@@ -77,6 +77,8 @@ class Service {
     extra_metrics_.push_back(std::move(extra));
   }
   void setReady(bool ready) noexcept { ready_.store(ready); }
+  // The decision metrics /metrics shows: other front doors (the gateway) count theirs here too.
+  [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
 
  private:
   struct Pending;  // a request between decisions while it is throttled

@@ -56,7 +56,7 @@ class GatewayFixture : public ::testing::Test {
     gateway::GatewaySettings loaded = *settings.value();
     loaded.listen = "127.0.0.1:0";
     gateway_ = std::make_unique<gateway::Gateway>(
-        pool_, engine_, clock_, [this] { return policy_; }, std::move(loaded));
+        pool_, engine_, clock_, [this] { return policy_; }, std::move(loaded), &metrics_);
     auto bound = gateway_->listen();
     ASSERT_TRUE(bound.ok()) << bound.error();
     endpoint_ = bound.value();
@@ -68,6 +68,7 @@ class GatewayFixture : public ::testing::Test {
   CountingStore store_;
   Engine engine_{store_, clock_};
   server::IoPool pool_{2};
+  server::Metrics metrics_;  // the service's, in `sluice serve`
   policy::PolicyPtr policy_;
   std::unique_ptr<gateway::Gateway> gateway_;
   boost::asio::ip::tcp::endpoint endpoint_;

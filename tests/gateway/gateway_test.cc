@@ -255,6 +255,26 @@ TEST_F(GatewayTest, ThrottlesThenForwards) {
   EXPECT_EQ(gateway_->stats().throttled, 1u);
 }
 
+// The gateway's decisions show in the service's decision metrics, as the API's do: in gateway
+// mode it is the door that decides, and /metrics said nothing of it.
+TEST_F(GatewayTest, DecisionsAreCountedInTheServiceMetrics) {
+  for (int i = 0; i < 3; ++i) get("/limited");
+  for (int i = 0; i < 2; ++i) get("/slowed");
+  for (int i = 0; i < 2; ++i) get("/watched");
+  const std::string metrics = metrics_.render(0);
+  for (const std::string series :
+       {"{limit=\"limited\",result=\"allowed\"} 2", "{limit=\"limited\",result=\"denied\"} 1",
+        "{limit=\"slowed\",result=\"allowed\"} 2", "{limit=\"slowed\",result=\"throttled\"} 1",
+        "{limit=\"watched\",result=\"shadow_denied\"} 1",
+        "{limit=\"everyone\",result=\"allowed\"} 6"}) {
+    EXPECT_NE(metrics.find("sluice_decisions_total" + series + "\n"), std::string::npos)
+        << series << "\n"
+        << metrics;
+  }
+  EXPECT_EQ(metrics.find("sluice_decision_duration_seconds_count 0\n"), std::string::npos)
+      << metrics;
+}
+
 // A shadow limit never blocks; the response names it.
 TEST_F(GatewayTest, ShadowLimitForwardsWithHeader) {
   EXPECT_EQ(get("/watched").header("x-ratelimit-shadow"), "");
