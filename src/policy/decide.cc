@@ -14,9 +14,12 @@ constexpr std::string_view kBearer = "Bearer";
 
 // The credential in `header`: for Authorization, the token after the "Bearer" scheme; else the
 // value. Blanks around it are not part of it: "Bearer  K" is the key K to a backend that splits
-// on whitespace, and as a key of its own, each extra blank was a fresh counter.
+// on whitespace, and as a key of its own, each extra blank was a fresh counter. A header sent on
+// lines that differ holds none (RequestView::agreedHeader): the caller is anonymous, as without
+// it, rather than known by a key the backend may not read.
 std::optional<std::string_view> credential(const RequestView& request, std::string_view header) {
-  const auto value = request.header(header);
+  bool in_doubt = false;
+  const auto value = request.agreedHeader(header, in_doubt);
   if (!value) return std::nullopt;
   std::string_view text = trimBlanks(*value);
   if (equalsIgnoreCase(header, "authorization")) {

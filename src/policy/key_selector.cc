@@ -173,8 +173,14 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         break;
       case Kind::kHeader: {
         // An empty value is none: counted as a value, every client sending the field empty
-        // would share one counter, which one of them could spend for all.
-        const auto value = context.request.header(part.name);
+        // would share one counter, which one of them could spend for all. Lines that differ
+        // are in doubt, as cookies are.
+        bool in_doubt = false;
+        const auto value = context.request.agreedHeader(part.name, in_doubt);
+        if (in_doubt) {
+          appendInDoubt(context, out);
+          break;
+        }
         if (!value || value->empty()) return false;
         appendCounterPart(out, *value);
         break;

@@ -132,6 +132,21 @@ std::optional<std::string_view> RequestView::header(std::string_view name) const
   return std::nullopt;
 }
 
+std::optional<std::string_view> RequestView::agreedHeader(std::string_view name,
+                                                          bool& in_doubt) const noexcept {
+  std::optional<std::string_view> agreed;
+  for (const auto& [key, value] : headers) {
+    if (!equalsIgnoreCase(key, name)) continue;
+    if (!agreed) {
+      agreed = value;
+    } else if (*agreed != value) {
+      in_doubt = true;
+      return std::nullopt;
+    }
+  }
+  return agreed;
+}
+
 std::string RequestView::joinedHeader(std::string_view name) const {
   std::string joined;
   for (const auto& [key, value] : headers) {

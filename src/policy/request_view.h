@@ -26,6 +26,12 @@ struct RequestView {
 
   // The first line named `name` (any case), or nullopt.
   [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept;
+  // The value of the lines named `name` (any case) when they all say the same, or nullopt when
+  // there is none. Two lines that differ set `in_doubt` and give nullopt: backends take the
+  // first, the last or both joined, so a limit or an identity read from either would let a
+  // client send its counter's value in one line and what the backend uses in the other.
+  [[nodiscard]] std::optional<std::string_view> agreedHeader(std::string_view name,
+                                                             bool& in_doubt) const noexcept;
   // Every line named `name` (any case) joined with ", ", as HTTP combines repeated fields.
   [[nodiscard]] std::string joinedHeader(std::string_view name) const;
   // Sets path and other_paths from the request target's path as sent.

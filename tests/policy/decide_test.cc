@@ -140,6 +140,28 @@ TEST_F(DecideTest, AnApiKeyWithDotsIsAKeyOutsideTheTokensHeader) {
   EXPECT_EQ(resolveIdentity(*policy_, keyed, 0).tier, "premium");
 }
 
+// An API key header sent on two lines that differ is no key: the backend may read either (or both
+// joined), so the caller is anonymous, as without one, rather than counted by the first while the
+// backend serves the second. Lines that agree are the key.
+TEST_F(DecideTest, AnApiKeyOnLinesThatDifferIsNone) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/two-keys.yaml") << "keys:\n  - { key: k1, tier: premium }\n"
+                                           "  - { key: z1, tier: premium }\n";
+  policy_ = policyFrom(
+      "identity: { api_key_header: X-Api-Key, keys_file: two-keys.yaml }\n"
+      "tiers: { anonymous: { rate: 1/min }, premium: { rate: 9/min } }\n"
+      "limits: [{ name: per-client, key: client, from_tier: true }]\n",
+      dir);
+  ASSERT_NE(policy_, nullptr);
+  RequestView both = request("/a");
+  both.headers = {{"X-Api-Key", "z1"}, {"x-api-key", "k1"}};
+  const RequestContext doubted = resolveIdentity(*policy_, both, 0);
+  EXPECT_EQ(doubted.tier, "anonymous");
+  EXPECT_FALSE(doubted.api_key_id.has_value());
+  both.headers = {{"X-Api-Key", "k1"}, {"X-Api-Key", "k1"}};
+  EXPECT_EQ(resolveIdentity(*policy_, both, 0).tier, "premium");
+}
+
 // An empty API key field is no key: it shares the address's counter with requests sending none.
 TEST_F(DecideTest, AnEmptyCredentialIsNone) {
   load(R"(

@@ -81,6 +81,16 @@ TEST_F(KeySelectorTest, CookiesOnEveryLine) {
   EXPECT_EQ(key({"cookie:session"}), "3:S1%");
 }
 
+// A header sent on two lines that differ is in doubt, as a cookie with two values: backends take
+// the first, the last or both joined, so keying the first let a client put a fresh value there
+// and its own in the second line, for the backend. Lines that agree are one value.
+TEST_F(KeySelectorTest, AHeaderOnLinesThatDifferCountsByAddress) {
+  view_.headers = {{"X-User", "x1"}, {"x-user", "bob"}};
+  EXPECT_EQ(key({"header:X-User"}), "c9:192.0.2.5");
+  view_.headers = {{"X-User", "bob"}, {"X-USER", "bob"}};
+  EXPECT_EQ(key({"header:X-User"}), "3:bob");
+}
+
 // The JSON document's cookies read as cookie: key parts read them; a name with two values is
 // null there, which a path finds as no value.
 TEST(RequestDocument, CookiesReadAsCookieKeysReadThem) {
