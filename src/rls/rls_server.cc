@@ -144,10 +144,21 @@ void RlsServer::watchAgain() {
   watch_timer_->async_wait([this](const boost::system::error_code& error) {
     if (error || stopped_.load()) return;
     const std::optional<std::size_t> digest = lyftConfigDirDigest(settings_.config_dir);
-    // An unreadable directory (mid-swap, say) is looked at again next time.
+    // An unreadable directory (mid-swap, say) is looked at again next time; one that stays so
+    // (a mount gone) is said once, as the config loaded last keeps serving meanwhile.
+    if (!digest && !dir_unreadable_) {
+      dir_unreadable_ = true;
+      spdlog::warn("envoy rls: {} cannot be read; the config loaded last keeps serving",
+                   settings_.config_dir);
+    } else if (digest && dir_unreadable_) {
+      dir_unreadable_ = false;
+      spdlog::info("envoy rls: {} can be read again", settings_.config_dir);
+    }
     if (digest && digest != watched_digest_) {
       watched_digest_ = digest;
       const std::vector<std::string> errors = reload();
+      (errors.empty() ? counters_.watch_reloads_ok : counters_.watch_reloads_failed)
+          .fetch_add(1, std::memory_order_relaxed);
       if (errors.empty()) {
         spdlog::info("envoy rls: {} changed; reloaded", settings_.config_dir);
       }
@@ -176,6 +187,14 @@ std::string RlsServer::metricsText() const {
     text += "sluice_rls_requests_total{result=\"" + std::string(result) + "\"} " +
             std::to_string(count->load(std::memory_order_relaxed)) + "\n";
   }
+  text +=
+      "# HELP sluice_rls_config_reloads_total Reloads of the lyft files by the directory watcher "
+      "(SIGHUP and /admin/reload count in sluice_config_reloads_total).\n"
+      "# TYPE sluice_rls_config_reloads_total counter\n"
+      "sluice_rls_config_reloads_total{result=\"ok\"} " +
+      std::to_string(counters_.watch_reloads_ok.load(std::memory_order_relaxed)) +
+      "\nsluice_rls_config_reloads_total{result=\"failed\"} " +
+      std::to_string(counters_.watch_reloads_failed.load(std::memory_order_relaxed)) + "\n";
   const LyftConfigPtr config = config_.load(std::memory_order_acquire);
   if (config == nullptr) return text;
   std::string hits, over, shadow;

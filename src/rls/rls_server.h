@@ -37,6 +37,9 @@ struct RlsCounters {
   std::atomic<std::uint64_t> ok{0};
   std::atomic<std::uint64_t> over_limit{0};
   std::atomic<std::uint64_t> failed{0};  // RPCs answered with an error status
+  // Reloads the directory watcher made, and those it refused (the old config kept serving).
+  std::atomic<std::uint64_t> watch_reloads_ok{0};
+  std::atomic<std::uint64_t> watch_reloads_failed{0};
 };
 
 class RlsServer {
@@ -76,7 +79,8 @@ class RlsServer {
   // cancels the rest, and returns when the server is down.
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
 
-  // Thread-safe. Prometheus text: sluice_rls_requests_total{result} and per configured rule
+  // Thread-safe. Prometheus text: sluice_rls_requests_total{result}, the watcher's
+  // sluice_rls_config_reloads_total{result}, and per configured rule
   // sluice_rls_rule_hits_total / _over_limit_total / _shadow_over_limit_total{rule}.
   [[nodiscard]] std::string metricsText() const;
 
@@ -102,6 +106,7 @@ class RlsServer {
   // On the watching loop.
   std::unique_ptr<boost::asio::steady_timer> watch_timer_;
   std::optional<std::size_t> watched_digest_;
+  bool dir_unreadable_ = false;  // said once until it can be read again
 
   void watchAgain();
 };

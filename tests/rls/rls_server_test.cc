@@ -16,6 +16,7 @@
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "store/memory_store.h"
+#include "support/captured_log.h"
 
 namespace sluice::rls {
 namespace {
@@ -311,7 +312,9 @@ TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
 
 // With a watch interval, an edit to the config directory is picked up without a reload call, as
 // lyft/ratelimit picks up its files' changes; a broken edit keeps the config that was serving.
+// Both count in the watcher's reload metric, and a directory gone (a mount lost) is logged once.
 TEST_F(RlsServerTest, WatchedDirectoryChangesAreLoaded) {
+  const sluice::testing::CapturedLog log;
   const auto dir =
       std::filesystem::temp_directory_path() /
       ("sluice-rls-watch-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
@@ -360,9 +363,32 @@ TEST_F(RlsServerTest, WatchedDirectoryChangesAreLoaded) {
   EXPECT_EQ(limit_now(), 7u);
   write(9);  // mended: the watcher goes on after a refused change
   EXPECT_TRUE(served(9));
+  const std::string metrics = server.metricsText();
+  EXPECT_EQ(metrics.find("sluice_rls_config_reloads_total{result=\"ok\"} 0\n"), std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("sluice_rls_config_reloads_total{result=\"failed\"} 0\n"),
+            std::string::npos)
+      << metrics;
+  const auto gone = dir.string() + ".gone";
+  // Polls the log until it holds `line`; false after 5 s (a bound, not a measure).
+  const auto logged = [&](const std::string& line) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (log.text().find(line) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  };
+  std::filesystem::rename(dir, gone);
+  EXPECT_TRUE(logged("cannot be read; the config loaded last keeps serving")) << log.text();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // more looks at nothing
+  EXPECT_EQ(limit_now(), 9u);
+  std::filesystem::rename(gone, dir);
+  EXPECT_TRUE(logged("can be read again")) << log.text();
   server.shutdown();
   loop.stop();
   watching.join();
+  EXPECT_EQ(sluice::testing::countOf(log.text(), "cannot be read"), 1u) << log.text();  // once
   std::filesystem::remove_all(dir);
 }
 
