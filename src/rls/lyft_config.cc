@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <unordered_map>
 
 #include "policy/key_selector.h"
@@ -250,6 +251,7 @@ class LyftConfigBuilder {
   static bool withinBounds(const YAML::Node& list, Errors& errors);
 
   LyftConfig& config_;
+  std::map<std::string, std::string, std::less<>> domain_files_;  // domain → the file defining it
 };
 
 void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
@@ -272,10 +274,12 @@ void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
     loadLevel(root["descriptors"], domain.name, domain.descriptors, errors);
   }
   if (!name) return;
-  if (config_.domains_.contains(*name)) {
-    errors.add(root["domain"], "domain \"" + *name + "\" is already defined by another file");
+  // Both files named: files load in path order, so the one reported is not always the newer.
+  if (const auto defined = domain_files_.find(*name); defined != domain_files_.end()) {
+    errors.add(root["domain"], "domain \"" + *name + "\" is already defined by " + defined->second);
     return;
   }
+  domain_files_.emplace(*name, errors.source());
   config_.domains_.emplace(*name, std::move(domain));
 }
 
@@ -337,9 +341,15 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
                                                           const std::string& stat_prefix,
                                                           Errors& errors) {
   if (!policy::isMap(yaml, "a descriptor", errors)) return std::nullopt;
+  // lyft's quota mode changes what over-limit means: refused by name, not as a misspelt key.
+  if (yaml["quota_mode"]) {
+    errors.add(yaml["quota_mode"],
+               "quota_mode is a lyft/ratelimit setting Sluice does not support (remove it: the "
+               "descriptor's limit is then enforced as any other)");
+  }
   policy::checkKeys(yaml, "a descriptor",
                     {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
-                     "value_to_metric", "share_threshold", "metadata"},
+                     "value_to_metric", "share_threshold", "metadata", "quota_mode"},
                     errors);
   DescriptorNode node;
   bool ok = true;

@@ -232,6 +232,12 @@ TEST(LyftConfigErrorsTest, RejectsWhatLyftRejects) {
       errorsOf("domain: d\ndescriptors:\n  - key: a\n    value: v\n    share_threshold: true\n"),
       "wildcard"));
   EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors: [\n"), "cfg.yaml:"));
+  // lyft's quota mode is named as what it is, not as a misspelt key.
+  const auto quota = errorsOf("domain: d\ndescriptors:\n  - key: a\n    quota_mode: true\n");
+  EXPECT_TRUE(anyContains(quota,
+                          "cfg.yaml:4:17: quota_mode is a lyft/ratelimit setting Sluice "
+                          "does not support"));
+  EXPECT_EQ(quota.size(), 1u);
   // Envoy sends descriptors as UTF-8: a Latin-1 value could never match, and its rule's name
   // would make the metrics page invalid.
   EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: k\n    value: caf\xe9\n"),
@@ -408,12 +414,15 @@ TEST(LyftConfigMergeKeysTest, ExcessiveAliasingIsAnError) {
   EXPECT_TRUE(anyContains(errorsOf(yaml), "excessive aliasing"));
 }
 
-// Two files may not define the same domain.
+// Two files may not define the same domain; the error names both (files load in path order, so
+// the one it is reported at may be the file that was there first).
 TEST(LyftConfigErrorsTest, DuplicateDomain) {
   const LyftSource sources[] = {{"one.yaml", "domain: d\n"}, {"two.yaml", "domain: d\n"}};
   const LyftLoadResult loaded = loadLyftConfigTexts(sources);
   ASSERT_EQ(loaded.errors.size(), 1u);
   EXPECT_EQ(loaded.errors[0].rfind("two.yaml:1:", 0), 0u) << loaded.errors[0];
+  EXPECT_NE(loaded.errors[0].find("domain \"d\" is already defined by one.yaml"), std::string::npos)
+      << loaded.errors[0];
 }
 
 // A missing directory is an error; an empty one is a config without domains.
