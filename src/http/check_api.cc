@@ -1,5 +1,8 @@
 #include "http/check_api.h"
 
+#include <algorithm>
+#include <initializer_list>
+
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -34,10 +37,26 @@ std::optional<std::string> stringField(const json::object& object, std::string_v
   return std::string(value->as_string());
 }
 
+// The first field of `object` that is not one of `known`, if any: a misspelt field ("cots": 5)
+// would otherwise be ignored, and the request charged 1.
+std::optional<std::string> unknownField(const json::object& object,
+                                        std::initializer_list<std::string_view> known) {
+  for (const auto& [name, value] : object) {
+    if (std::find(known.begin(), known.end(), std::string_view(name)) == known.end()) {
+      return std::string(name);
+    }
+  }
+  return std::nullopt;
+}
+
 Result<policy::RequestView> parseRequest(const json::value& value,
                                          const boost::asio::ip::address& peer) {
   if (!value.is_object()) return Error{"\"request\" must be an object"};
   const json::object& object = value.as_object();
+  if (const auto field = unknownField(object, {"method", "path", "client_ip", "headers"})) {
+    return Error{"request: unknown field \"" + *field +
+                 "\" (a request takes method, path, client_ip and headers)"};
+  }
   std::string error;
   policy::RequestView view;
   view.method = stringField(object, "method", false, error).value_or("GET");
@@ -83,11 +102,21 @@ Result<CheckItem> parseItem(const json::value& value, const boost::asio::ip::add
   if (!cost) return Error{error};
   item.cost = *cost;
   if (const json::value* request = object.if_contains("request")) {
+    // A named limit beside it would be ignored, the request decided on every limit it matches.
+    if (const auto field = unknownField(object, {"request", "cost"})) {
+      return Error{"\"" + *field +
+                   "\" does not go with \"request\" (a check takes request and cost, or limit, "
+                   "key, tier and cost)"};
+    }
     Result<policy::RequestView> view = parseRequest(*request, peer);
     if (!view.ok()) return Error{view.error()};
     item.request = std::move(view).value();
     item.request->cost = item.cost;
     return item;
+  }
+  if (const auto field = unknownField(object, {"limit", "key", "tier", "cost"})) {
+    return Error{"unknown field \"" + *field +
+                 "\" (a check takes limit, key, tier and cost, or request and cost)"};
   }
   const auto limit = stringField(object, "limit", true, error);
   const auto key = stringField(object, "key", true, error);
@@ -110,6 +139,10 @@ Result<CheckBody> parseCheckBody(std::string_view text, const boost::asio::ip::a
   if (ec) return Error{"the body is not valid JSON: " + ec.message()};
   CheckBody body;
   if (root.is_object() && root.as_object().contains("checks")) {
+    if (const auto field = unknownField(root.as_object(), {"checks"})) {
+      return Error{"unknown field \"" + *field +
+                   "\" beside \"checks\" (a batch holds checks only)"};
+    }
     const json::value& checks = root.as_object().at("checks");
     if (!checks.is_array()) return Error{"\"checks\" must be an array"};
     if (checks.as_array().empty() || checks.as_array().size() > kMaxBatchChecks) {
