@@ -12,16 +12,12 @@ namespace {
 
 constexpr std::string_view kBearer = "Bearer";
 
-// The credential in `header`: for Authorization, the token after the "Bearer" scheme; else the
-// value. Blanks around it are not part of it: "Bearer  K" is the key K to a backend that splits
-// on whitespace, and as a key of its own, each extra blank was a fresh counter. A header sent on
-// lines that differ holds none (RequestView::agreedHeader): the caller is anonymous, as without
-// it, rather than known by a key the backend may not read.
-std::optional<std::string_view> credential(const RequestView& request, std::string_view header) {
-  bool in_doubt = false;
-  const auto value = request.agreedHeader(header, in_doubt);
-  if (!value) return std::nullopt;
-  std::string_view text = trimBlanks(*value);
+// The credential of one line of `header`: for Authorization, the token after the "Bearer"
+// scheme; else the value. Blanks around it are not part of it: "Bearer  K" is the key K to a
+// backend that splits on whitespace, and as a key of its own, each extra blank was a fresh
+// counter.
+std::optional<std::string_view> lineCredential(std::string_view header, std::string_view value) {
+  std::string_view text = trimBlanks(value);
   if (equalsIgnoreCase(header, "authorization")) {
     if (text.size() <= kBearer.size() ||
         !equalsIgnoreCase(text.substr(0, kBearer.size()), kBearer) ||
@@ -33,6 +29,26 @@ std::optional<std::string_view> credential(const RequestView& request, std::stri
   // An empty field is no credential: sent by a client whose key variable was unset, say.
   if (text.empty()) return std::nullopt;
   return text;
+}
+
+// The credential in `header`, the same on every line that holds one. Lines holding different
+// ones set `in_doubt` and give none: backends read the first, the last or both joined, so
+// reading either would let a client present one key to the limits and another to the backend.
+std::optional<std::string_view> credential(const RequestView& request, std::string_view header,
+                                           bool& in_doubt) {
+  std::optional<std::string_view> agreed;
+  for (const auto& [name, value] : request.headers) {
+    if (!equalsIgnoreCase(name, header)) continue;
+    const auto found = lineCredential(header, value);
+    if (!found) continue;
+    if (!agreed) {
+      agreed = found;
+    } else if (*agreed != *found) {
+      in_doubt = true;
+      return std::nullopt;
+    }
+  }
+  return agreed;
 }
 
 // The limit's name (and tier, for tier limits) namespace its counters: two limits never share
@@ -93,11 +109,11 @@ RequestContext resolveIdentity(const Policy& policy, const RequestView& request,
   context.client_network =
       client.is_v4() || prefix >= 128 ? context.client_ip : addressNetworkText(client, prefix);
   std::optional<std::string_view> token =
-      policy.jwt ? credential(request, policy.jwt_header) : std::nullopt;
+      policy.jwt ? credential(request, policy.jwt_header, context.token_in_doubt) : std::nullopt;
   if (token && looksLikeJwt(*token)) {
     context.claims = policy.jwt->verify(*token, now_s);
   }
-  const auto api_key = credential(request, policy.api_key_header);
+  const auto api_key = credential(request, policy.api_key_header, context.api_key_in_doubt);
   // A JWT in the header that tokens are read from is a token, not an API key; an API key read
   // from a header of its own is a key, dots or not.
   if (api_key && !(policy.jwt && equalsIgnoreCase(policy.jwt_header, policy.api_key_header) &&

@@ -159,6 +159,10 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         appendCounterPart(out, context.client_network);
         break;
       case Kind::kApiKey:
+        if (context.api_key_in_doubt) {
+          appendInDoubt(context, out);
+          break;
+        }
         if (!context.api_key_id) return false;
         appendCounterPart(out, *context.api_key_id);
         break;
@@ -189,6 +193,10 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         if (!appendCookiePart(context, part.name, out)) return false;
         break;
       case Kind::kJwtClaim: {
+        if (context.token_in_doubt) {
+          appendInDoubt(context, out);
+          break;
+        }
         const auto value = context.claims ? claimText(*context.claims, part.name) : std::nullopt;
         if (!value) return false;
         appendCounterPart(out, *value);

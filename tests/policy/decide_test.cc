@@ -150,7 +150,8 @@ TEST_F(DecideTest, AnApiKeyOnLinesThatDifferIsNone) {
   policy_ = policyFrom(
       "identity: { api_key_header: X-Api-Key, keys_file: two-keys.yaml }\n"
       "tiers: { anonymous: { rate: 1/min }, premium: { rate: 9/min } }\n"
-      "limits: [{ name: per-client, key: client, from_tier: true }]\n",
+      "limits:\n  - { name: per-client, key: client, from_tier: true }\n"
+      "  - { name: per-key, key: api_key, when_missing: skip, rate: 5/min }\n",
       dir);
   ASSERT_NE(policy_, nullptr);
   RequestView both = request("/a");
@@ -158,7 +159,11 @@ TEST_F(DecideTest, AnApiKeyOnLinesThatDifferIsNone) {
   const RequestContext doubted = resolveIdentity(*policy_, both, 0);
   EXPECT_EQ(doubted.tier, "anonymous");
   EXPECT_FALSE(doubted.api_key_id.has_value());
-  both.headers = {{"X-Api-Key", "k1"}, {"X-Api-Key", "k1"}};
+  // The per-key limit is not skipped, as for a request without a key: it counts the address.
+  const PolicyDecision decided = decideFor(both);
+  ASSERT_EQ(decided.enforced_checks.size(), 2u);
+  EXPECT_EQ(decided.enforced_checks[1].label, "per-key");
+  both.headers = {{"X-Api-Key", "k1"}, {"X-Api-Key", " k1"}};  // one key, blanks aside
   EXPECT_EQ(resolveIdentity(*policy_, both, 0).tier, "premium");
 }
 

@@ -89,6 +89,12 @@ TEST_F(KeySelectorTest, AHeaderOnLinesThatDifferCountsByAddress) {
   EXPECT_EQ(key({"header:X-User"}), "c9:192.0.2.5");
   view_.headers = {{"X-User", "bob"}, {"X-USER", "bob"}};
   EXPECT_EQ(key({"header:X-User"}), "3:bob");
+  // A key or token header in doubt: api_key and jwt: parts count by address, never skipped.
+  context_.api_key_id.reset();
+  context_.api_key_in_doubt = true;
+  context_.token_in_doubt = true;
+  EXPECT_EQ(key({"api_key"}), "c9:192.0.2.5");
+  EXPECT_EQ(key({"jwt:sub"}), "c9:192.0.2.5");
 }
 
 // The JSON document's cookies read as cookie: key parts read them; a name with two values is
