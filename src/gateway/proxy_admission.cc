@@ -244,7 +244,11 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   const bool monitor = exchange.route->mode == RouteMode::kMonitor;
   const Micros hold_us = monitor || !exchange.decision.allowed ? 0 : exchange.decision.hold_us;
   if (hold_us == 0) return afterDecision();
-  // A shaper gave the request a later slot: it is let through then.
+  // A shaper gave the request a later slot: it is let through then. Not in flight meanwhile: its
+  // permits go back, and are taken again when its slot comes (as a shaper spaces a burst out,
+  // those waiting must not fill max_in_flight).
+  exchange.permits.clear();
+  exchange.permits_after_hold = true;
   if (exchange.waited_us == 0) count(state_->counters.throttled);
   exchange.waited_us += hold_us;
   if (request_->is_done()) watchClient();  // else the client is still sending its body
@@ -301,6 +305,7 @@ void ProxySession::afterDecision() {
     return forward();
   }
   if (!decision.allowed) return respondDenied();
+  if (exchange.permits_after_hold && !acquirePermits()) return;  // answered
   std::string& lines = client_header_lines_;
   if (decision.enforced.degraded) appendHeaderLine(policy::kDegradedHeader, "true", lines);
   const http::LimitLabels labels = http::enforcedLabels(decision);
@@ -311,7 +316,7 @@ void ProxySession::afterDecision() {
     appendHeaderLine(policy::kDelayedMsHeader, std::to_string((exchange.waited_us + 999) / 1000),
                      lines);
   }
-  forward();  // with the permits decidePass took
+  forward();  // with the permits decidePass took (or this did, after a shaper's hold)
 }
 
 // The permits of every concurrency limit that applies. False when one is full: then, on an

@@ -49,6 +49,7 @@ struct ProxySession::Exchange {
   Micros waited_us = 0;
   std::chrono::steady_clock::time_point deciding_since;  // the pass now deciding began (metrics)
   std::vector<ConcurrencyLimiter::Permit> permits;
+  bool permits_after_hold = false;  // a shaper's hold gave them back: taken again after it
   std::unique_ptr<server::LoopTimer> timer;
   server::ThrottleLines::Place line;                // while a throttle holds it: its place in line
   std::chrono::steady_clock::time_point queued_at;  // when it began to wait for its turn

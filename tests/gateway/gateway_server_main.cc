@@ -1,6 +1,6 @@
-// A stand-alone gateway for the benchmark and manual runs until `sluice serve` starts the
-// gateway itself: `sluice_gateway_server CONFIG` reads the policy and the gateway: section of
-// CONFIG, serves on gateway.listen with server.threads loops, and stops on SIGINT or SIGTERM.
+// A stand-alone gateway for the benchmark and manual runs: `sluice_gateway_server CONFIG` reads
+// the policy and the gateway: section of CONFIG, serves on gateway.listen with server.threads
+// loops, and stops on SIGINT or SIGTERM. It counts decisions as `sluice serve` does.
 #include <cstdio>
 #include <thread>
 
@@ -10,6 +10,7 @@
 #include "gateway/gateway.h"
 #include "policy/policy_loader.h"
 #include "server/io_pool.h"
+#include "server/metrics.h"
 #include "store/memory_store.h"
 
 int main(int argc, char** argv) {
@@ -33,8 +34,10 @@ int main(int argc, char** argv) {
   sluice::SystemClock clock;  // as `sluice serve` uses
   sluice::MemoryStore store(sluice::MemoryStoreOptions{loaded.policy->store.max_keys});
   sluice::Engine engine(store, clock);
+  sluice::server::Metrics metrics;  // counted as `sluice serve` counts, though nothing reads them
   sluice::gateway::Gateway gateway(
-      pool, engine, clock, [policy = loaded.policy] { return policy; }, *settings.value());
+      pool, engine, clock, [policy = loaded.policy] { return policy; }, *settings.value(),
+      &metrics);
   const auto endpoint = gateway.listen();
   if (!endpoint.ok()) {
     std::fprintf(stderr, "%s\n", endpoint.error().c_str());

@@ -770,11 +770,14 @@ TEST_F(GatewayTest, PipelinedRequestWithABodyArrivingDuringTheWaitPassesIntact) 
 constexpr const char* kQuotaAndConcurrencyConfig = R"(
 limits:
   - { name: quota, match: { path_prefix: /slow }, key: ip, algorithm: token_bucket, rate: 2/h }
+  - { name: shaped, match: { path_prefix: /shaped }, key: ip, algorithm: leaky_bucket_shaper,
+      rate: 10/s, burst: 6 }
 gateway:
   upstreams: { app: UPSTREAM }
   routes: [ { path_prefix: /, upstream: app } ]
   concurrency:
     - { name: one-at-a-time, match: { path_prefix: /slow }, key: ip, max_in_flight: 1 }
+    - { name: two-at-a-time, match: { path_prefix: /shaped }, key: ip, max_in_flight: 2 }
 )";
 
 class GatewayQuotaTest : public sluice::testing::GatewayFixture {
@@ -785,8 +788,9 @@ class GatewayQuotaTest : public sluice::testing::GatewayFixture {
 // A request the concurrency limit refuses takes no units of the rate limits (all-or-nothing):
 // taken before, a client over its concurrency used up its hourly quota in three requests.
 TEST_F(GatewayQuotaTest, AConcurrencyRefusalTakesNoUnits) {
+  // Long enough for the three calls below under a sanitizer on a busy machine.
   auto first = std::async(std::launch::async,
-                          [&] { return httpCall(endpoint_, http::verb::get, "/slow?ms=250"); });
+                          [&] { return httpCall(endpoint_, http::verb::get, "/slow?ms=1500"); });
   for (int i = 0; i < 400 && upstream_.in_flight.load() == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // bounded wait for the upstream
   }
@@ -801,6 +805,21 @@ TEST_F(GatewayQuotaTest, AConcurrencyRefusalTakesNoUnits) {
   EXPECT_EQ(second.status, 200) << second.body;  // the quota's second unit
   EXPECT_EQ(httpCall(endpoint_, http::verb::get, "/slow?ms=0").status, 429);  // and no third
   EXPECT_EQ(gateway_->stats().concurrency_denied, 3u);
+}
+
+// A shaper spaces a burst out: the requests waiting for their slots are not in flight, so they
+// do not fill max_in_flight (2 here) and leave the rest of the burst refused.
+TEST_F(GatewayQuotaTest, RequestsAShaperHoldsTakeNoConcurrencySlot) {
+  std::vector<std::future<HttpReply>> burst;
+  for (int i = 0; i < 5; ++i) {
+    burst.push_back(std::async(std::launch::async,
+                               [&] { return httpCall(endpoint_, http::verb::get, "/shaped"); }));
+  }
+  for (std::future<HttpReply>& reply : burst) {
+    const HttpReply answered = reply.get();
+    EXPECT_EQ(answered.status, 200) << answered.body;
+  }
+  EXPECT_EQ(gateway_->stats().concurrency_denied, 0u);
 }
 
 constexpr const char* kGuardConfig = R"(
