@@ -165,8 +165,9 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
     }
     bool read = false;  // the key's text, whatever it holds
     if (entry["secret"]) {
-      key.key = scalar(entry["secret"], "secret", errors).value_or("");
-      read = true;
+      const auto secret = scalar(entry["secret"], "secret", errors);
+      key.key = secret.value_or("");
+      read = secret.has_value();
     } else if (entry["secret_env"]) {
       const std::string variable = scalar(entry["secret_env"], "secret_env", errors).value_or("");
       const char* value = std::getenv(variable.c_str());
@@ -375,7 +376,9 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
     // none here, and the HTTP doors then limit nothing.
     const bool limits_optional = static_cast<bool>(root["envoy_rls"]);
     const YAML::Node limits = root["limits"];
-    if (limits_optional && (!limits || (limits.IsSequence() && limits.size() == 0))) {
+    // `limits:` with nothing under it (its entries commented out) is null: none too.
+    if (limits_optional &&
+        (!limits || limits.IsNull() || (limits.IsSequence() && limits.size() == 0))) {
       // nothing to load
     } else if (!limits || !limits.IsSequence() || limits.size() == 0) {
       errors.add(limits ? limits : root,
@@ -388,6 +391,7 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
       const bool synced = policy->store.type == StoreSettings::Type::kSynced;
       checkLimitsFitStore(root["limits"], *policy, policy->store,
                           synced ? "the synced store" : "the Redis store", errors);
+      checkLimitsOnError(root["limits"], policy->store, errors);
       // A reload's limits go to the store running now, whatever the file says it will be.
       if (running_store != nullptr && running_store->type != policy->store.type) {
         const bool running_synced = running_store->type == StoreSettings::Type::kSynced;

@@ -210,6 +210,21 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   }
 }
 
+void checkLimitsOnError(const YAML::Node& limits, const StoreSettings& store, Errors& errors) {
+  if (store.type != StoreSettings::Type::kSynced || !limits.IsSequence()) return;
+  // A synced node keeps deciding alone through an outage: a limit's on_error (deny, say, for a
+  // login limit) would read as if it held then.
+  for (const YAML::Node& node : limits) {
+    if (node.IsMap() && node["on_error"]) {
+      const YAML::Node name = node["name"];
+      errors.add(node["on_error"], "limit " + (name && name.IsScalar() ? name.Scalar() : "") +
+                                       ": on_error does not apply to the synced store, which "
+                                       "decides alone while Redis is unreachable (type: redis "
+                                       "applies on_error)");
+    }
+  }
+}
+
 void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, const StoreSettings& store,
                          const std::string& which, Errors& errors) {
   if (!store.shared()) return;
@@ -222,13 +237,6 @@ void checkLimitsFitStore(const YAML::Node& limits, const Policy& policy, const S
     if (limit.spec) specs.push_back(&*limit.spec);
     for (const auto& [tier, spec] : limit.tier_specs) specs.push_back(&spec);
     for (const auto& [tier, spec] : limit.tier_daily_specs) specs.push_back(&spec);
-    // A synced node keeps deciding alone through an outage: a limit's on_error (deny, say, for
-    // a login limit) would read as if it held then.
-    if (synced && node.IsMap() && node["on_error"]) {
-      errors.add(node["on_error"], "limit " + limit.name + ": on_error does not apply to " + which +
-                                       ", which decides alone while Redis is unreachable "
-                                       "(type: redis applies on_error)");
-    }
     for (const LimitSpec* spec : specs) {
       if (synced && spec->algorithm() == Algorithm::kSlidingWindowLog) {
         errors.add(node, "limit " + limit.name + ": " + which +

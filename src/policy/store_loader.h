@@ -15,6 +15,10 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors);
 std::optional<OnStoreError> onStoreErrorValue(const YAML::Node& node, const std::string& what,
                                               Errors& errors);
 
+// Reports a limit's on_error on the synced store, which never applies it. For the file's own
+// store only: a reload's file may name another store type than the one running.
+void checkLimitsOnError(const YAML::Node& limits, const StoreSettings& store, Errors& errors);
+
 // Reports the limits `store` (when shared) cannot hold exactly: numbers beyond what the Redis
 // script computes exactly (lua_bounds.h), and sliding window logs in the synced store. `limits`
 // is the limits: sequence the policy's limits were read from, for line numbers; `which` names

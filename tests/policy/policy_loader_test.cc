@@ -375,6 +375,14 @@ TEST(PolicyLoader, LimitsMustFitTheStoreRunning) {
       << reload.errors[0];
   running.type = StoreSettings::Type::kRedis;
   EXPECT_NE(loadPolicyText(logs, "t.yaml", "", &running).policy, nullptr);  // Redis holds logs
+  // A limit's on_error is the file's store's business: a file moving a synced process to Redis
+  // may set it (the store changes at restart).
+  running.type = StoreSettings::Type::kSynced;
+  const LoadResult moving = loadPolicyText(
+      "store: { type: redis, address: 127.0.0.1:6379 }\n"
+      "limits: [{ name: login, rate: 5/min, on_error: deny }]\n",
+      "t.yaml", "", &running);
+  EXPECT_NE(moving.policy, nullptr) << (moving.errors.empty() ? "" : moving.errors[0]);
 }
 
 // Secrets never appear in the configuration the admin endpoint shows.
@@ -431,7 +439,7 @@ TEST(PolicyLoader, OnlyAnEnvoyDeploymentMayListNoLimits) {
   EXPECT_TRUE(hasError(errorsOf("limits: { name: a, rate: 1/s }\n"), 1,
                        "limits: must be a list of limits"));
   const std::string envoy = "envoy_rls: { config_dir: /etc/ratelimit }\n";
-  for (const std::string& yaml : {envoy, envoy + "limits: []\n"}) {
+  for (const std::string& yaml : {envoy, envoy + "limits: []\n", envoy + "limits:\n"}) {
     const PolicyPtr policy = policyFrom(yaml);
     ASSERT_NE(policy, nullptr) << yaml;
     EXPECT_TRUE(policy->limits.empty());
@@ -456,6 +464,7 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   // A value that is no number is one error, not a second one about the number it was read as.
   for (const std::string& yaml :
        {std::string("limits: [{ name: a, rate: 1/s, burst: +5 }]\n"),
+        "identity:\n  jwt:\n    keys: [{ algorithm: HS256, secret: [a, b] }]\n" + limit,
         "tiers: { anonymous: { rate: 1/s, burst: -1 } }\n" + limit,
         "tiers: { anonymous: { rate: 1/s, daily_quota: -5 } }\n" + limit}) {
     EXPECT_EQ(errorsOf(yaml).size(), 1u) << yaml << describe(errorsOf(yaml));
