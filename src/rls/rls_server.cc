@@ -144,15 +144,18 @@ void RlsServer::watchAgain() {
   watch_timer_->async_wait([this](const boost::system::error_code& error) {
     if (error || stopped_.load()) return;
     const std::optional<std::size_t> digest = lyftConfigDirDigest(settings_.config_dir);
-    // An unreadable directory (mid-swap, say) is looked at again next time; one that stays so
-    // (a mount gone) is said once, as the config loaded last keeps serving meanwhile.
-    if (!digest && !dir_unreadable_) {
-      dir_unreadable_ = true;
+    // An unreadable directory (mid-swap, an editor replacing a file) is looked at again next
+    // time; one that stays so for kUnreadableLooks looks (a mount gone) is said once, as the
+    // config loaded last keeps serving meanwhile.
+    constexpr int kUnreadableLooks = 3;
+    if (!digest && ++unreadable_looks_ == kUnreadableLooks) {
       spdlog::warn("envoy rls: {} cannot be read; the config loaded last keeps serving",
                    settings_.config_dir);
-    } else if (digest && dir_unreadable_) {
-      dir_unreadable_ = false;
-      spdlog::info("envoy rls: {} can be read again", settings_.config_dir);
+    } else if (digest) {
+      if (unreadable_looks_ >= kUnreadableLooks) {
+        spdlog::info("envoy rls: {} can be read again", settings_.config_dir);
+      }
+      unreadable_looks_ = 0;
     }
     if (digest && digest != watched_digest_) {
       watched_digest_ = digest;

@@ -106,7 +106,7 @@ class RlsServer {
   // On the watching loop.
   std::unique_ptr<boost::asio::steady_timer> watch_timer_;
   std::optional<std::size_t> watched_digest_;
-  bool dir_unreadable_ = false;  // said once until it can be read again
+  int unreadable_looks_ = 0;  // in a row; said once at a few, until it can be read again
 
   void watchAgain();
 };
