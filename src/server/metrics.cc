@@ -46,7 +46,9 @@ std::string exactSeconds(std::uint64_t micros) {
 
 void Metrics::countDecision(const std::string& limit, Result result) {
   std::lock_guard lock(mutex_);
-  ++decisions_[{limit, result}];
+  auto found = decisions_.find(limit);
+  if (found == decisions_.end()) found = decisions_.emplace(limit, decltype(found->second){}).first;
+  ++found->second[static_cast<std::size_t>(result)];
 }
 
 void Metrics::observeDecisionLatency(Micros latency_us) noexcept {
@@ -78,9 +80,12 @@ std::string Metrics::render(std::size_t keys_held) const {
       << "# TYPE sluice_decisions_total counter\n";
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [key, count] : decisions_) {
-      out << "sluice_decisions_total{limit=\"" << labelValue(key.first) << "\",result=\""
-          << resultName(key.second) << "\"} " << count << "\n";
+    for (const auto& [limit, counts] : decisions_) {
+      for (std::size_t result = 0; result < kResults; ++result) {
+        if (counts[result] == 0) continue;  // only results that happened
+        out << "sluice_decisions_total{limit=\"" << labelValue(limit) << "\",result=\""
+            << resultName(static_cast<Result>(result)) << "\"} " << counts[result] << "\n";
+      }
     }
   }
   out << "# HELP sluice_decision_duration_seconds Time to decide one request.\n"
