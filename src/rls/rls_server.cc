@@ -31,31 +31,53 @@ std::string labelValue(std::string_view text) {
   return out;
 }
 
-// The generated callback service: each RPC is handed to the decider and finished from whatever
-// thread the decision completes on, so no gRPC thread waits on a network store.
+// The callback service, on the method's raw bytes: each RPC is handed to the decider and
+// finished from whatever thread the decision completes on, so no gRPC thread waits on a network
+// store. The request is decoded here rather than by gRPC, which answers a request it cannot
+// decode with UNIMPLEMENTED and no message (as if the method were not served), uncounted.
 class RlsServer::Service final
-    : public envoy::service::ratelimit::v3::RateLimitService::CallbackService {
+    : public envoy::service::ratelimit::v3::RateLimitService::WithRawCallbackMethod_ShouldRateLimit<
+          envoy::service::ratelimit::v3::RateLimitService::Service> {
  public:
   explicit Service(RlsServer& owner) : owner_(owner) {}
 
   grpc::ServerUnaryReactor* ShouldRateLimit(grpc::CallbackServerContext* context,
-                                            const RateLimitRequest* request,
-                                            RateLimitResponse* response) override {
+                                            const grpc::ByteBuffer* request_bytes,
+                                            grpc::ByteBuffer* response_bytes) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     RlsCounters& counters = owner_.counters_;
-    owner_.decider_.decideAsync(owner_.config_.load(std::memory_order_acquire), *request, *response,
-                                [reactor, response, &counters](std::optional<RpcError> error) {
-                                  if (error) {
-                                    counters.failed.fetch_add(1, std::memory_order_relaxed);
-                                    reactor->Finish(grpc::Status(error->code, error->message));
-                                    return;
-                                  }
-                                  (response->overall_code() == RateLimitResponse::OVER_LIMIT
-                                       ? counters.over_limit
-                                       : counters.ok)
-                                      .fetch_add(1, std::memory_order_relaxed);
-                                  reactor->Finish(grpc::Status::OK);
-                                });
+    // The decoded request and the response, alive until the decision completes.
+    auto call = std::make_shared<std::pair<RateLimitRequest, RateLimitResponse>>();
+    grpc::ByteBuffer bytes(*request_bytes);  // shares the slices; decoding consumes its buffer
+    if (!grpc::SerializationTraits<RateLimitRequest>::Deserialize(&bytes, &call->first).ok()) {
+      counters.failed.fetch_add(1, std::memory_order_relaxed);
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "the request is not a RateLimitRequest (undecodable, or a "
+                                   "string that is not UTF-8)"));
+      return reactor;
+    }
+    owner_.decider_.decideAsync(
+        owner_.config_.load(std::memory_order_acquire), call->first, call->second,
+        [reactor, response_bytes, call, &counters](std::optional<RpcError> error) {
+          if (error) {
+            counters.failed.fetch_add(1, std::memory_order_relaxed);
+            reactor->Finish(grpc::Status(error->code, error->message));
+            return;
+          }
+          const RateLimitResponse& response = call->second;
+          bool own_buffer = false;
+          const grpc::Status encoded = grpc::SerializationTraits<RateLimitResponse>::Serialize(
+              response, response_bytes, &own_buffer);
+          if (!encoded.ok()) {
+            counters.failed.fetch_add(1, std::memory_order_relaxed);
+            reactor->Finish(encoded);
+            return;
+          }
+          (response.overall_code() == RateLimitResponse::OVER_LIMIT ? counters.over_limit
+                                                                    : counters.ok)
+              .fetch_add(1, std::memory_order_relaxed);
+          reactor->Finish(grpc::Status::OK);
+        });
     return reactor;
   }
 

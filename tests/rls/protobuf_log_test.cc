@@ -52,6 +52,7 @@ TEST(ProtobufLogTest, UndecodableRequestsDoNotFloodTheLog) {
   ::testing::internal::CaptureStderr();  // where libprotobuf writes without a handler
   constexpr int kRequests = 300;
   int failed = 0;
+  grpc::Status last;
   const auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < kRequests; ++i) {
     grpc::ClientContext context;
@@ -63,14 +64,23 @@ TEST(ProtobufLogTest, UndecodableRequestsDoNotFloodTheLog) {
     stub.UnaryCall(&context, "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
                    grpc::StubOptions(), &request, &reply,
                    [&](grpc::Status status) { done.set_value(std::move(status)); });
-    failed += done.get_future().get().ok() ? 0 : 1;
+    last = done.get_future().get();
+    failed += last.ok() ? 0 : 1;
   }
   const auto seconds =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
           .count();
   const std::string stderr_text = ::testing::internal::GetCapturedStderr();
+  const std::string metrics = server.metricsText();
   server.shutdown();
   EXPECT_EQ(failed, kRequests);
+  // Said for what it is, and counted: gRPC's own decoding answered UNIMPLEMENTED, no message.
+  EXPECT_EQ(last.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(last.error_message().find("not a RateLimitRequest"), std::string::npos);
+  EXPECT_NE(metrics.find("sluice_rls_requests_total{result=\"error\"} " +
+                         std::to_string(kRequests) + "\n"),
+            std::string::npos)
+      << metrics;
   const std::size_t lines = countOf(stderr_text, "UTF-8") + countOf(log.text(), "UTF-8");
   EXPECT_GE(lines, 1u) << "the first one is logged";
   // One a second at most, however long the calls took on this machine.
