@@ -155,10 +155,12 @@ std::string WebhookLimits::cacheKey(const policy::RequestView& request,
   policy::appendCounterPart(key, client_ip);
   policy::appendCounterPart(key, request.method);
   policy::appendCounterPart(key, request.foldedPath());
+  // Every line of each header, joined, as the webhook is sent them: keyed by the first line, an
+  // answer for "a, b" was handed to requests sending "a" alone.
   for (const std::string& header : settings_.cache_key_headers) {
-    const auto value = request.header(header);
-    key += value ? 'h' : 'n';
-    if (value) policy::appendCounterPart(key, *value);
+    const bool present = request.header(header).has_value();
+    key += present ? 'h' : 'n';
+    if (present) policy::appendCounterPart(key, request.joinedHeader(header));
   }
   // Hashed: the path and headers are the client's, up to max_header_bytes each, and the cache
   // holds up to max_entries keys (15 KB paths took ~19 KB per entry, 1.9 GB at the default).

@@ -144,5 +144,19 @@ TEST(WebhookCacheKey, IsBoundedWhateverTheRequestHolds) {
   EXPECT_NE(limits->cacheKey(small, "192.0.2.2"), small_key);
 }
 
+// The webhook is sent every line of a header joined: the cache keys them so too, or its answer
+// for two lines was handed to a request sending the first alone.
+TEST(WebhookCacheKey, ReadsEveryLineOfAHeader) {
+  SystemClock clock;
+  const auto limits = std::make_shared<WebhookLimits>(WebhookSettings{}, clock);
+  policy::RequestView one;
+  one.method = "GET";
+  one.setPath("/a");
+  one.headers.emplace_back("Authorization", "Bearer a");
+  policy::RequestView two = one;
+  two.headers.emplace_back("Authorization", "Bearer b");
+  EXPECT_NE(limits->cacheKey(one, "192.0.2.1"), limits->cacheKey(two, "192.0.2.1"));
+}
+
 }  // namespace
 }  // namespace sluice::gateway
