@@ -332,6 +332,9 @@ void ProxySession::writeClientChunk(std::size_t bytes) {
     buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
   }
   if (buffers_.empty()) return done ? finishExchange() : pumpResponse();
+  // The upstream has answered in full: its concurrency slots are free before the client can
+  // have the last bytes, so a client asking again at once (on another connection) finds them so.
+  if (done) exchange.permits.clear();
   arm(Watch::kClient, state_->settings.client_timeout_us);
   net::async_write(
       client_, buffers_, [self = shared_from_this()](beast::error_code ec, std::size_t) {

@@ -258,9 +258,12 @@ TEST_F(GatewayTest, ThrottlesThenForwards) {
 // The gateway's decisions show in the service's decision metrics, as the API's do: in gateway
 // mode it is the door that decides, and /metrics said nothing of it.
 TEST_F(GatewayTest, DecisionsAreCountedInTheServiceMetrics) {
-  for (int i = 0; i < 3; ++i) get("/limited");
-  for (int i = 0; i < 2; ++i) get("/slowed");
-  for (int i = 0; i < 2; ++i) get("/watched");
+  for (const int expected : {200, 200, 429}) EXPECT_EQ(get("/limited").status, expected);
+  for (int i = 0; i < 2; ++i) {
+    const HttpReply slowed = get("/slowed");
+    EXPECT_EQ(slowed.status, 200) << slowed.body;
+  }
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(get("/watched").status, 200);
   const std::string metrics = metrics_.render(0);
   for (const std::string series :
        {"{limit=\"limited\",result=\"allowed\"} 2", "{limit=\"limited\",result=\"denied\"} 1",
