@@ -115,12 +115,6 @@ const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
   return options;
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
-
 }  // namespace
 
 // What is checked before any per-client work: the target's form, the framing, Host, and the
@@ -260,30 +254,21 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   });
 }
 
-// The service's decision metrics, as the API counts its own: each pass's latency and degraded
-// answers, a throttled request once, and the request's answers once decided for good.
+// The service's decision metrics, as the API counts its own.
 void ProxySession::countInMetrics() {
-  server::Metrics* metrics = state_->metrics;
-  if (metrics == nullptr) return;
+  if (state_->metrics == nullptr) return;
   const Exchange& exchange = *exchange_;
-  const policy::PolicyDecision& decision = exchange.decision;
-  metrics->observeDecisionLatency(std::chrono::duration_cast<std::chrono::microseconds>(
-                                      std::chrono::steady_clock::now() - exchange.deciding_since)
-                                      .count());
-  if (decision.enforced.degraded || decision.shadow.degraded) metrics->countDegraded();
-  if (decision.throttle_wait_us > 0) {
-    if (exchange.waited_us == 0) {  // once per request, however many passes
-      metrics->countDecision(decision.binding()->label, server::Metrics::Result::kThrottled);
-    }
-    return;
-  }
-  metrics->countDecided(decision);
+  state_->metrics->countPass(exchange.decision,
+                             std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - exchange.deciding_since)
+                                 .count(),
+                             exchange.waited_us > 0);
 }
 
 void ProxySession::afterDecision() {
   Exchange& exchange = *exchange_;
   const policy::PolicyDecision& decision = exchange.decision;
-  const std::vector<std::string> shadow = decision.shadowDenials();
+  const std::string shadow = decision.shadowDenials();
   if (!shadow.empty()) count(state_->counters.shadow_denied);
   if (exchange.route->mode == RouteMode::kMonitor) {
     // The application decides (e.g. shadow-bans); the client sees the upstream's answer as is.
@@ -300,7 +285,7 @@ void ProxySession::afterDecision() {
       out.emplace_back("X-Sluice-Retry-After",
                        std::to_string(http::headerSeconds(decision.enforced.retry_after_us)));
     }
-    if (!shadow.empty()) out.emplace_back("X-Sluice-Shadow", joined(shadow));
+    if (!shadow.empty()) out.emplace_back("X-Sluice-Shadow", shadow);
     if (!acquirePermits()) out.emplace_back("X-Sluice-Concurrency", "over");
     return forward();
   }
@@ -311,7 +296,7 @@ void ProxySession::afterDecision() {
   const http::LimitLabels labels = http::enforcedLabels(decision);
   http::appendRateLimitHeaderLines(decision.enforced, labels, headerOptions(exchange.policy),
                                    lines);
-  if (!shadow.empty()) appendHeaderLine(policy::kShadowHeader, joined(shadow), lines);
+  if (!shadow.empty()) appendHeaderLine(policy::kShadowHeader, shadow, lines);
   if (exchange.waited_us > 0) {
     appendHeaderLine(policy::kDelayedMsHeader, std::to_string((exchange.waited_us + 999) / 1000),
                      lines);

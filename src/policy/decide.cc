@@ -84,10 +84,12 @@ EngineChecks engineChecks(const std::vector<PlannedCheck>& planned) {
 
 }  // namespace
 
-std::vector<std::string> PolicyDecision::shadowDenials() const {
-  std::vector<std::string> names;
+std::string PolicyDecision::shadowDenials() const {
+  std::string names;
   for (std::size_t i = 0; i < shadow.statuses.size(); ++i) {
-    if (!shadow.statuses[i].allowed) names.push_back(shadow_checks[i].label);
+    if (shadow.statuses[i].allowed) continue;
+    if (!names.empty()) names += ", ";
+    names += shadow_checks[i].label;
   }
   return names;
 }

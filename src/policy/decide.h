@@ -48,8 +48,9 @@ struct PolicyDecision {
   [[nodiscard]] const PlannedCheck* binding() const noexcept {
     return enforced.binding == Decision::kNoLimit ? nullptr : &enforced_checks[enforced.binding];
   }
-  // Names of shadow limits that would have denied.
-  [[nodiscard]] std::vector<std::string> shadowDenials() const;
+  // Names of the shadow limits that would have denied, joined with ", " as the shadow header
+  // carries them; empty when none would.
+  [[nodiscard]] std::string shadowDenials() const;
 };
 
 // Thread-safe. Client address, API key and tier, verified JWT claims. `now_s` is Unix seconds,

@@ -44,10 +44,16 @@ std::string exactSeconds(std::uint64_t micros) {
 
 }  // namespace
 
-void Metrics::countDecision(const std::string& limit, Result result) {
+void Metrics::countDecision(std::string_view limit, Result result) {
   std::lock_guard lock(mutex_);
+  countDecisionLocked(limit, result);
+}
+
+void Metrics::countDecisionLocked(std::string_view limit, Result result) {
   auto found = decisions_.find(limit);
-  if (found == decisions_.end()) found = decisions_.emplace(limit, decltype(found->second){}).first;
+  if (found == decisions_.end()) {
+    found = decisions_.emplace(std::string(limit), decltype(found->second){}).first;
+  }
   ++found->second[static_cast<std::size_t>(result)];
 }
 
@@ -61,16 +67,26 @@ void Metrics::observeDecisionLatency(Micros latency_us) noexcept {
   latency_count_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Metrics::countDecided(const policy::PolicyDecision& decision) {
+void Metrics::countPass(const policy::PolicyDecision& decision, Micros latency_us,
+                        bool waited_before) {
+  observeDecisionLatency(latency_us);
+  if (decision.enforced.degraded || decision.shadow.degraded) countDegraded();
+  if (decision.throttle_wait_us > 0) {  // held, to decide again: throttled once per request
+    if (!waited_before) countDecision(decision.binding()->label, Result::kThrottled);
+    return;
+  }
+  std::lock_guard lock(mutex_);  // once for the request's every limit
   for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
     const bool allowed = decision.enforced.statuses[i].allowed;
     if (decision.allowed || !allowed) {
-      countDecision(decision.enforced_checks[i].label,
-                    allowed ? Result::kAllowed : Result::kDenied);
+      countDecisionLocked(decision.enforced_checks[i].label,
+                          allowed ? Result::kAllowed : Result::kDenied);
     }
   }
-  for (const std::string& name : decision.shadowDenials()) {
-    countDecision(name, Result::kShadowDenied);
+  for (std::size_t i = 0; i < decision.shadow.statuses.size(); ++i) {
+    if (!decision.shadow.statuses[i].allowed) {
+      countDecisionLocked(decision.shadow_checks[i].label, Result::kShadowDenied);
+    }
   }
 }
 

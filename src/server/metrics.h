@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "policy/decide.h"
 #include "sluice/time.h"
@@ -18,12 +19,14 @@ class Metrics {
   // What happened to one limit of one request.
   enum class Result { kAllowed, kDenied, kThrottled, kShadowDenied };  // kResults of them
 
-  // Thread-safe.
-  void countDecision(const std::string& limit, Result result);
-  // A request decided for good (not held by a throttle): each enforced limit's answer as it
-  // bore on the request (an allowed check of a denied request is not counted as allowed), and
-  // each shadow limit that would have denied. The API and the gateway count alike.
-  void countDecided(const policy::PolicyDecision& decision);
+  // All thread-safe.
+  // One decision pass of a request, as every door counts it: its latency and a degraded answer;
+  // then, when a throttle holds it, "throttled" once per request (`waited_before` is false on its
+  // first wait); else, decided for good, each enforced limit's answer as it bore on the request
+  // (an allowed check of a denied request is not counted as allowed) and each shadow limit that
+  // would have denied.
+  void countPass(const policy::PolicyDecision& decision, Micros latency_us, bool waited_before);
+  void countDecision(std::string_view limit, Result result);
   void observeDecisionLatency(Micros latency_us) noexcept;
   void countDegraded() noexcept { degraded_decisions_.fetch_add(1, std::memory_order_relaxed); }
   // A request held by a throttle whose client hung up before its turn.
@@ -36,6 +39,8 @@ class Metrics {
  private:
   static constexpr std::array<double, 12> kLatencyBucketsSeconds{
       0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1};
+
+  void countDecisionLocked(std::string_view limit, Result result);  // mutex_ held
 
   mutable std::mutex mutex_;
   // By limit name, then Result. Looked up by the name as it is, with no copy: every decision of

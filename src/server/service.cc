@@ -260,17 +260,17 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
                             Result<policy::PolicyDecision>&& decided) {
   const std::size_t index = pending->next;
   const bool may_wait = pending->mayWait();
-  metrics_.observeDecisionLatency(steadyMicros() - started_us);
+  const Micros latency_us = steadyMicros() - started_us;
   if (!decided.ok()) {
+    metrics_.observeDecisionLatency(latency_us);
     pending->errors[index] = decided.error();
     ++pending->next;
     return decideAndRespond(pending);
   }
   policy::PolicyDecision decision = std::move(decided).value();
-  if (decision.enforced.degraded || decision.shadow.degraded) metrics_.countDegraded();
+  metrics_.countPass(decision, latency_us, pending->waited_us[index] > 0);
   if (decision.throttle_wait_us > 0) return holdForThrottle(pending, decision);
   pending->line.reset();  // decided for good: the next request in its line decides now
-  metrics_.countDecided(decision);
   const Micros hold_us = may_wait ? decision.hold_us : 0;
   // Held here, the slot is served. A batch item is not held: its answer tells its slot.
   if (may_wait) decision.hold_us = 0;
@@ -292,9 +292,6 @@ void Service::holdForThrottle(const std::shared_ptr<Pending>& pending,
                               const policy::PolicyDecision& decision) {
   const std::size_t index = pending->next;
   const policy::PlannedCheck& binding = *decision.binding();
-  if (pending->waited_us[index] == 0) {  // once per request, however many passes
-    metrics_.countDecision(binding.label, Metrics::Result::kThrottled);
-  }
   std::string line = ThrottleLines::lineKey(binding.label, binding.key);
   if (!pending->line.held() || pending->line.key() != line) {
     pending->line = throttle_lines_->join(
@@ -371,10 +368,8 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
     const sluice::http::LimitLabels labels = sluice::http::enforcedLabels(decision);
     sluice::http::appendRateLimitHeaders(decision.enforced, labels, options, headers);
     for (const auto& [name, value] : headers) response.set(name, value);
-    if (const auto shadow = decision.shadowDenials(); !shadow.empty()) {
-      std::string names;
-      for (const std::string& name : shadow) names += (names.empty() ? "" : ", ") + name;
-      response.set(policy::kShadowHeader, names);
+    if (const std::string shadow = decision.shadowDenials(); !shadow.empty()) {
+      response.set(policy::kShadowHeader, shadow);
     }
     if (decision.enforced.degraded) response.set(policy::kDegradedHeader, "true");
     if (!decision.allowed) {

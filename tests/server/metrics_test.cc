@@ -2,6 +2,7 @@
 #include "server/metrics.h"
 
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -43,6 +44,56 @@ TEST(MetricsTest, CountersAndEscapedLabels) {
   EXPECT_TRUE(has(text, R"(sluice_decisions_total{limit="per\"ip",result="denied"} 2)")) << text;
   EXPECT_TRUE(has(text, "sluice_degraded_decisions_total 1")) << text;
   EXPECT_TRUE(has(text, "sluice_config_reloads_total{result=\"failed\"} 1")) << text;
+}
+
+policy::PlannedCheck checkNamed(std::string label) {
+  policy::PlannedCheck check;
+  check.label = std::move(label);
+  return check;
+}
+
+Outcome outcome(bool allowed) {
+  Outcome status;
+  status.allowed = allowed;
+  return status;
+}
+
+// A pass counts as both doors need: a denied request's allowed limits are not counted as
+// allowing it, a shadow limit only when it would have denied, a throttled request once however
+// many passes it takes, and every pass's latency and degraded answer.
+TEST(MetricsTest, APassCountsWhatBoreOnTheRequest) {
+  Metrics metrics;
+  policy::PolicyDecision denied;
+  denied.allowed = false;
+  denied.enforced.degraded = true;
+  denied.enforced_checks = {checkNamed("roomy"), checkNamed("tight")};
+  denied.enforced.statuses = {outcome(true), outcome(false)};
+  denied.enforced.binding = 1;
+  metrics.countPass(denied, 10, false);
+
+  policy::PolicyDecision allowed;
+  allowed.enforced_checks = {checkNamed("roomy")};
+  allowed.enforced.statuses = {outcome(true)};
+  allowed.shadow_checks = {checkNamed("watch"), checkNamed("calm")};
+  allowed.shadow.statuses = {outcome(false), outcome(true)};
+  metrics.countPass(allowed, 10, false);
+
+  policy::PolicyDecision held = denied;
+  held.allowed = true;
+  held.enforced.degraded = false;
+  held.throttle_wait_us = 5'000;
+  metrics.countPass(held, 10, false);  // its first pass
+  metrics.countPass(held, 10, true);   // after waiting: the same request
+
+  const std::string text = metrics.render(0);
+  EXPECT_TRUE(has(text, R"(sluice_decisions_total{limit="roomy",result="allowed"} 1)")) << text;
+  EXPECT_TRUE(has(text, R"(sluice_decisions_total{limit="tight",result="denied"} 1)")) << text;
+  EXPECT_TRUE(has(text, R"(sluice_decisions_total{limit="tight",result="throttled"} 1)")) << text;
+  EXPECT_TRUE(has(text, R"(sluice_decisions_total{limit="watch",result="shadow_denied"} 1)"))
+      << text;
+  EXPECT_EQ(text.find("limit=\"calm\""), std::string::npos) << text;
+  EXPECT_TRUE(has(text, "sluice_degraded_decisions_total 1")) << text;
+  EXPECT_TRUE(has(text, "sluice_decision_duration_seconds_count 4")) << text;
 }
 
 }  // namespace
