@@ -36,19 +36,7 @@ std::optional<std::string_view> lineCredential(std::string_view header, std::str
 // reading either would let a client present one key to the limits and another to the backend.
 std::optional<std::string_view> credential(const RequestView& request, std::string_view header,
                                            bool& in_doubt) {
-  std::optional<std::string_view> agreed;
-  for (const auto& [name, value] : request.headers) {
-    if (!equalsIgnoreCase(name, header)) continue;
-    const auto found = lineCredential(header, value);
-    if (!found) continue;
-    if (!agreed) {
-      agreed = found;
-    } else if (*agreed != *found) {
-      in_doubt = true;
-      return std::nullopt;
-    }
-  }
-  return agreed;
+  return request.agreedHeader(header, in_doubt, lineCredential);
 }
 
 // The limit's name (and tier, for tier limits) namespace its counters: two limits never share

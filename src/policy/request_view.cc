@@ -132,14 +132,17 @@ std::optional<std::string_view> RequestView::header(std::string_view name) const
   return std::nullopt;
 }
 
-std::optional<std::string_view> RequestView::agreedHeader(std::string_view name,
-                                                          bool& in_doubt) const noexcept {
+std::optional<std::string_view> RequestView::agreedHeader(std::string_view name, bool& in_doubt,
+                                                          LineReading read) const {
   std::optional<std::string_view> agreed;
   for (const auto& [key, value] : headers) {
     if (!equalsIgnoreCase(key, name)) continue;
+    const std::optional<std::string_view> found =
+        read == nullptr ? std::optional<std::string_view>(value) : read(name, value);
+    if (!found) continue;
     if (!agreed) {
-      agreed = value;
-    } else if (*agreed != value) {
+      agreed = found;
+    } else if (*agreed != *found) {
       in_doubt = true;
       return std::nullopt;
     }

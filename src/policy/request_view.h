@@ -30,8 +30,12 @@ struct RequestView {
   // there is none. Two lines that differ set `in_doubt` and give nullopt: backends take the
   // first, the last or both joined, so a limit or an identity read from either would let a
   // client send its counter's value in one line and what the backend uses in the other.
-  [[nodiscard]] std::optional<std::string_view> agreedHeader(std::string_view name,
-                                                             bool& in_doubt) const noexcept;
+  // `read` takes what counts from a line (name, value), nullopt when the line holds nothing
+  // that does: only lines that hold something must agree. By default, the value as it is.
+  using LineReading = std::optional<std::string_view> (*)(std::string_view name,
+                                                          std::string_view value);
+  [[nodiscard]] std::optional<std::string_view> agreedHeader(std::string_view name, bool& in_doubt,
+                                                             LineReading read = nullptr) const;
   // Every line named `name` (any case) joined with ", ", as HTTP combines repeated fields.
   [[nodiscard]] std::string joinedHeader(std::string_view name) const;
   // Sets path and other_paths from the request target's path as sent.
