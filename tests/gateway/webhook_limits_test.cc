@@ -2,6 +2,9 @@
 #include "gateway/webhook_limits.h"
 
 #include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
 
@@ -127,35 +130,44 @@ TEST_F(WebhookLimitsTest, CacheKeyedByClientAddress) {
 
 // A cache key's size does not grow with what the client sends: paths and header values of
 // 15 KB made entries of ~19 KB each, up to max_entries of them.
-TEST(WebhookCacheKey, IsBoundedWhateverTheRequestHolds) {
-  SystemClock clock;
-  const auto limits = std::make_shared<WebhookLimits>(WebhookSettings{}, clock);
-  policy::RequestView small;
-  small.method = "GET";
-  small.setPath("/a");
-  policy::RequestView big = small;
-  big.setPath("/" + std::string(15'000, 'p'));
+class WebhookCacheKey : public ::testing::Test {
+ protected:
+  static policy::RequestView get(std::string_view path) {
+    policy::RequestView request;
+    request.method = "GET";
+    request.setPath(path);
+    return request;
+  }
+  std::string keyOf(const policy::RequestView& request, const std::string& client = "192.0.2.1") {
+    return limits_->cacheKey(request, client);
+  }
+
+ private:
+  SystemClock clock_;
+  std::shared_ptr<WebhookLimits> limits_ =
+      std::make_shared<WebhookLimits>(WebhookSettings{}, clock_);
+};
+
+TEST_F(WebhookCacheKey, IsBoundedWhateverTheRequestHolds) {
+  const policy::RequestView small = get("/a");
+  policy::RequestView big = get("/" + std::string(15'000, 'p'));
   big.headers.emplace_back("Authorization", "Bearer " + std::string(15'000, 'k'));
-  const std::string small_key = limits->cacheKey(small, "192.0.2.1");
-  const std::string big_key = limits->cacheKey(big, "192.0.2.1");
+  const std::string small_key = keyOf(small);
+  const std::string big_key = keyOf(big);
   EXPECT_EQ(big_key.size(), small_key.size());
   EXPECT_LT(big_key.size(), 64u);
   EXPECT_NE(big_key, small_key);
-  EXPECT_NE(limits->cacheKey(small, "192.0.2.2"), small_key);
+  EXPECT_NE(keyOf(small, "192.0.2.2"), small_key);
 }
 
 // The webhook is sent every line of a header joined: the cache keys them so too, or its answer
 // for two lines was handed to a request sending the first alone.
-TEST(WebhookCacheKey, ReadsEveryLineOfAHeader) {
-  SystemClock clock;
-  const auto limits = std::make_shared<WebhookLimits>(WebhookSettings{}, clock);
-  policy::RequestView one;
-  one.method = "GET";
-  one.setPath("/a");
+TEST_F(WebhookCacheKey, ReadsEveryLineOfAHeader) {
+  policy::RequestView one = get("/a");
   one.headers.emplace_back("Authorization", "Bearer a");
   policy::RequestView two = one;
   two.headers.emplace_back("Authorization", "Bearer b");
-  EXPECT_NE(limits->cacheKey(one, "192.0.2.1"), limits->cacheKey(two, "192.0.2.1"));
+  EXPECT_NE(keyOf(one), keyOf(two));
 }
 
 }  // namespace
