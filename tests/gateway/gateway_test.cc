@@ -9,6 +9,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
 
 #include "gateway/gateway_fixture.h"
 #include "support/http_client.h"

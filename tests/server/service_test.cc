@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
 
 #include "policy/policy_loader.h"

@@ -1,5 +1,6 @@
-// Test helper: a blocking HTTP/1.1 client over loopback, one connection per call (or one for a
-// series of calls), with a 10 s watchdog so a broken server fails the test instead of hanging it.
+// Test helper (http_client.cc): a blocking HTTP/1.1 client over loopback, one connection per call
+// (or one for a series of calls), with a 10 s watchdog so a broken server fails the test instead of
+// hanging it.
 #pragma once
 
 #include <chrono>
@@ -12,7 +13,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/verb.hpp>
 
 namespace sluice::testing {
 
@@ -28,78 +31,25 @@ struct HttpReply {
 };
 
 // Reads one answer (after any interim 1xx) from `stream`; status 0 on an error.
-inline HttpReply readReply(boost::beast::tcp_stream& stream, boost::beast::flat_buffer& buffer) {
-  namespace http = boost::beast::http;
-  boost::beast::error_code ec;
-  std::optional<http::response_parser<http::string_body>> parsed;
-  do {  // interim 1xx answers (100 Continue) come before the real one
-    parsed.emplace();
-    parsed->body_limit(64 << 20);
-    http::read(stream, buffer, *parsed, ec);
-    if (ec) return {};
-  } while (parsed->get().result_int() >= 100 && parsed->get().result_int() < 200);
-  auto& parser = *parsed;
-  HttpReply reply;
-  reply.status = static_cast<int>(parser.get().result_int());
-  for (const auto& field : parser.get()) {
-    std::string name(field.name_string());
-    for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-    reply.headers[name] = std::string(field.value());
-  }
-  reply.body = parser.get().body();
-  return reply;
-}
+HttpReply readReply(boost::beast::tcp_stream& stream, boost::beast::flat_buffer& buffer);
 
 // `request` sent `times` times, one after another, on one kept-alive connection: the replies, in
 // order, as many as came before the connection failed or closed.
-inline std::vector<HttpReply> httpRepeated(
+std::vector<HttpReply> httpRepeated(
     const boost::asio::ip::tcp::endpoint& server,
-    const boost::beast::http::request<boost::beast::http::string_body>& request, int times) {
-  namespace beast = boost::beast;
-  boost::asio::io_context io;
-  beast::tcp_stream stream(io);
-  stream.expires_after(std::chrono::seconds(10));
-  beast::error_code ec;
-  stream.connect(server, ec);
-  if (ec) return {};
-  beast::flat_buffer buffer;
-  std::vector<HttpReply> replies;
-  for (int i = 0; i < times; ++i) {
-    beast::http::write(stream, request, ec);
-    if (ec) break;
-    HttpReply reply = readReply(stream, buffer);
-    if (reply.status == 0) break;
-    replies.push_back(std::move(reply));
-  }
-  return replies;
-}
+    const boost::beast::http::request<boost::beast::http::string_body>& request, int times);
 
-inline boost::beast::http::request<boost::beast::http::string_body> httpRequest(
+boost::beast::http::request<boost::beast::http::string_body> httpRequest(
     boost::beast::http::verb method, const std::string& target, const std::string& body = "",
-    const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-  namespace http = boost::beast::http;
-  http::request<http::string_body> request{method, target, 11};
-  request.set(http::field::host, "127.0.0.1");
-  for (const auto& [name, value] : headers) request.set(name, value);
-  request.body() = body;
-  request.prepare_payload();
-  return request;
-}
+    const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 // `times` bodiless requests on one kept-alive connection (see httpRepeated).
-inline std::vector<HttpReply> httpCallsOnOneConnection(const boost::asio::ip::tcp::endpoint& server,
-                                                       boost::beast::http::verb method,
-                                                       const std::string& target, int times) {
-  return httpRepeated(server, httpRequest(method, target), times);
-}
+std::vector<HttpReply> httpCallsOnOneConnection(const boost::asio::ip::tcp::endpoint& server,
+                                                boost::beast::http::verb method,
+                                                const std::string& target, int times);
 
-inline HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server,
-                          boost::beast::http::verb method, const std::string& target,
-                          const std::string& body = "",
-                          const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-  std::vector<HttpReply> replies =
-      httpRepeated(server, httpRequest(method, target, body, headers), 1);
-  return replies.empty() ? HttpReply{} : std::move(replies.front());
-}
+HttpReply httpCall(const boost::asio::ip::tcp::endpoint& server, boost::beast::http::verb method,
+                   const std::string& target, const std::string& body = "",
+                   const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 }  // namespace sluice::testing
