@@ -31,16 +31,6 @@ namespace net = boost::asio;
 
 namespace {
 
-// Whether `host` is a Host field's host[:port] (RFC 3986 3.2.2: a registered name, an IPv4 or a
-// bracketed IPv6 address): no user info, path, query or blank. Empty is allowed (RFC 9112 3.2).
-bool isAuthority(std::string_view host) noexcept {
-  constexpr std::string_view kMarks = "-._~!$&'()*+,;=:[]%";
-  return std::all_of(host.begin(), host.end(), [&](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           kMarks.find(c) != std::string_view::npos;
-  });
-}
-
 // Why a target's path is refused, or nothing: a backslash is no URI character, and URL parsers
 // read it as '/' (/\evil.com/login is //evil.com/login to them).
 std::optional<std::string> targetRefusal(std::string_view target) {
@@ -70,14 +60,7 @@ std::optional<Refusal> headRefusal(const Header& header, bool chunked,
       *content_length > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
     return Refusal{400, "the Content-Length is too large"};
   }
-  const std::size_t hosts = header.count(bhttp::field::host);
-  if (hosts > 1) return Refusal{400, "the request has more than one Host field"};
-  if (hosts == 0 && header.version() >= 11) {
-    return Refusal{400, "an HTTP/1.1 request needs a Host field"};
-  }
-  if (hosts == 1 && !isAuthority(header[bhttp::field::host])) {
-    return Refusal{400, "the Host field is not a host[:port]"};
-  }
+  if (auto refusal = server::hostRefusal(header)) return Refusal{400, *refusal};
   return std::nullopt;
 }
 

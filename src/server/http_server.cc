@@ -173,6 +173,10 @@ class Session : public std::enable_shared_from_this<Session> {
       busy_ = true;  // answered, and the connection closes unread (see requestUnread)
       return write(plainResponse(static_cast<http::status>(refusal->status), refusal->message, 11));
     }
+    if (const auto refusal = hostRefusal(header)) {
+      busy_ = true;  // answered, and the connection closes unread (see requestUnread)
+      return write(plainResponse(http::status::bad_request, *refusal, 11));
+    }
     const bool wants_continue =
         header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");
     if (!wants_continue || parser_->is_done()) {

@@ -1,7 +1,8 @@
-// RFC 9112's rules for how a request's body is framed, shared by the two doors that read HTTP/1
-// requests themselves (the HTTP server, and the gateway's sessions).
+// RFC 9112's rules for a request's head (how its body is framed, its Host), shared by the two
+// doors that read HTTP/1 requests themselves (the HTTP server, and the gateway's sessions).
 #pragma once
 
+#include <algorithm>
 #include <iterator>
 #include <optional>
 #include <string_view>
@@ -41,6 +42,30 @@ std::optional<FramingRefusal> transferEncodingRefusal(
   }
   if (std::next(first) != last || !boost::beast::iequals(coding, "chunked")) {
     return FramingRefusal{501, "no transfer coding but chunked is taken"};
+  }
+  return std::nullopt;
+}
+
+// Whether `host` is a Host field's host[:port] (RFC 3986 3.2.2: a registered name, an IPv4 or a
+// bracketed IPv6 address): no user info, path, query or blank. Empty is allowed (RFC 9112 3.2).
+inline bool isAuthority(std::string_view host) noexcept {
+  constexpr std::string_view kMarks = "-._~!$&'()*+,;=:[]%";
+  return std::all_of(host.begin(), host.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           kMarks.find(c) != std::string_view::npos;
+  });
+}
+
+// Why a request's Host is refused (400), or nullopt: none in HTTP/1.1, two, or one that is no
+// host[:port] (RFC 9112 3.2 has a server answer all three with 400).
+template <class Fields>
+std::optional<const char*> hostRefusal(const boost::beast::http::header<true, Fields>& header) {
+  namespace http = boost::beast::http;
+  const std::size_t hosts = header.count(http::field::host);
+  if (hosts > 1) return "the request has more than one Host field";
+  if (hosts == 0 && header.version() >= 11) return "an HTTP/1.1 request needs a Host field";
+  if (hosts == 1 && !isAuthority(header[http::field::host])) {
+    return "the Host field is not a host[:port]";
   }
   return std::nullopt;
 }

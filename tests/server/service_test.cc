@@ -683,6 +683,29 @@ TEST_F(ServiceTest, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
   EXPECT_TRUE(refused->starts_with("HTTP/1.1 400")) << *refused;
 }
 
+// RFC 9112 3.2: an HTTP/1.1 request without Host, with two, or with one that is no host[:port]
+// gets 400, on the API as at the gateway; HTTP/1.0 needs none. None of them is decided.
+TEST_F(ServiceTest, AnHttp11RequestNeedsOneValidHost) {
+  const std::string check = "GET /v1/auth HTTP/1.1\r\nX-Original-URI: /host\r\n";
+  for (const std::string host :
+       {"", "Host: a\r\nHost: b\r\n", "Host: a b\r\n", "Host: user@a\r\n"}) {
+    const std::optional<std::string> answer =
+        exchangeUntilClosed(api_endpoint_, check + host + "Connection: close\r\n\r\n");
+    ASSERT_TRUE(answer.has_value()) << host;
+    EXPECT_TRUE(answer->starts_with("HTTP/1.1 400")) << host << ": " << *answer;
+    EXPECT_NE(answer->find("Host"), std::string::npos) << host << ": " << *answer;
+  }
+  const std::optional<std::string> old_client =
+      exchangeUntilClosed(api_endpoint_, "GET /v1/auth HTTP/1.0\r\nX-Original-URI: /host\r\n\r\n");
+  ASSERT_TRUE(old_client.has_value());
+  EXPECT_TRUE(old_client->starts_with("HTTP/1.0 200") || old_client->starts_with("HTTP/1.1 200"))
+      << *old_client;
+  const std::optional<std::string> named = exchangeUntilClosed(
+      api_endpoint_, check + "Host: 127.0.0.1:8080\r\nConnection: close\r\n\r\n");
+  ASSERT_TRUE(named.has_value());
+  EXPECT_TRUE(named->starts_with("HTTP/1.1 200")) << *named;
+}
+
 // A chunk-size line that never ends (the bytes keep coming, no CRLF) is refused with 400 once
 // it passes what a header may hold; the server held all of it, growing by megabytes a second
 // until the request's timeout, and answered nothing.
