@@ -3,7 +3,6 @@
 // concurrency permits (before deciding, so that a request they refuse takes no units), the
 // policy's decision (waits for a throttle are in proxy_throttle.cc) and a shaper's hold. A
 // refused request gets the gateway's own answer (respondLocal).
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,7 +20,7 @@
 #include "http/rate_limit_headers.h"
 #include "policy/origin_form.h"
 #include "policy/own_headers.h"
-#include "server/request_framing.h"
+#include "server/request_head.h"
 #include "store/log_throttle.h"
 
 namespace sluice::gateway {
@@ -53,14 +52,13 @@ template <class Header>
 std::optional<Refusal> headRefusal(const Header& header, bool chunked,
                                    std::optional<std::uint64_t> content_length) {
   if (auto refusal = targetRefusal(header.target())) return Refusal{400, std::move(*refusal)};
-  if (auto refusal = server::transferEncodingRefusal(header, chunked)) {
+  if (auto refusal = server::headRefusal(header, chunked)) {
     return Refusal{refusal->status, std::string(refusal->message)};
   }
   if (content_length &&
       *content_length > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
     return Refusal{400, "the Content-Length is too large"};
   }
-  if (auto refusal = server::hostRefusal(header)) return Refusal{400, *refusal};
   return std::nullopt;
 }
 

@@ -14,7 +14,7 @@
 
 #include "gateway/proxy_exchange.h"
 #include "http/json_string.h"
-#include "server/request_framing.h"
+#include "server/request_head.h"
 
 namespace sluice::gateway {
 

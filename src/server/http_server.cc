@@ -21,7 +21,7 @@
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 #include "server/loop_io.h"
-#include "server/request_framing.h"
+#include "server/request_head.h"
 
 namespace sluice::server {
 
@@ -169,13 +169,9 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec) return onRead(ec, bytes);
     const auto& header = parser_->get();
-    if (const auto refusal = transferEncodingRefusal(header, parser_->chunked())) {
+    if (const auto refusal = headRefusal(header, parser_->chunked())) {
       busy_ = true;  // answered, and the connection closes unread (see requestUnread)
       return write(plainResponse(static_cast<http::status>(refusal->status), refusal->message, 11));
-    }
-    if (const auto refusal = hostRefusal(header)) {
-      busy_ = true;  // answered, and the connection closes unread (see requestUnread)
-      return write(plainResponse(http::status::bad_request, *refusal, 11));
     }
     const bool wants_continue =
         header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");

@@ -14,7 +14,7 @@
 
 namespace sluice::server {
 
-struct FramingRefusal {
+struct HeadRefusal {
   unsigned status;  // 400 or 501
   const char* message;
 };
@@ -26,22 +26,22 @@ struct FramingRefusal {
 // chunked) would be passed on still encoded, and decoding it is not implemented: 501, as nginx
 // answers. `chunked`: what the parser made of the header.
 template <class Fields>
-std::optional<FramingRefusal> transferEncodingRefusal(
+std::optional<HeadRefusal> transferEncodingRefusal(
     const boost::beast::http::header<true, Fields>& header, bool chunked) {
   namespace http = boost::beast::http;
   const auto [first, last] = header.equal_range(http::field::transfer_encoding);
   if (first == last) return std::nullopt;
   if (!chunked || header.version() < 11) {
-    return FramingRefusal{400,
-                          "a request body needs a Content-Length, or chunked as its last "
-                          "transfer coding (and none in a version 1.0 request)"};
+    return HeadRefusal{400,
+                       "a request body needs a Content-Length, or chunked as its last "
+                       "transfer coding (and none in a version 1.0 request)"};
   }
   std::string_view coding = first->value();
   while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
     coding.remove_suffix(1);
   }
   if (std::next(first) != last || !boost::beast::iequals(coding, "chunked")) {
-    return FramingRefusal{501, "no transfer coding but chunked is taken"};
+    return HeadRefusal{501, "no transfer coding but chunked is taken"};
   }
   return std::nullopt;
 }
@@ -59,15 +59,26 @@ inline bool isAuthority(std::string_view host) noexcept {
 // Why a request's Host is refused (400), or nullopt: none in HTTP/1.1, two, or one that is no
 // host[:port] (RFC 9112 3.2 has a server answer all three with 400).
 template <class Fields>
-std::optional<const char*> hostRefusal(const boost::beast::http::header<true, Fields>& header) {
+std::optional<HeadRefusal> hostRefusal(const boost::beast::http::header<true, Fields>& header) {
   namespace http = boost::beast::http;
   const std::size_t hosts = header.count(http::field::host);
-  if (hosts > 1) return "the request has more than one Host field";
-  if (hosts == 0 && header.version() >= 11) return "an HTTP/1.1 request needs a Host field";
+  if (hosts > 1) return HeadRefusal{400, "the request has more than one Host field"};
+  if (hosts == 0 && header.version() >= 11) {
+    return HeadRefusal{400, "an HTTP/1.1 request needs a Host field"};
+  }
   if (hosts == 1 && !isAuthority(header[http::field::host])) {
-    return "the Host field is not a host[:port]";
+    return HeadRefusal{400, "the Host field is not a host[:port]"};
   }
   return std::nullopt;
+}
+
+// Why a request's head is refused, by both rules above, or nullopt. Each door answers a refusal
+// with its status and message, and closes the connection without reading on.
+template <class Fields>
+std::optional<HeadRefusal> headRefusal(const boost::beast::http::header<true, Fields>& header,
+                                       bool chunked) {
+  if (auto refusal = transferEncodingRefusal(header, chunked)) return refusal;
+  return hostRefusal(header);
 }
 
 // Drops the empty lines (CRLF, or a bare LF) ahead of a request-line, as RFC 9112 2.2 has a
