@@ -14,7 +14,7 @@ namespace {
 
 namespace net = boost::asio;
 
-constexpr const char* kConfig = R"(
+constexpr const char* kBoundedConfig = R"(
 limits:
   - { name: everyone, key: global, rate: 100000/s }
 gateway:
@@ -25,7 +25,7 @@ gateway:
 
 class BoundedInputTest : public sluice::testing::GatewayFixture {
  protected:
-  void SetUp() override { start(kConfig); }
+  void SetUp() override { start(kBoundedConfig); }
 };
 
 // A client's chunk-size line that never ends gets 400 (the gateway held it all, hundreds of

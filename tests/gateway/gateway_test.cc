@@ -22,7 +22,7 @@ using sluice::testing::bigBody;
 using sluice::testing::httpCall;
 using sluice::testing::HttpReply;
 
-constexpr const char* kConfig = R"(
+constexpr const char* kGatewayConfig = R"(
 limits:
   - { name: limited, match: { path_prefix: /limited }, key: ip, algorithm: fixed_window, rate: 2/min }
   - name: slowed
@@ -60,7 +60,7 @@ gateway:
 
 class GatewayTest : public sluice::testing::GatewayFixture {
  protected:
-  void SetUp() override { start(kConfig); }
+  void SetUp() override { start(kGatewayConfig); }
 
   HttpReply get(const std::string& target,
                 const std::vector<std::pair<std::string, std::string>>& headers = {}) {

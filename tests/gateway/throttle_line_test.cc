@@ -12,7 +12,7 @@
 namespace sluice::gateway {
 namespace {
 
-constexpr const char* kConfig = R"(
+constexpr const char* kThrottleConfig = R"(
 limits:
   - name: paced
     match: { path_prefix: /paced }
@@ -31,7 +31,7 @@ gateway:
 
 class ThrottleLineTest : public sluice::testing::GatewayFixture {
  protected:
-  void SetUp() override { start(kConfig); }
+  void SetUp() override { start(kThrottleConfig); }
 };
 
 // 40 requests at once on a limit of 100/s with a burst of 1: all go through, paced, and the

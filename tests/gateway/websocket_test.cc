@@ -30,7 +30,7 @@ bool readableWithin10s(int fd) {
   return poll(&ready, 1, 10'000) == 1;
 }
 
-constexpr const char* kConfig = R"(
+constexpr const char* kWebSocketConfig = R"(
 limits:
   - { name: handshakes, match: { path_prefix: /ws }, key: header:X-User, algorithm: token_bucket,
       rate: 2/hour, burst: 2, when_missing: skip }
@@ -103,7 +103,7 @@ class BeastEchoServer {
 class WebSocketTest : public sluice::testing::GatewayFixture {
  protected:
   void SetUp() override {
-    std::string config = kConfig;
+    std::string config = kWebSocketConfig;
     const std::string routes = "  routes: [ { path_prefix: /, upstream: app } ]\n";
     config.replace(config.find(routes), routes.size(),
                    "  routes:\n    - { path_prefix: /beast, upstream: beast }\n"

@@ -8,15 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include "support/lyft_configs.h"
+
 namespace sluice::rls {
 namespace {
 
-const std::string kConfigDir = std::string(SLUICE_SOURCE_DIR) + "/tests/rls/configs";
+using sluice::testing::kLyftConfigDir;
 
 class LyftConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    LyftLoadResult loaded = loadLyftConfigDir(kConfigDir);
+    LyftLoadResult loaded = loadLyftConfigDir(kLyftConfigDir);
     ASSERT_NE(loaded.config, nullptr) << (loaded.errors.empty() ? "" : loaded.errors.front());
     config_ = loaded.config;
     domain_ = config_->domain("envoy");

@@ -8,14 +8,15 @@
 
 #include "store/memory_store.h"
 #include "support/deferred_store.h"
+#include "support/lyft_configs.h"
 
 namespace sluice::rls {
 namespace {
 
 using Code = RateLimitResponse::Code;
 using sluice::testing::DeferredStore;
+using sluice::testing::kLyftConfigDir;
 
-const std::string kConfigDir = std::string(SLUICE_SOURCE_DIR) + "/tests/rls/configs";
 // A minute boundary, so minute windows start exactly here.
 constexpr Micros kStart = 1'800'000'000LL * kMicrosPerSecond;
 
@@ -55,7 +56,7 @@ RateLimitRequest makeRequest(const std::string& domain, const std::vector<Descri
 class RlsDeciderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    LyftLoadResult loaded = loadLyftConfigDir(kConfigDir);
+    LyftLoadResult loaded = loadLyftConfigDir(kLyftConfigDir);
     ASSERT_NE(loaded.config, nullptr);
     config_ = loaded.config;
   }

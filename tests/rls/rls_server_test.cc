@@ -17,13 +17,14 @@
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "store/memory_store.h"
 #include "support/captured_log.h"
+#include "support/lyft_configs.h"
 
 namespace sluice::rls {
 namespace {
 
 using envoy::service::ratelimit::v3::RateLimitService;
+using sluice::testing::kLyftConfigDir;
 
-const std::string kConfigDir = std::string(SLUICE_SOURCE_DIR) + "/tests/rls/configs";
 constexpr Micros kStart = 1'800'000'000LL * kMicrosPerSecond;
 
 RateLimitRequest request(const std::string& domain, const std::string& key,
@@ -41,7 +42,7 @@ class RlsServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     settings_.listen = "127.0.0.1:0";
-    settings_.config_dir = kConfigDir;
+    settings_.config_dir = kLyftConfigDir;
     settings_.decider.response_headers = true;
     server_ = std::make_unique<RlsServer>(engine_, clock_, settings_);
     const auto endpoint = server_->start();

@@ -19,7 +19,7 @@ namespace {
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 using Log = std::vector<std::string>;
 
 // A connection as the deadline sees it: it logs "passed" when its deadline passes.
@@ -28,11 +28,11 @@ class Owner : public std::enable_shared_from_this<Owner> {
   Owner(net::io_context& loop, Log& log) : deadline(loop, *this, &Owner::onPassed), log_(log) {}
 
   ConnectionDeadline<Owner> deadline;
-  Clock::time_point passed_at;
+  Steady::time_point passed_at;
 
  private:
   void onPassed() {
-    passed_at = Clock::now();
+    passed_at = Steady::now();
     log_.push_back("passed");
   }
 
@@ -45,7 +45,7 @@ class ConnectionDeadlineTest : public ::testing::Test {
 
   // Logs "marker" at `at`, then runs `then`. Of timers due at the same wake-up, the one with
   // the earlier expiry runs first, whatever the machine's speed.
-  void markAt(Clock::time_point at, std::function<void()> then = {}) {
+  void markAt(Steady::time_point at, std::function<void()> then = {}) {
     auto timer = std::make_shared<LoopTimer>(loop_, at);
     timer->async_wait([this, timer, then = std::move(then)](const boost::system::error_code& ec) {
       if (ec) return;
@@ -65,8 +65,8 @@ class ConnectionDeadlineTest : public ::testing::Test {
   // Runs the loop until `done()`, the loop has nothing left to do, or the watchdog's 5 s pass.
   void runUntil(const std::function<bool()>& done) {
     loop_.restart();
-    const auto give_up = Clock::now() + 5s;
-    while (!done() && !loop_.stopped() && Clock::now() < give_up) loop_.run_one_for(10ms);
+    const auto give_up = Steady::now() + 5s;
+    while (!done() && !loop_.stopped() && Steady::now() < give_up) loop_.run_one_for(10ms);
   }
 
   bool markerSeen() const { return std::find(log_.begin(), log_.end(), "marker") != log_.end(); }
@@ -74,7 +74,7 @@ class ConnectionDeadlineTest : public ::testing::Test {
   net::io_context loop_;
   Log log_;
   std::shared_ptr<Owner> owner_;
-  const Clock::time_point start_ = Clock::now();
+  const Steady::time_point start_ = Steady::now();
 };
 
 // A deadline that passes fires once, and with nothing armed the timer stops.
@@ -105,7 +105,7 @@ TEST_F(ConnectionDeadlineTest, DeadlineMovedLaterDoesNotFireAtTheFirstInstant) {
 
 // A deadline moved later fires once, when the later one has passed and not before.
 TEST_F(ConnectionDeadlineTest, DeadlineMovedLaterFiresAtTheLaterOne) {
-  const Clock::time_point later = start_ + 20ms;
+  const Steady::time_point later = start_ + 20ms;
   owner_->deadline.arm(start_ + 1ms);
   owner_->deadline.arm(later);
   ASSERT_TRUE(runUntilIdle());
@@ -155,7 +155,7 @@ TEST_F(ConnectionDeadlineTest, WakeDueBeforeStopIsIgnored) {
   owner_->deadline.arm(start_ - 1ms);  // due at the loop's first wake-up
   markAt(start_ - 2ms, [this] {        // runs just before that wake, at the same wake-up
     owner_->deadline.stop();
-    owner_->deadline.arm(Clock::now() + 5ms);
+    owner_->deadline.arm(Steady::now() + 5ms);
   });
   ASSERT_TRUE(runUntilIdle());
   EXPECT_EQ(log_, (Log{"marker", "passed"}));
