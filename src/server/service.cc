@@ -14,6 +14,7 @@
 #include "http/json_string.h"
 #include "policy/own_headers.h"
 #include "policy/policy_loader.h"
+#include "server/dashboard/dashboard_page.h"
 #include "server/loop_io.h"
 #include "server/restart_only_settings.h"
 
@@ -424,8 +425,8 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
   const unsigned version = request.version();
   // The read-only paths answer GET and HEAD; a DELETE of /metrics answered 200 as if it had
   // done something.
-  const bool reads =
-      path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/admin/config";
+  const bool reads = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
+                     path == "/admin/config" || path == "/dashboard";
   if (reads && request.method() != http::verb::get && request.method() != http::verb::head) {
     HttpResponse response =
         errorResponse(http::status::method_not_allowed, "use GET or HEAD", version);
@@ -445,6 +446,20 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
     response.set(http::field::content_type, "text/plain; version=0.0.4");
     response.body() = metrics_.render(key_count_());
     for (const auto& extra : extra_metrics_) response.body() += extra();
+    response.prepare_payload();
+    return respond(std::move(response));
+  }
+  if (path == "/dashboard") {
+    HttpResponse response{http::status::ok, version};
+    response.set(http::field::content_type, "text/html; charset=utf-8");
+    response.set(http::field::cache_control, "no-store");
+    // The page runs its own inline script and style and reads /metrics of this listener;
+    // nothing else may load or run in it, and no other site may frame it.
+    response.set("Content-Security-Policy",
+                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                 "connect-src 'self'; frame-ancestors 'none'");
+    response.set("X-Content-Type-Options", "nosniff");
+    response.body() = dashboardPage();
     response.prepare_payload();
     return respond(std::move(response));
   }

@@ -22,7 +22,7 @@ namespace {
 using sluice::testing::kJan2026;
 using sluice::testing::policyFrom;
 
-constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+constexpr const char* kDecideSecret = "0123456789abcdef0123456789abcdef";
 
 std::string hs256Token(const std::string& subject, std::int64_t expires_s, const char* secret) {
   jwt_t* token = nullptr;
@@ -130,7 +130,7 @@ TEST_F(DecideTest, AnApiKeyWithDotsIsAKeyOutsideTheTokensHeader) {
   policy_ = policyFrom(std::string("identity:\n  api_key_header: X-Api-Key\n"
                                    "  keys_file: dotted-keys.yaml\n"
                                    "  jwt: { header: X-Jwt, keys: [{ algorithm: HS256, secret: ") +
-                           kSecret + " }] }\n" +
+                           kDecideSecret + " }] }\n" +
                            "tiers: { anonymous: { rate: 1/min }, premium: { rate: 9/min } }\n"
                            "limits: [{ name: per-client, key: client, from_tier: true }]\n",
                        dir);
@@ -505,7 +505,7 @@ TEST_F(DecideTest, JwtClaimsOnlyWhenVerified) {
 identity:
   jwt:
     keys: [{ algorithm: HS256, secret: ")") +
-       kSecret + R"(" }]
+       kDecideSecret + R"(" }]
 limits:
   - { name: per-user, key: "jwt:sub", rate: 5/min }
 )");
@@ -517,8 +517,8 @@ limits:
     return planChecks(*policy_, context).at(0).key;
   };
   const std::string by_address = "8:per-useri12:198.51.100.7";
-  EXPECT_EQ(keyFor(hs256Token("alice", now_s + 60, kSecret)), "8:per-userk5:alice");
-  EXPECT_EQ(keyFor(hs256Token("alice", now_s - 60, kSecret)), by_address);
+  EXPECT_EQ(keyFor(hs256Token("alice", now_s + 60, kDecideSecret)), "8:per-userk5:alice");
+  EXPECT_EQ(keyFor(hs256Token("alice", now_s - 60, kDecideSecret)), by_address);
   EXPECT_EQ(keyFor(hs256Token("alice", now_s + 60, "another-secret-another-secret-xx")),
             by_address);
   // alg none: header {"alg":"none"}, payload {"sub":"mallory"}, no signature.

@@ -22,7 +22,7 @@ namespace sluice::policy {
 namespace {
 
 constexpr std::int64_t kNowS = 1'700'000'000;
-const std::string kSecret = "0123456789abcdef0123456789abcdef";  // 32 bytes
+const std::string kJwtSecret = "0123456789abcdef0123456789abcdef";  // 32 bytes
 const std::string kOtherSecret = "fedcba9876543210fedcba9876543210";
 
 // ---- Keys, made once per process with OpenSSL ----
@@ -123,7 +123,7 @@ std::string base64Url(std::string_view bytes) {
 
 // A token assembled by hand, for headers and payloads libjwt would not write.
 std::string hmacToken(std::string_view header_json, std::string_view payload_json,
-                      const std::string& secret = kSecret) {
+                      const std::string& secret = kJwtSecret) {
   const std::string signing_input = base64Url(header_json) + "." + base64Url(payload_json);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_length = 0;
@@ -157,14 +157,14 @@ class JwtVerifierTest : public ::testing::Test {
     return std::move(created).value();
   }
   static JwtVerifier hs256Verifier(std::int64_t leeway_s = 0) {
-    return verifier({{"HS256", kSecret}}, leeway_s);
+    return verifier({{"HS256", kJwtSecret}}, leeway_s);
   }
   static std::string createError(std::vector<JwtKey> keys, std::int64_t leeway_s = 0) {
     const Result<JwtVerifier> created = JwtVerifier::create(std::move(keys), leeway_s);
     return created.ok() ? "(created)" : created.error();
   }
   static std::string hs256Token(TokenBuilder builder) {
-    return builder.sign(JWT_ALG_HS256, kSecret);
+    return builder.sign(JWT_ALG_HS256, kJwtSecret);
   }
 };
 
@@ -172,12 +172,12 @@ class JwtVerifierTest : public ::testing::Test {
 
 // Each supported algorithm with a good key is accepted, several keys together too.
 TEST_F(JwtVerifierTest, CreateAcceptsEachAlgorithm) {
-  EXPECT_TRUE(JwtVerifier::create({{"HS256", kSecret}}).ok());
+  EXPECT_TRUE(JwtVerifier::create({{"HS256", kJwtSecret}}).ok());
   EXPECT_TRUE(JwtVerifier::create({{"RS256", rsaKeys().public_pem}}).ok());
   EXPECT_TRUE(JwtVerifier::create({{"ES256", ecKeys().public_pem}}).ok());
   EXPECT_TRUE(
       JwtVerifier::create(
-          {{"HS256", kSecret}, {"RS256", rsaKeys().public_pem}, {"ES256", ecKeys().public_pem}},
+          {{"HS256", kJwtSecret}, {"RS256", rsaKeys().public_pem}, {"ES256", ecKeys().public_pem}},
           JwtVerifier::kMaxLeewayS)
           .ok());
 }
@@ -185,14 +185,14 @@ TEST_F(JwtVerifierTest, CreateAcceptsEachAlgorithm) {
 // Unknown algorithms, empty or short secrets and unusable PEM keys are refused, naming the key.
 TEST_F(JwtVerifierTest, CreateRefusesBadKeys) {
   EXPECT_EQ(createError({}), "jwt: at least one key is needed");
-  EXPECT_EQ(createError({{"HS256", kSecret}, {"HS512", kSecret}}),
+  EXPECT_EQ(createError({{"HS256", kJwtSecret}, {"HS512", kJwtSecret}}),
             "jwt keys[1]: unknown algorithm \"HS512\" (use HS256, RS256 or ES256)");
-  EXPECT_EQ(createError({{"hs256", kSecret}}),
+  EXPECT_EQ(createError({{"hs256", kJwtSecret}}),
             "jwt keys[0]: unknown algorithm \"hs256\" (use HS256, RS256 or ES256)");
-  EXPECT_EQ(createError({{"none", kSecret}}),
+  EXPECT_EQ(createError({{"none", kJwtSecret}}),
             "jwt keys[0]: unknown algorithm \"none\" (use HS256, RS256 or ES256)");
   EXPECT_EQ(createError({{"HS256", ""}}), "jwt keys[0] (HS256): the key is empty");
-  EXPECT_EQ(createError({{"HS256", kSecret.substr(1)}}),
+  EXPECT_EQ(createError({{"HS256", kJwtSecret.substr(1)}}),
             "jwt keys[0] (HS256): the secret is 31 bytes; HS256 needs at least 32 (RFC 7518 3.2)");
   EXPECT_EQ(createError({{"RS256", ""}}), "jwt keys[0] (RS256): the key is empty");
   EXPECT_EQ(createError({{"RS256", "not a pem"}}),
@@ -225,9 +225,10 @@ TEST_F(JwtVerifierTest, CreateRefusesWeakOrMismatchedCurves) {
 
 // The leeway is 0..one day.
 TEST_F(JwtVerifierTest, CreateRefusesLeewayOutOfRange) {
-  EXPECT_EQ(createError({{"HS256", kSecret}}, -1), "jwt: leeway -1s is outside 0..86400s");
-  EXPECT_EQ(createError({{"HS256", kSecret}}, 86'401), "jwt: leeway 86401s is outside 0..86400s");
-  EXPECT_EQ(createError({{"HS256", kSecret}}, 86'400), "(created)");
+  EXPECT_EQ(createError({{"HS256", kJwtSecret}}, -1), "jwt: leeway -1s is outside 0..86400s");
+  EXPECT_EQ(createError({{"HS256", kJwtSecret}}, 86'401),
+            "jwt: leeway 86401s is outside 0..86400s");
+  EXPECT_EQ(createError({{"HS256", kJwtSecret}}, 86'400), "(created)");
 }
 
 // ---- Each algorithm: a valid token passes, a tampered or foreign one does not ----
@@ -241,8 +242,8 @@ struct Signer {
 };
 
 const Signer kSigners[] = {
-    {"HS256", JWT_ALG_HS256, []() -> const std::string& { return kSecret; },
-     []() -> const std::string& { return kSecret; },
+    {"HS256", JWT_ALG_HS256, []() -> const std::string& { return kJwtSecret; },
+     []() -> const std::string& { return kJwtSecret; },
      []() -> const std::string& { return kOtherSecret; }},
     {"RS256", JWT_ALG_RS256, []() -> const std::string& { return rsaKeys().private_pem; },
      []() -> const std::string& { return rsaKeys().public_pem; },
@@ -351,7 +352,7 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, JwtVerifierAlgorithmTest, ::testing::Values
 // spelled, even with a made-up signature.
 TEST_F(JwtVerifierTest, AlgNoneIsRejected) {
   const JwtVerifier all = verifier(
-      {{"HS256", kSecret}, {"RS256", rsaKeys().public_pem}, {"ES256", ecKeys().public_pem}});
+      {{"HS256", kJwtSecret}, {"RS256", rsaKeys().public_pem}, {"ES256", ecKeys().public_pem}});
   EXPECT_EQ(all.verify(unsignedToken(), kNowS), std::nullopt);
   EXPECT_EQ(all.verify(unsignedToken(R"({"alg":"none"})"), kNowS), std::nullopt);
   EXPECT_EQ(all.verify(unsignedToken(R"({"alg":"None","typ":"JWT"})"), kNowS), std::nullopt);
@@ -502,7 +503,7 @@ TEST_F(JwtVerifierTest, ExtremeTimesDoNotOverflow) {
 // Garbage of every shape is rejected without crashing.
 TEST_F(JwtVerifierTest, MalformedTokensAreRejected) {
   const JwtVerifier all = verifier(
-      {{"HS256", kSecret}, {"RS256", rsaKeys().public_pem}, {"ES256", ecKeys().public_pem}});
+      {{"HS256", kJwtSecret}, {"RS256", rsaKeys().public_pem}, {"ES256", ecKeys().public_pem}});
   const std::string valid = hs256Token(TokenBuilder().claim("sub", "alice"));
   ASSERT_NE(all.verify(valid, kNowS), std::nullopt);
   const std::string header = valid.substr(0, valid.find('.'));
@@ -553,10 +554,10 @@ TEST_F(JwtVerifierTest, OversizedTokenIsRejected) {
 // One verifier serves many threads at once; every answer is right.
 TEST_F(JwtVerifierTest, ConcurrentVerifiesAgree) {
   const JwtVerifier all = verifier(
-      {{"HS256", kSecret}, {"RS256", rsaKeys().public_pem}, {"ES256", ecKeys().public_pem}});
+      {{"HS256", kJwtSecret}, {"RS256", rsaKeys().public_pem}, {"ES256", ecKeys().public_pem}});
   TokenBuilder builder;
   builder.claim("sub", "alice");
-  const std::vector<std::string> good = {builder.sign(JWT_ALG_HS256, kSecret),
+  const std::vector<std::string> good = {builder.sign(JWT_ALG_HS256, kJwtSecret),
                                          builder.sign(JWT_ALG_RS256, rsaKeys().private_pem),
                                          builder.sign(JWT_ALG_ES256, ecKeys().private_pem)};
   const std::string bad = builder.sign(JWT_ALG_HS256, kOtherSecret);

@@ -18,7 +18,7 @@ using sluice::testing::DeferredStore;
 using sluice::testing::kLyftConfigDir;
 
 // A minute boundary, so minute windows start exactly here.
-constexpr Micros kStart = 1'800'000'000LL * kMicrosPerSecond;
+constexpr Micros kDeciderStart = 1'800'000'000LL * kMicrosPerSecond;
 
 struct Entry {
   std::string key;
@@ -83,7 +83,7 @@ class RlsDeciderTest : public ::testing::Test {
     return "<absent>";
   }
 
-  FakeClock clock_{kStart};
+  FakeClock clock_{kDeciderStart};
   MemoryStore store_;
   Engine engine_{store_, clock_};
   DeciderOptions options_;

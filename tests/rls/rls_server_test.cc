@@ -25,7 +25,7 @@ namespace {
 using envoy::service::ratelimit::v3::RateLimitService;
 using sluice::testing::kLyftConfigDir;
 
-constexpr Micros kStart = 1'800'000'000LL * kMicrosPerSecond;
+constexpr Micros kServerStart = 1'800'000'000LL * kMicrosPerSecond;
 
 RateLimitRequest request(const std::string& domain, const std::string& key,
                          const std::string& value) {
@@ -60,7 +60,7 @@ class RlsServerTest : public ::testing::Test {
     return stub_->ShouldRateLimit(&context, request, &response);
   }
 
-  FakeClock clock_{kStart};
+  FakeClock clock_{kServerStart};
   MemoryStore store_;
   Engine engine_{store_, clock_};
   RlsSettings settings_;

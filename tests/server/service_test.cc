@@ -50,7 +50,7 @@ std::optional<std::string> readUntilClosed(tcp::socket& socket) {
   }
 }
 
-constexpr const char* kConfig = R"(
+constexpr const char* kServiceConfig = R"(
 server: { request_timeout: 300ms, max_connections: 8, max_body_bytes: 4096 }
 identity: { trusted_proxies: [127.0.0.1/32], keys_file: service-test-keys.yaml }
 tiers:
@@ -83,7 +83,7 @@ class ServiceTest : public ::testing::Test {
     config_path_ = dir + "/" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".yaml";
     std::ofstream(dir + "/service-test-keys.yaml")
         << "keys:\n  - { key: gold, tier: premium }\n  - { key: staff, tier: internal }\n";
-    writeConfig(kConfig);
+    writeConfig(kServiceConfig);
     policy::LoadResult loaded = policy::loadPolicy(config_path_);
     ASSERT_NE(loaded.policy, nullptr) << (loaded.errors.empty() ? "" : loaded.errors[0]);
     service_ = std::make_unique<Service>(loaded.policy, config_path_, clock_);

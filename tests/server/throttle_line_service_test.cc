@@ -21,7 +21,7 @@ namespace {
 namespace http = boost::beast::http;
 using sluice::testing::httpCall;
 
-constexpr const char* kConfig = R"(
+constexpr const char* kThrottleLineConfig = R"(
 server: { max_connections: 200 }
 limits:
   - { name: paced, key: global, algorithm: gcra, rate: 100/s, burst: 1, action: throttle,
@@ -40,7 +40,7 @@ TEST(ThrottleLineServiceTest, HeldRequestsDecideAgainInTurn) {
   const std::string dir = ::testing::TempDir() + "/throttle-line-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/sluice.yaml";
-  std::ofstream(path) << kConfig;
+  std::ofstream(path) << kThrottleLineConfig;
   policy::LoadResult loaded = policy::loadPolicy(path);
   ASSERT_NE(loaded.policy, nullptr) << (loaded.errors.empty() ? "" : loaded.errors[0]);
   SystemClock clock;
