@@ -23,7 +23,7 @@ namespace sluice {
 
 // The IETF RateLimit field (draft-ietf-httpapi-ratelimit-headers-10: a Structured Fields list of
 // `"policy";r=<remaining>;t=<seconds>` items): the longest t of an item with r=0, or nullopt
-// when no item is used up, a used-up item has no t, or the field does not parse.
+// when no used-up item gives a t, or the field does not parse.
 [[nodiscard]] std::optional<Micros> parseRateLimitWait(std::string_view value);
 
 }  // namespace sluice
