@@ -12,6 +12,23 @@ bool isBlank(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
+bool isHex(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// Whether `text` still holds a %XX escape, so that decoding it again would change it.
+bool hasEscape(std::string_view text) noexcept {
+  for (std::size_t at = text.find('%'); at != std::string_view::npos; at = text.find('%', at + 1)) {
+    if (at + 2 < text.size() && isHex(text[at + 1]) && isHex(text[at + 2])) return true;
+  }
+  return false;
+}
+
+// Decoding rounds in all: a target encoded up to four times is seen as plain text. Bounded, for
+// each round copies the target (a chain of %25s would otherwise take as many rounds as it is
+// long).
+constexpr int kDecodingRounds = 4;
+
 }  // namespace
 
 void foldForMatching(std::string_view target, std::string& folded) {
@@ -24,7 +41,10 @@ void foldForMatching(std::string_view target, std::string& folded) {
     decoded = policy::percentDecoded(target.substr(0, query), false);
     if (query != std::string_view::npos)
       decoded += "?" + policy::percentDecoded(target.substr(query + 1), true);
-    decoded = policy::percentDecoded(decoded, false);  // double encoding: %253Cscript
+    // Encoded again to slip past a filter that decodes once: %253Cscript, %25253Cscript.
+    for (int round = 1; round < kDecodingRounds && hasEscape(decoded); ++round) {
+      decoded = policy::percentDecoded(decoded, false);
+    }
     text = decoded;
   }
   folded.reserve(text.size());

@@ -35,8 +35,8 @@ class DdosGuard {
   [[nodiscard]] bool admitGlobal() noexcept;
 
   // Thread-safe. The first configured pattern found in `target` (path and query as sent), after
-  // percent-decoding (twice, against double encoding), lower-casing, and folding blanks and SQL
-  // comments to one space; nullopt when clean. Counts a hit.
+  // percent-decoding (up to four times, against repeated encoding), lower-casing, and folding
+  // blanks and SQL comments to one space; nullopt when clean. Counts a hit.
   [[nodiscard]] std::optional<std::string> suspiciousPattern(std::string_view target);
 
   // A connection slot for one client address; releases it when destroyed.

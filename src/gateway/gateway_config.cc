@@ -302,12 +302,32 @@ void loadGateway(const YAML::Node& node, GatewaySettings& settings, Errors& erro
 std::vector<std::string> GuardSettings::defaultPatterns() {
   // Lower case; matched after percent-decoding and with runs of blanks and SQL comments folded
   // to one space, so "UNION/**/SELECT" and "union%20%20select" are the same to the guard.
-  return {"<script",       "javascript:",  "../",
-          "..\\",          "union select", "union all select",
-          "select * from", "' or '1'='1",  "\" or \"1\"=\"1",
-          "' or 1=1",      " or 1=1 --",   "drop table",
-          "insert into",   "delete from",  "information_schema",
-          "sleep(",        "benchmark(",   "xp_cmdshell",
+  // "..;/" climbs a directory on servers that drop ";" path parameters (Tomcat, Jetty); a tab or
+  // line break inside "javascript:" is removed by browsers, and folds to "java script:" here.
+  return {"<script",
+          "javascript:",
+          "java script:",
+          "../",
+          "..\\",
+          "..;/",
+          "union select",
+          "union all select",
+          "union(select",
+          "union (select",
+          "union all(select",
+          "union all (select",
+          "select * from",
+          "' or '1'='1",
+          "\" or \"1\"=\"1",
+          "' or 1=1",
+          " or 1=1 --",
+          "drop table",
+          "insert into",
+          "delete from",
+          "information_schema",
+          "sleep(",
+          "benchmark(",
+          "xp_cmdshell",
           "/etc/passwd"};
 }
 

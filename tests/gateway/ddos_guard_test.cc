@@ -47,12 +47,21 @@ TEST_F(DdosGuardTest, PatternsSeeThroughEncoding) {
   // An SQL comment never closed hides nothing after it.
   EXPECT_EQ(guard.suspiciousPattern("/y?a=/*&q=%3Cscript%3Ealert(1)"), "<script");
   EXPECT_EQ(guard.suspiciousPattern("/a/*/x?f=../../../etc/passwd"), "../");
-  EXPECT_EQ(guard.counters().suspicious, 7u);
+  // Encoded three times; a path parameter hiding "../" from a server that drops it; a tab
+  // inside a scheme, which a browser removes; a parenthesis in place of the blank.
+  EXPECT_EQ(guard.suspiciousPattern("/a?x=%25253Cscript%25253E"), "<script");
+  EXPECT_EQ(guard.suspiciousPattern("/app/..;/manager/html"), "..;/");
+  EXPECT_EQ(guard.suspiciousPattern("/r?to=java%09script:alert(1)"), "java script:");
+  EXPECT_EQ(guard.suspiciousPattern("/s?q=1%20UNION(SELECT%20pw%20FROM%20u)"), "union(select");
+  EXPECT_EQ(guard.suspiciousPattern("/app;jsessionid=1/..x/page"), std::nullopt);
+  EXPECT_EQ(guard.counters().suspicious, 11u);
 }
 
-// The folding itself: decoded twice, lower case, blanks and comments to one space.
+// The folding itself: decoded up to four times, lower case, blanks and comments to one space.
 TEST(FoldForMatchingTest, Folds) {
   EXPECT_EQ(foldForMatching("/A%2541?Q=a+B%20%20c/*x*/d"), "/aa?q=a b c d");
+  EXPECT_EQ(foldForMatching("/A%25252541"), "/aa");      // four rounds
+  EXPECT_EQ(foldForMatching("/A%2525252541"), "/a%41");  // a fifth is not taken
   EXPECT_EQ(foldForMatching("/bad%zz%"), "/bad%zz%");
   EXPECT_EQ(foldForMatching("/a/*/B?c=/*d"), "/a/*/b?c=/*d");  // comments never closed stay
   // Many that never close (each once searched the rest of the target: quadratic time), and a
