@@ -307,7 +307,10 @@ bool ProxySession::acquirePermits() {
           std::to_string(limit.max_in_flight) + " requests may be in flight at once\",\"limit\":";
       std::string name;
       http::appendJsonString(name, limit.name);
-      respondLocal(static_cast<unsigned>(limit.deny_status), body + name + "}", {});
+      http::HeaderList headers;
+      http::appendConcurrencyHeaders(limit.name, limit.max_in_flight,
+                                     headerOptions(exchange.policy), headers);
+      respondLocal(static_cast<unsigned>(limit.deny_status), body + name + "}", headers);
       return false;
     }
     exchange.permits.push_back(std::move(*permit));

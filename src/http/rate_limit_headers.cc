@@ -174,6 +174,27 @@ void appendRateLimitHeaderLines(const Decision& decision, std::span<const LimitL
   renderRateLimitHeaders(decision, labels, options, sink);
 }
 
+void appendConcurrencyHeaders(std::string_view name, std::uint64_t max_in_flight,
+                              const HeaderOptions& options, HeaderList& out) {
+  out.reserve(out.size() + kMostHeaders - 1);
+  if (options.x_ratelimit) {
+    appendInteger(out.emplace_back(options.names.limit, std::string()).second,
+                  cappedInteger(max_in_flight));
+    out.emplace_back(options.names.remaining, "0");
+  }
+  if (options.ietf) {
+    std::string& policy = out.emplace_back(options.names.ratelimit_policy, std::string()).second;
+    appendSfString(policy, name);
+    policy += ";q=";
+    appendInteger(policy, cappedInteger(max_in_flight));
+    policy += ";qu=\"concurrent-requests\"";
+    std::string& limit = out.emplace_back(options.names.ratelimit, std::string()).second;
+    appendSfString(limit, name);
+    limit += ";r=0";
+  }
+  if (options.retry_after) out.emplace_back(options.names.retry_after, "1");
+}
+
 std::string deniedBody(const Decision& decision, std::span<const LimitLabel> labels) {
   assert(labels.size() == decision.statuses.size());
   const Outcome* binding = decision.bindingStatus();

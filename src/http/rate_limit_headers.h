@@ -83,6 +83,15 @@ void appendRateLimitHeaders(const Decision& decision, std::span<const LimitLabel
 void appendRateLimitHeaderLines(const Decision& decision, std::span<const LimitLabel> labels,
                                 const HeaderOptions& options, std::string& lines);
 
+// Thread-safe, never throws except std::bad_alloc. Appends the configured headers of a refusal
+// by a concurrency limit (`name`, at most `max_in_flight` requests in flight per key), in the
+// order above: X-RateLimit-Limit and -Remaining (0; no -Reset, as nothing frees a slot at a
+// known time); `RateLimit-Policy: "<name>";q=<max>;qu="concurrent-requests"` and
+// `RateLimit: "<name>";r=0`, the draft's quota unit for in-flight requests; `Retry-After: 1`,
+// the shortest wait a client can be told, since a slot frees when any request of the key ends.
+void appendConcurrencyHeaders(std::string_view name, std::uint64_t max_in_flight,
+                              const HeaderOptions& options, HeaderList& out);
+
 // Thread-safe, never throws except std::bad_alloc. The JSON body of a denial:
 //   {"error":"rate_limited","message":"...","limit":"<binding name>","retry_after":<seconds>}
 // retry_after is headerSeconds(decision.retry_after_us), or null when the binding outcome's

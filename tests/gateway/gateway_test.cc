@@ -638,6 +638,10 @@ TEST_F(GatewayTest, ConcurrencyLimitHoldsOneSlotPerKey) {
   const HttpReply second = get("/slow?ms=0");
   EXPECT_EQ(second.status, 429);
   EXPECT_NE(second.body.find("too_many_concurrent_requests"), std::string::npos);
+  EXPECT_EQ(second.header("ratelimit-policy"), R"("one-at-a-time";q=1;qu="concurrent-requests")");
+  EXPECT_EQ(second.header("ratelimit"), R"("one-at-a-time";r=0)");
+  EXPECT_EQ(second.header("x-ratelimit-limit"), "1");
+  EXPECT_EQ(second.header("retry-after"), "1");
   EXPECT_EQ(first.get().status, 200);
   EXPECT_EQ(get("/slow?ms=0").status, 200);
   EXPECT_EQ(gateway_->stats().concurrency_denied, 1u);

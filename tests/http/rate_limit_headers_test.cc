@@ -243,6 +243,40 @@ TEST_F(RateLimitHeadersTest, AllFamiliesSwitchedOff) {
   EXPECT_TRUE(render(decision, default_only_).empty());
 }
 
+// A concurrency limit's refusal: in-flight requests as the draft's quota unit, nothing remaining,
+// no reset (no slot frees at a known time), and the shortest Retry-After.
+TEST_F(RateLimitHeadersTest, ConcurrencyRefusal) {
+  HeaderList headers{{"Existing", "kept"}};
+  appendConcurrencyHeaders("one \"at\" a time", 3, options_, headers);
+  const HeaderList expected{
+      {"Existing", "kept"},
+      {"X-RateLimit-Limit", "3"},
+      {"X-RateLimit-Remaining", "0"},
+      {"RateLimit-Policy", R"("one \"at\" a time";q=3;qu="concurrent-requests")"},
+      {"RateLimit", R"("one \"at\" a time";r=0)"},
+      {"Retry-After", "1"},
+  };
+  EXPECT_EQ(headers, expected);
+}
+
+TEST_F(RateLimitHeadersTest, ConcurrencyRefusalFollowsTheFamiliesAndNames) {
+  options_.x_ratelimit = false;
+  options_.names.retry_after = "retry-after";
+  HeaderList headers;
+  appendConcurrencyHeaders("c", 2, options_, headers);
+  const HeaderList expected{
+      {"RateLimit-Policy", R"("c";q=2;qu="concurrent-requests")"},
+      {"RateLimit", R"("c";r=0)"},
+      {"retry-after", "1"},
+  };
+  EXPECT_EQ(headers, expected);
+  options_.ietf = false;
+  options_.retry_after = false;
+  headers.clear();
+  appendConcurrencyHeaders("c", 2, options_, headers);
+  EXPECT_TRUE(headers.empty());
+}
+
 // Names become SF Strings: '"' and '\' escaped, control and non-ASCII bytes (each UTF-8 byte of
 // "é") replaced by '_'.
 TEST_F(RateLimitHeadersTest, NameEscaping) {
