@@ -27,14 +27,14 @@ class Cursor {
     at_ += word.size();
     return true;
   }
-  void skipBlanks() noexcept {
-    while (peek() == ' ' || peek() == '\t') ++at_;
-  }
   // Exactly `count` digits (or up to `count` when `at_most`), as a number; nullopt otherwise.
   std::optional<std::uint64_t> digits(std::size_t count, bool at_most = false) noexcept {
     std::uint64_t value = 0;
     std::size_t taken = 0;
-    while (taken < count && isDigit(peek())) value = value * 10 + (text_[at_++] - '0'), ++taken;
+    while (taken < count && isDigit(peek())) {
+      value = value * 10 + static_cast<std::uint64_t>(text_[at_++] - '0');
+      ++taken;
+    }
     if (taken == 0 || (!at_most && taken != count)) return std::nullopt;
     return value;
   }

@@ -66,6 +66,21 @@ void appendJsonStrings(std::string& body, const std::vector<std::string>& string
 
 // {"reloaded":…,"errors":[…],"warnings":[…]}; the messages quote the configuration files, in
 // whatever encoding.
+HttpResponse dashboardResponse(unsigned version) {
+  HttpResponse response{http::status::ok, version};
+  response.set(http::field::content_type, "text/html; charset=utf-8");
+  response.set(http::field::cache_control, "no-store");
+  // The page runs its own inline script and style and reads /metrics of this listener; nothing
+  // else may load or run in it, and no other site may frame it.
+  response.set("Content-Security-Policy",
+               "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+               "connect-src 'self'; frame-ancestors 'none'");
+  response.set("X-Content-Type-Options", "nosniff");
+  response.body() = dashboardPage();
+  response.prepare_payload();
+  return response;
+}
+
 std::string reloadBody(const ReloadReport& report) {
   std::string body =
       report.errors.empty() ? R"({"reloaded":true,"errors":)" : R"({"reloaded":false,"errors":)";
@@ -449,20 +464,7 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
     response.prepare_payload();
     return respond(std::move(response));
   }
-  if (path == "/dashboard") {
-    HttpResponse response{http::status::ok, version};
-    response.set(http::field::content_type, "text/html; charset=utf-8");
-    response.set(http::field::cache_control, "no-store");
-    // The page runs its own inline script and style and reads /metrics of this listener;
-    // nothing else may load or run in it, and no other site may frame it.
-    response.set("Content-Security-Policy",
-                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                 "connect-src 'self'; frame-ancestors 'none'");
-    response.set("X-Content-Type-Options", "nosniff");
-    response.body() = dashboardPage();
-    response.prepare_payload();
-    return respond(std::move(response));
-  }
+  if (path == "/dashboard") return respond(dashboardResponse(version));
   if (path == "/admin/config") {
     HttpResponse response{http::status::ok, version};
     response.set(http::field::content_type, "application/yaml");
