@@ -66,6 +66,18 @@ void appendJsonStrings(std::string& body, const std::vector<std::string>& string
 
 // {"reloaded":…,"errors":[…],"warnings":[…]}; the messages quote the configuration files, in
 // whatever encoding.
+// /admin/config: the file in force, secrets redacted, headed by YAML comments naming its edits
+// that wait for a restart (the process still runs with the values it started with).
+std::string configBody(const std::string& redacted_yaml,
+                       const std::vector<std::string>& restart_pending) {
+  std::string body;
+  if (!restart_pending.empty()) {
+    body = "# Not in force until a restart (the process runs with its start-up values):\n";
+    for (const std::string& pending : restart_pending) body += "#   " + pending + "\n";
+  }
+  return body + redacted_yaml;
+}
+
 HttpResponse dashboardResponse(unsigned version) {
   HttpResponse response{http::status::ok, version};
   response.set(http::field::content_type, "text/html; charset=utf-8");
@@ -118,8 +130,10 @@ struct Service::Pending {
   [[nodiscard]] bool mayWait() const { return !body.batch; }
 };
 
-Service::Active::Active(policy::PolicyPtr loaded)
-    : policy(std::move(loaded)), headers(sluice::http::headerOptionsFor(policy->headers)) {}
+Service::Active::Active(policy::PolicyPtr loaded, std::vector<std::string> restart_pending_now)
+    : policy(std::move(loaded)),
+      headers(sluice::http::headerOptionsFor(policy->headers)),
+      restart_pending(std::move(restart_pending_now)) {}
 
 Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock)
     : active_(std::make_shared<const Active>(initial)),
@@ -155,7 +169,7 @@ ReloadReport Service::reload() {
     report.warnings.clear();  // of changes that were not made
     return report;
   }
-  active_.store(std::make_shared<const Active>(loaded.policy));
+  active_.store(std::make_shared<const Active>(loaded.policy, report.warnings));
   for (const auto& commit : commits) commit();
   for (const std::string& warning : report.warnings) spdlog::warn("reload: {}", warning);
   return report;
@@ -468,7 +482,8 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
   if (path == "/admin/config") {
     HttpResponse response{http::status::ok, version};
     response.set(http::field::content_type, "application/yaml");
-    response.body() = active_.load()->policy->redacted_yaml;
+    const auto active = active_.load();
+    response.body() = configBody(active->policy->redacted_yaml, active->restart_pending);
     response.prepare_payload();
     return respond(std::move(response));
   }

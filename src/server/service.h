@@ -109,9 +109,12 @@ class Service {
   // The policy in force and what is derived from it once rather than per response; swapped
   // whole on reload.
   struct Active {
-    explicit Active(policy::PolicyPtr loaded);
+    explicit Active(policy::PolicyPtr loaded, std::vector<std::string> restart_pending = {});
     policy::PolicyPtr policy;
     sluice::http::HeaderOptions headers;
+    // The reload's warnings: edits to restart-only settings (of every door) that the file holds
+    // and the process does not run with, which /admin/config must not show as in force.
+    std::vector<std::string> restart_pending;
   };
   std::atomic<std::shared_ptr<const Active>> active_;
   // The policy the process started with: its restart-only settings are the ones in force.

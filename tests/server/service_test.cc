@@ -504,12 +504,22 @@ TEST_F(ServiceTest, ReloadWarnsOfEditsThatWaitForRestart) {
   EXPECT_EQ(warnings[4].as_string(), "store.password changed; it takes effect at restart");
   EXPECT_EQ(reloaded.body.find("hunter2"), std::string::npos);           // a secret is never quoted
   EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");  // the limits did
+  // /admin/config shows the file, headed by what of it is not in force.
+  const std::string config = httpCall(admin_endpoint_, http::verb::get, "/admin/config").body;
+  EXPECT_EQ(config.rfind("# Not in force until a restart", 0), 0u) << config;
+  EXPECT_NE(config.find("\n#   server.listen changed from 127.0.0.1:8080 to 127.0.0.1:18999"),
+            std::string::npos)
+      << config;
+  EXPECT_NE(config.find("\n#   store.password changed"), std::string::npos) << config;
+  EXPECT_EQ(config.find("hunter2"), std::string::npos) << config;
 
   writeConfig("server: { request_timeout: 300ms, max_connections: 8, max_body_bytes: 4096 }\n" +
               limits);
   const HttpReply restored = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
   EXPECT_EQ(restored.status, 200);
   EXPECT_NE(restored.body.find(R"("warnings":[])"), std::string::npos) << restored.body;
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/admin/config").body.find("Not in force"),
+            std::string::npos);
 }
 
 // Admin: health, readiness, metrics in Prometheus text, the configuration.
