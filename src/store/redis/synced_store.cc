@@ -387,10 +387,7 @@ bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
     Entry& entry = found->second;
     entry.in_flight -= batch.deltas[i];
     if (ok) {
-      entry.global = states[i];
-      entry.global_at_us = redis_now_us;
-      entry.folded = 0;
-      entry.outage_debt = 0;
+      adoptPulled(entry, states[i], redis_now_us);
       if (entry.pending == 0 && entry.in_flight == 0) shard.next_eviction_scan_us = 0;
     } else {
       // Push it again next time, and pull it then too. (A call that timed out may still run
@@ -428,6 +425,14 @@ void SyncedStore::payOutageDebt(Entry& entry, Micros now_us) noexcept {
   entry.outage_debt -= paid;
 }
 
+void SyncedStore::adoptPulled(Entry& entry, const algorithm::CompactState& state,
+                              Micros redis_now_us) noexcept {
+  entry.global = state;
+  entry.global_at_us = redis_now_us;
+  entry.folded = 0;
+  entry.outage_debt = 0;
+}
+
 void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
   if (pool_ == nullptr) return;  // shutting down
   std::vector<algorithm::CompactState> states(batch.keys.size());
@@ -451,12 +456,7 @@ void SyncedStore::undoLateSync(const Batch& batch, const redisReply* reply) {
         // unless a later sync brought a newer state already, it becomes the node's view.
         // Without it, the node counted those units nowhere until its next pull, and could
         // admit them again.
-        if (redis_now_us > entry.global_at_us) {
-          entry.global = states[i];
-          entry.global_at_us = redis_now_us;
-          entry.folded = 0;
-          entry.outage_debt = 0;
-        }
+        if (redis_now_us > entry.global_at_us) adoptPulled(entry, states[i], redis_now_us);
         entry.folded = std::min(entry.folded, entry.pending + entry.in_flight);
       }
     }

@@ -104,6 +104,10 @@ class SyncedStore final : public Store {
   void foldIn(Entry& entry, Micros now_us) const noexcept;
   // Takes what `entry` owes (Entry::outage_debt) from its view as far as the view has room.
   static void payOutageDebt(Entry& entry, Micros now_us) noexcept;
+  // Makes `state`, pulled from Redis at `redis_now_us`, the view of `entry` (its shard locked):
+  // it holds every unit pushed so far, so nothing is folded in or owed any more.
+  static void adoptPulled(Entry& entry, const algorithm::CompactState& state,
+                          Micros redis_now_us) noexcept;
   // Forgets the entries of `shard` (locked) that forgetsNothing, or else the least recently
   // used ones whose units are all in Redis; never one of `keep`. How many.
   std::size_t evict(Shard& shard, std::span<const std::uint64_t> keep, Micros now_us,
