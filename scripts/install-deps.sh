@@ -11,7 +11,7 @@ packages=(
   libhiredis-dev redis-server redis-tools
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   python3 python3-grpcio python3-grpc-tools
-  nginx-light wrk
+  nginx-light wrk nodejs
 )
 
 missing=()
