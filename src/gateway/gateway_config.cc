@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "gateway/ddos_guard.h"
 #include "policy/ip_endpoint.h"
 #include "policy/limit_loader.h"
 #include "policy/request_view.h"
@@ -137,10 +138,14 @@ void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
             guard.patterns.push_back(builtin);
           continue;
         }
-        std::transform(pattern.begin(), pattern.end(), pattern.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        if (pattern.empty()) errors.add(patterns, "gateway.guard.patterns has an empty pattern");
-        guard.patterns.push_back(std::move(pattern));
+        // Folded as the targets are (decoded, lower case, blanks and comments to one space),
+        // else a pattern written encoded or with two blanks could never match: "%3Cscript" is
+        // "<script", "UNION  SELECT" is "union select".
+        std::string folded = foldForMatching(pattern);
+        if (folded.find_first_not_of(' ') == std::string::npos) {
+          errors.add(patterns, "gateway.guard.patterns has an empty or blank pattern");
+        }
+        guard.patterns.push_back(std::move(folded));
       }
     }
   }

@@ -1,7 +1,12 @@
 // The gateway: section of the configuration: what it accepts and how it reports mistakes.
 #include "gateway/gateway_config.h"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "gateway/ddos_guard.h"
 
 namespace sluice::gateway {
 namespace {
@@ -72,6 +77,27 @@ TEST(GatewayConfigTest, DefaultPatternsAndTurningThemOff) {
   // `default` in any case: "Default" read as a literal pattern turned the built-in list off.
   EXPECT_EQ(load(base + "  guard: { patterns: [Default] }\n").value()->guard.patterns,
             GuardSettings::defaultPatterns());
+}
+
+// Custom patterns are folded as targets are, so one written encoded, in capitals or with a
+// comment or two blanks matches what it says; one that folds to nothing is an error.
+TEST(GatewayConfigTest, CustomPatternsAreFoldedAsTargetsAre) {
+  const std::string base =
+      "gateway:\n  upstreams: { a: 127.0.0.1:1 }\n  routes: [ { upstream: a } ]\n";
+  const auto loaded =
+      load(base + "  guard: { patterns: ['%3CScript', 'UNION  SELECT', 'union/**/all select'] }\n");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(loaded.value()->guard.patterns,
+            (std::vector<std::string>{"<script", "union select", "union all select"}));
+  FakeClock clock;
+  DdosGuard guard(loaded.value()->guard, clock);
+  EXPECT_EQ(guard.suspiciousPattern("/a?q=%3cSCRIPT%3e"), "<script");
+  EXPECT_EQ(guard.suspiciousPattern("/a?q=1+union+all+select+2"), "union all select");
+  for (const char* blank : {"''", "'  '", "'/**/'"}) {
+    const auto refused = load(base + "  guard: { patterns: [" + blank + "] }\n");
+    ASSERT_FALSE(refused.ok()) << blank;
+    EXPECT_NE(refused.error().find("empty or blank pattern"), std::string::npos) << refused.error();
+  }
 }
 
 // The listener's address is checked as serve will bind it: `validate` passed "localhost:8000"
