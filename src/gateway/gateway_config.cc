@@ -132,7 +132,8 @@ void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
       guard.patterns.clear();  // `patterns: []` turns the check off
     } else {
       guard.patterns.clear();
-      for (std::string pattern : policy::stringList(patterns, "gateway.guard.patterns", errors)) {
+      for (const std::string& pattern :
+           policy::stringList(patterns, "gateway.guard.patterns", errors)) {
         if (policy::equalsIgnoreCase(pattern, "default")) {
           for (const std::string& builtin : GuardSettings::defaultPatterns())
             guard.patterns.push_back(builtin);
