@@ -12,14 +12,13 @@ bool isBlank(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-bool isHex(char c) noexcept {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
 // Whether `text` still holds a %XX escape, so that decoding it again would change it.
 bool hasEscape(std::string_view text) noexcept {
   for (std::size_t at = text.find('%'); at != std::string_view::npos; at = text.find('%', at + 1)) {
-    if (at + 2 < text.size() && isHex(text[at + 1]) && isHex(text[at + 2])) return true;
+    if (at + 2 < text.size() && policy::hexDigitValue(text[at + 1]) >= 0 &&
+        policy::hexDigitValue(text[at + 2]) >= 0) {
+      return true;
+    }
   }
   return false;
 }
