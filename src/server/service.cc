@@ -15,6 +15,7 @@
 #include "policy/own_headers.h"
 #include "policy/policy_loader.h"
 #include "server/dashboard/dashboard_page.h"
+#include "server/dashboard/dashboard_security_policy.h"
 #include "server/loop_io.h"
 #include "server/restart_only_settings.h"
 
@@ -82,11 +83,7 @@ HttpResponse dashboardResponse(unsigned version) {
   HttpResponse response{http::status::ok, version};
   response.set(http::field::content_type, "text/html; charset=utf-8");
   response.set(http::field::cache_control, "no-store");
-  // The page runs its own inline script and style and reads /metrics of this listener; nothing
-  // else may load or run in it, and no other site may frame it.
-  response.set("Content-Security-Policy",
-               "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-               "connect-src 'self'; frame-ancestors 'none'");
+  response.set("Content-Security-Policy", dashboardSecurityPolicy());
   response.set("X-Content-Type-Options", "nosniff");
   response.body() = dashboardPage();
   response.prepare_payload();
