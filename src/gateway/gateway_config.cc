@@ -56,12 +56,16 @@ void loadUpstreams(const YAML::Node& node, GatewaySettings& settings, Errors& er
     YAML::Node address;
     address.reset(value);
     if (value.IsMap()) {
-      policy::checkKeys(value, where, {"address", "max_idle"}, errors);
+      policy::checkKeys(value, where, {"address", "max_idle", "idle_timeout"}, errors);
       address.reset(value["address"]);
       if (!address) errors.add(value, where + " needs an address");
       if (value["max_idle"]) {
         upstream.max_idle_per_thread =
             policy::unsignedValue(value["max_idle"], where + ".max_idle", errors).value_or(64);
+      }
+      if (value["idle_timeout"]) {
+        upstream.idle_timeout_us =
+            positiveDuration(value["idle_timeout"], where + ".idle_timeout", errors).value_or(1);
       }
     }
     if (address) {

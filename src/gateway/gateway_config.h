@@ -23,6 +23,9 @@ struct Upstream {
   boost::asio::ip::tcp::endpoint endpoint;
   std::string host;  // "ip:port": the Host sent for a request that has none (HTTP/1.0 may omit it)
   std::size_t max_idle_per_thread = 64;  // kept-alive connections parked per I/O thread
+  // A connection parked this long is closed, as nginx's upstream keepalive_timeout does; set it
+  // below the upstream's own idle timeout, so the upstream never closes one as it is reused.
+  Micros idle_timeout_us = 60 * kMicrosPerSecond;
 };
 
 enum class RouteMode {

@@ -22,23 +22,31 @@ bool looksAlive(server::LoopSocket& socket) {
 
 }  // namespace
 
-UpstreamPool::UpstreamPool(const std::vector<Upstream>& upstreams, ParkedClosedCount parked_closed)
-    : idle_(upstreams.size()), parked_closed_(std::move(parked_closed)) {
-  for (const Upstream& upstream : upstreams) max_idle_.push_back(upstream.max_idle_per_thread);
+UpstreamPool::UpstreamPool(boost::asio::io_context& loop, const std::vector<Upstream>& upstreams,
+                           ParkedClosedCount parked_closed)
+    : idle_(upstreams.size()), parked_closed_(std::move(parked_closed)), expiry_(loop) {
+  for (const Upstream& upstream : upstreams) {
+    max_idle_.push_back(upstream.max_idle_per_thread);
+    idle_timeout_.push_back(std::chrono::microseconds(upstream.idle_timeout_us));
+  }
 }
 
 UpstreamConnection UpstreamPool::takeIdle(std::size_t upstream, bool verify) {
   std::vector<Parked>& idle = idle_[upstream];
   if (idle.empty()) return nullptr;
-  const auto quiet_since = std::chrono::steady_clock::now() - kQuietCheckAfter;
+  const auto now = Clock::now();
+  const auto quiet_since = now - kQuietCheckAfter;
+  // Parked before this, a connection is past its idle timeout (the timer may not have run yet).
+  const auto expired_before = now - idle_timeout_[upstream];
   while (!idle.empty()) {
     Parked parked = std::move(idle.back());
     idle.pop_back();
+    const bool expired = parked.since <= expired_before;
     const bool peek = verify || parked.since <= quiet_since;
-    if (peek ? looksAlive(*parked.connection) : parked.connection->is_open()) {
+    if (!expired && (peek ? looksAlive(*parked.connection) : parked.connection->is_open())) {
       return std::move(parked.connection);
     }
-    if (peek) parked_closed_->fetch_add(1, std::memory_order_relaxed);
+    if (!expired && peek) parked_closed_->fetch_add(1, std::memory_order_relaxed);
     boost::system::error_code ignored;
     parked.connection->close(ignored);
   }
@@ -52,7 +60,38 @@ void UpstreamPool::giveBack(std::size_t upstream, UpstreamConnection connection)
     connection->close(ignored);
     return;
   }
-  idle.push_back({std::move(connection), std::chrono::steady_clock::now()});
+  const auto now = Clock::now();
+  idle.push_back({std::move(connection), now});
+  expireAt(now + idle_timeout_[upstream]);
+}
+
+void UpstreamPool::expireAt(Clock::time_point when) {
+  // Under load the timer is set already, for an older connection: nothing to do.
+  if (expiry_at_ && *expiry_at_ <= when) return;
+  expiry_at_ = when;
+  expiry_.expires_at(when);  // cancels a wait set for later, whose handler then does nothing
+  expiry_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec == boost::asio::error::operation_aborted) return;
+    expiry_at_.reset();
+    closeExpired();
+  });
+}
+
+void UpstreamPool::closeExpired() {
+  const auto now = Clock::now();
+  for (std::size_t upstream = 0; upstream < idle_.size(); ++upstream) {
+    std::vector<Parked>& idle = idle_[upstream];
+    const auto expired_before = now - idle_timeout_[upstream];
+    const auto live = std::find_if(idle.begin(), idle.end(), [&](const Parked& parked) {
+      return parked.since > expired_before;
+    });
+    for (auto it = idle.begin(); it != live; ++it) {
+      boost::system::error_code ignored;
+      it->connection->close(ignored);
+    }
+    idle.erase(idle.begin(), live);
+    if (!idle.empty()) expireAt(idle.front().since + idle_timeout_[upstream]);
+  }
 }
 
 void UpstreamPool::closeAll() {
@@ -63,6 +102,8 @@ void UpstreamPool::closeAll() {
     }
     idle.clear();
   }
+  expiry_.cancel();
+  expiry_at_.reset();
 }
 
 namespace {
@@ -76,11 +117,12 @@ class LoopPoolRegistry : public boost::asio::execution_context::service {
   explicit LoopPoolRegistry(boost::asio::execution_context& context)
       : boost::asio::execution_context::service(context) {}
 
-  UpstreamPool& poolFor(std::uint64_t gateway, const std::vector<Upstream>& upstreams,
+  UpstreamPool& poolFor(boost::asio::io_context& loop, std::uint64_t gateway,
+                        const std::vector<Upstream>& upstreams,
                         const ParkedClosedCount& parked_closed) {
     std::lock_guard lock(mutex_);
     std::unique_ptr<UpstreamPool>& pool = pools_[gateway];
-    if (pool == nullptr) pool = std::make_unique<UpstreamPool>(upstreams, parked_closed);
+    if (pool == nullptr) pool = std::make_unique<UpstreamPool>(loop, upstreams, parked_closed);
     return *pool;
   }
 
@@ -112,7 +154,8 @@ UpstreamPool& UpstreamPools::forLoop(boost::asio::io_context& loop) {
     std::lock_guard lock(mutex_);
     if (std::find(loops_.begin(), loops_.end(), &loop) == loops_.end()) loops_.push_back(&loop);
   }
-  return boost::asio::use_service<LoopPoolRegistry>(loop).poolFor(id_, upstreams_, parked_closed_);
+  return boost::asio::use_service<LoopPoolRegistry>(loop).poolFor(loop, id_, upstreams_,
+                                                                  parked_closed_);
 }
 
 void UpstreamPools::closeIdle() {

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include "gateway/gateway_config.h"
@@ -37,9 +39,14 @@ using ParkedClosedCount = std::shared_ptr<std::atomic<std::uint64_t>>;
 // a millisecond, and a peek per request (a system call) cost more than the check is worth there;
 // bytes that come that soon, or after the connection is taken, are not caught (nor by nginx's
 // keepalive module, which watches parked connections for the same purpose).
+//
+// A connection parked for its upstream's idle_timeout is closed: by one timer per pool, set for
+// the oldest parked connection, so an idle gateway does not hold its upstreams' connections (or,
+// once the upstream has closed them, their descriptors) for ever.
 class UpstreamPool {
  public:
-  UpstreamPool(const std::vector<Upstream>& upstreams, ParkedClosedCount parked_closed);
+  UpstreamPool(boost::asio::io_context& loop, const std::vector<Upstream>& upstreams,
+               ParkedClosedCount parked_closed);
 
   // A parked connection to `upstream`, or null. The newest first: it is the least likely to have
   // been closed by the upstream's idle timeout. With `verify`, one that still looks open (the
@@ -61,14 +68,26 @@ class UpstreamPool {
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Parked {
     UpstreamConnection connection;
-    std::chrono::steady_clock::time_point since;
+    Clock::time_point since;
   };
 
+  // Sets the timer for the earliest moment a parked connection reaches its idle timeout, if
+  // earlier than the one set (or none is set).
+  void expireAt(Clock::time_point when);
+  // Closes the connections parked for their idle timeout or longer, and sets the timer for the
+  // next one.
+  void closeExpired();
+
   std::vector<std::size_t> max_idle_;
+  std::vector<Clock::duration> idle_timeout_;
+  // Per upstream, oldest first: parked at the back, and taken from the back.
   std::vector<std::vector<Parked>> idle_;
   ParkedClosedCount parked_closed_;
+  boost::asio::steady_timer expiry_;
+  std::optional<Clock::time_point> expiry_at_;  // when the timer is set for, if it is
 };
 
 // A gateway's pools, one per loop. Each pool belongs to its loop (an io_context service holds

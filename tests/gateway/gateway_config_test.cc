@@ -27,7 +27,7 @@ gateway:
   websocket_idle_timeout: 2m
   upstreams:
     app: 127.0.0.1:9000
-    admin: { address: "[::1]:9001", max_idle: 4 }
+    admin: { address: "[::1]:9001", max_idle: 4, idle_timeout: 5s }
   routes:
     - { path_prefix: /admin, method: [get, POST], upstream: admin, mode: monitor }
     - { path_prefix: /, upstream: app }
@@ -45,6 +45,8 @@ gateway:
   ASSERT_EQ(settings.upstreams.size(), 2u);
   EXPECT_EQ(settings.upstreams[1].endpoint.port(), 9001);
   EXPECT_EQ(settings.upstreams[1].max_idle_per_thread, 4u);
+  EXPECT_EQ(settings.upstreams[1].idle_timeout_us, 5 * kMicrosPerSecond);
+  EXPECT_EQ(settings.upstreams[0].idle_timeout_us, 60 * kMicrosPerSecond);  // nginx's default
   ASSERT_EQ(settings.routes.size(), 2u);
   EXPECT_EQ(settings.routes[0].upstream, 1u);
   EXPECT_EQ(settings.routes[0].mode, RouteMode::kMonitor);
@@ -168,6 +170,18 @@ TEST(GatewayConfigTest, WebSocketIdleTimeoutIsPositive) {
             std::string::npos)
       << loaded.error();
   EXPECT_EQ(load(base).value()->websocket_idle_timeout_us, 300 * kMicrosPerSecond);
+}
+
+// An upstream's idle timeout of nothing would close each connection as it is parked: an error at
+// its line.
+TEST(GatewayConfigTest, UpstreamIdleTimeoutIsPositive) {
+  const auto loaded = load(
+      "gateway:\n  upstreams: { a: { address: 127.0.0.1:1, idle_timeout: 0ms } }\n"
+      "  routes: [ { upstream: a } ]\n");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().find("test.yaml:2:57: gateway.upstreams.a.idle_timeout must be longer"),
+            std::string::npos)
+      << loaded.error();
 }
 
 // Routes read their patterns as limits do: `*` is any method, a glob ending in / matches the

@@ -1,0 +1,125 @@
+// The pool of parked upstream connections: what is reused, and what an idle timeout closes.
+#include "gateway/upstream_pool.h"
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+
+namespace sluice::gateway {
+namespace {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// An "upstream" listening on loopback, and connections to it whose far ends the test holds, to
+// see when the pool closes the near ones.
+class UpstreamPoolTest : public ::testing::Test {
+ protected:
+  // A connected client socket for the pool; its accepted far end goes to far_ends_.
+  UpstreamConnection connect() {
+    auto near = std::make_unique<server::DrainAwareSocket>(loop_);
+    near->connect(listener_.local_endpoint());
+    far_ends_.push_back(std::make_unique<tcp::socket>(listener_.accept()));
+    return near;
+  }
+
+  std::vector<Upstream> upstreams(std::vector<Micros> idle_timeouts_us) {
+    std::vector<Upstream> list;
+    for (const Micros timeout : idle_timeouts_us) {
+      Upstream upstream;
+      upstream.endpoint = listener_.local_endpoint();
+      upstream.idle_timeout_us = timeout;
+      list.push_back(upstream);
+    }
+    return list;
+  }
+
+  // Runs the loop until the far end of connection `index` reads an end of stream (the pool
+  // closed the near end), for at most 10 s. True when it did.
+  bool farEndCloses(std::size_t index) {
+    bool closed = false;
+    char byte = 0;
+    far_ends_[index]->async_read_some(net::buffer(&byte, 1),
+                                      [&](const boost::system::error_code& ec, std::size_t) {
+                                        closed = ec == net::error::eof;
+                                        finished_ = true;
+                                      });
+    finished_ = false;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!finished_ && std::chrono::steady_clock::now() < give_up) {
+      loop_.run_for(std::chrono::milliseconds(20));
+      loop_.restart();
+    }
+    return closed;
+  }
+
+  ParkedClosedCount parked_closed_ = std::make_shared<std::atomic<std::uint64_t>>(0);
+  net::io_context loop_;
+  tcp::acceptor listener_{loop_, tcp::endpoint(net::ip::address_v4::loopback(), 0)};
+  std::vector<std::unique_ptr<tcp::socket>> far_ends_;
+  bool finished_ = false;
+};
+
+TEST_F(UpstreamPoolTest, AConnectionParkedWithinItsIdleTimeoutIsReused) {
+  UpstreamPool pool(loop_, upstreams({60 * kMicrosPerSecond}), parked_closed_);
+  UpstreamConnection connection = connect();
+  server::DrainAwareSocket* const parked = connection.get();
+  pool.giveBack(0, std::move(connection));
+  EXPECT_EQ(pool.idleCount(0), 1U);
+  UpstreamConnection taken = pool.takeIdle(0, /*verify=*/true);
+  EXPECT_EQ(taken.get(), parked);
+  EXPECT_EQ(pool.idleCount(0), 0U);
+}
+
+// The timer closes it with nothing else happening: an idle gateway lets its upstream connections
+// go, as nginx's upstream keepalive_timeout does.
+TEST_F(UpstreamPoolTest, AConnectionParkedForItsIdleTimeoutIsClosed) {
+  UpstreamPool pool(loop_, upstreams({50 * kMicrosPerMilli}), parked_closed_);
+  pool.giveBack(0, connect());
+  EXPECT_TRUE(farEndCloses(0));
+  EXPECT_EQ(pool.idleCount(0), 0U);
+  EXPECT_EQ(parked_closed_->load(), 0U);  // expected closes are not the upstream's doing
+}
+
+// Past its timeout a connection is not handed out even when the timer has not run yet (a busy
+// loop runs it late).
+TEST_F(UpstreamPoolTest, AConnectionPastItsIdleTimeoutIsNotHandedOut) {
+  UpstreamPool pool(loop_, upstreams({kMicrosPerMilli}), parked_closed_);
+  pool.giveBack(0, connect());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(pool.takeIdle(0, /*verify=*/false), nullptr);
+  EXPECT_TRUE(farEndCloses(0));
+}
+
+// One timer serves every upstream: one with a shorter timeout parked after one with a longer
+// must not wait for the longer.
+TEST_F(UpstreamPoolTest, EachUpstreamKeepsItsOwnIdleTimeout) {
+  UpstreamPool pool(loop_, upstreams({60 * kMicrosPerSecond, 50 * kMicrosPerMilli}),
+                    parked_closed_);
+  pool.giveBack(0, connect());
+  pool.giveBack(1, connect());
+  EXPECT_TRUE(farEndCloses(1));
+  EXPECT_EQ(pool.idleCount(1), 0U);
+  EXPECT_EQ(pool.idleCount(0), 1U);
+  EXPECT_NE(pool.takeIdle(0, /*verify=*/true), nullptr);
+}
+
+// A connection parked later than the oldest keeps its own time: the timer closes the oldest and
+// is set again for the next.
+TEST_F(UpstreamPoolTest, TheTimerMovesOnToTheNextOldest) {
+  UpstreamPool pool(loop_, upstreams({100 * kMicrosPerMilli}), parked_closed_);
+  pool.giveBack(0, connect());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // so the timer meets one at a time
+  pool.giveBack(0, connect());
+  EXPECT_TRUE(farEndCloses(0));
+  EXPECT_TRUE(farEndCloses(1));
+  EXPECT_EQ(pool.idleCount(0), 0U);
+}
+
+}  // namespace
+}  // namespace sluice::gateway
