@@ -8,6 +8,7 @@
 #include "policy/key_selector.h"
 #include "policy/yaml_fields.h"
 #include "policy/yaml_merge_keys.h"
+#include "rls/go_yaml_number.h"
 
 namespace sluice::rls {
 namespace {
@@ -31,6 +32,23 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) noexcept {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
     return (x >= 'A' && x <= 'Z' ? x + 32 : x) == (y >= 'A' && y <= 'Z' ? y + 32 : y);
   });
+}
+
+// requests_per_unit as lyft reads it into its uint32 field (go_yaml_number.h). A quoted value is a
+// string to lyft's YAML library, which refuses it for a number field, and so is one tagged !!str.
+std::optional<std::uint64_t> requestsPerUnit(const YAML::Node& node, Errors& errors) {
+  const auto text = policy::scalar(node, "requests_per_unit", errors);
+  if (!text) return std::nullopt;
+  const std::string& tag = node.Tag();
+  if (tag != "?" && tag != "tag:yaml.org,2002:int" && tag != "tag:yaml.org,2002:float") {
+    errors.add(node, "requests_per_unit: must be a number, not a string (\"" + *text +
+                         "\" quoted is a string to lyft/ratelimit too)");
+    return std::nullopt;
+  }
+  std::string problem;
+  const auto value = goYamlUnsigned(*text, problem);
+  if (!value) errors.add(node, "requests_per_unit: \"" + *text + "\" " + problem);
+  return value;
 }
 
 const DescriptorNode* findAt(const DescriptorLevel& level, const EntryView& entry) {
@@ -418,8 +436,7 @@ std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml,
     ok = false;
   }
   if (yaml["requests_per_unit"]) {
-    const auto count =
-        policy::unsignedValue(yaml["requests_per_unit"], "requests_per_unit", errors);
+    const auto count = requestsPerUnit(yaml["requests_per_unit"], errors);
     if (count && *count > std::numeric_limits<std::uint32_t>::max()) {
       errors.add(yaml["requests_per_unit"],
                  "requests_per_unit: must fit 32 bits (at most 4294967295)");

@@ -309,6 +309,39 @@ TEST(LyftConfigErrorsTest, RefusesAListThatContainsItself) {
   EXPECT_TRUE(anyContains(errors, "cfg.yaml:2:14: descriptors: a YAML alias makes")) << errors[0];
 }
 
+// requests_per_unit is read as lyft's YAML library reads it (YAML 1.1 integers): a file means the
+// same number here as there, or is refused with its line.
+TEST(LyftConfigNumbersTest, RequestsPerUnitReadsAsLyftReadsIt) {
+  const LyftSource source{"numbers.yaml", R"(domain: d
+descriptors:
+  - { key: octal, rate_limit: { unit: second, requests_per_unit: 010 } }
+  - { key: hex, rate_limit: { unit: second, requests_per_unit: 0x10 } }
+  - { key: grouped, rate_limit: { unit: second, requests_per_unit: 1_000 } }
+  - { key: exponent, rate_limit: { unit: second, requests_per_unit: 1e3 } }
+  - { key: tagged, rate_limit: { unit: second, requests_per_unit: !!int 12 } }
+)"};
+  const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+  ASSERT_NE(loaded.config, nullptr) << loaded.errors.front();
+  const Domain& domain = *loaded.config->domain("d");
+  for (const auto& [key, count] :
+       {std::pair{"octal", 8u}, std::pair{"hex", 16u}, std::pair{"grouped", 1000u},
+        std::pair{"exponent", 1000u}, std::pair{"tagged", 12u}}) {
+    const std::vector<EntryView> entries{{key, "x"}};
+    const DescriptorNode* node = LyftConfig::match(domain, entries, nullptr);
+    ASSERT_TRUE(node != nullptr && node->rate_limit) << key;
+    EXPECT_EQ(node->rate_limit->requests_per_unit, count) << key;
+  }
+  const std::string head = "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, ";
+  const auto quoted = errorsOf(head + "requests_per_unit: '16'}\n");
+  ASSERT_EQ(quoted.size(), 1U);
+  EXPECT_EQ(quoted[0].rfind("cfg.yaml:4:", 0), 0U) << quoted[0];
+  EXPECT_NE(quoted[0].find("must be a number, not a string"), std::string::npos) << quoted[0];
+  EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: !!str 16}\n"), "not a string"));
+  EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: 16.5}\n"), "drop the fraction"));
+  EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: -1}\n"), "must not be negative"));
+  EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: 0x1_0000_0000}\n"), "32 bits"));
+}
+
 // YAML merge keys, which lyft's YAML library applies: a descriptor or a rate_limit takes the keys
 // of the mappings it merges that it does not set itself (of a list, the first mapping's win).
 TEST(LyftConfigMergeKeysTest, MergedKeysAreRead) {
