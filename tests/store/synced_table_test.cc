@@ -228,8 +228,11 @@ TEST_F(SyncedStoreTest, EvictionUnderConcurrentLoadLosesNoUnits) {
         const std::string key = "k" + std::to_string((i * 7 + t * 131) % kKeys);
         const LimitCheck check{key, &per_hour_, 1};
         Outcome outcome;
-        if (node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1)) == StoreStatus::kOk &&
-            outcome.allowed)
+        // Degraded (no sync has completed lately, as on a loaded machine) still decides: an
+        // admission counts in Redis once pushed, whatever the status said.
+        const StoreStatus status =
+            node->apply(std::span(&check, 1), clock_, std::span(&outcome, 1));
+        if ((status == StoreStatus::kOk || status == StoreStatus::kDegraded) && outcome.allowed)
           admitted.fetch_add(1);
       }
     });
