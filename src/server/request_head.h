@@ -36,11 +36,26 @@ std::optional<HeadRefusal> transferEncodingRefusal(
                        "a request body needs a Content-Length, or chunked as its last "
                        "transfer coding (and none in a version 1.0 request)"};
   }
-  std::string_view coding = first->value();
-  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
-    coding.remove_suffix(1);
+  // The codings of every Transfer-Encoding field, as one list (RFC 9110 5.3), whose empty
+  // elements count for nothing (5.6.1): "chunked," and ", chunked" are chunked alone.
+  std::size_t codings = 0;
+  bool chunked_alone = true;
+  for (auto field = first; field != last; ++field) {
+    std::string_view list = field->value();
+    while (!list.empty()) {
+      const std::size_t comma = std::min(list.find(','), list.size());
+      std::string_view coding = list.substr(0, comma);
+      list.remove_prefix(std::min(comma + 1, list.size()));
+      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
+        coding.remove_prefix(1);
+      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
+        coding.remove_suffix(1);
+      if (coding.empty()) continue;
+      ++codings;
+      chunked_alone = chunked_alone && boost::beast::iequals(coding, "chunked");
+    }
   }
-  if (std::next(first) != last || !boost::beast::iequals(coding, "chunked")) {
+  if (codings != 1 || !chunked_alone) {
     return HeadRefusal{501, "no transfer coding but chunked is taken"};
   }
   return std::nullopt;

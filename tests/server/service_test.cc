@@ -674,6 +674,18 @@ TEST_F(ServiceTest, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
       "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
   ASSERT_TRUE(gzipped.has_value());
   EXPECT_TRUE(gzipped->starts_with("HTTP/1.1 501")) << *gzipped;
+  // Empty list elements count for nothing (RFC 9110 5.6.1): chunked alone, read as such.
+  for (const std::string coding : {"chunked,", ", chunked", "chunked , ,", "CHUNKED"}) {
+    const std::string listed_body = R"({"limit": "per-ip", "key": "te-list"})";  // 0x25 bytes
+    const std::optional<std::string> listed =
+        exchangeUntilClosed(api_endpoint_,
+                            "POST /v1/check HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                            "Transfer-Encoding: " +
+                                coding + "\r\n\r\n25\r\n" + listed_body + "\r\n0\r\n\r\n");
+    ASSERT_TRUE(listed.has_value()) << coding;
+    EXPECT_TRUE(listed->starts_with("HTTP/1.1 200") || listed->starts_with("HTTP/1.1 429"))
+        << coding << ": " << *listed;  // decided: admitted, or over per-ip's 3/min
+  }
   // None of the bodies took a unit of 192.0.2.60's 3/min.
   EXPECT_EQ(auth("/te", "192.0.2.60").header("x-ratelimit-remaining"), "2");
 
