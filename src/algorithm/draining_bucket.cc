@@ -27,8 +27,9 @@ Outcome consumeDrainingBucket(DrainingBucketState& state, Micros now_us, const L
     outcome.retry_after_us = saturate(ceilDiv(level + weight - capacity, drain_per_us));
   } else {
     outcome.allowed = true;
-    if (spec.algorithm() == Algorithm::kLeakyBucketShaper) {
-      // The water ahead of this request leaks out first.
+    if (spec.algorithm() == Algorithm::kLeakyBucketShaper && cost > 0) {
+      // The water ahead of this request leaks out first. A peek (cost 0) takes no slot, so it
+      // waits for none.
       outcome.delay_us = saturate(ceilDiv(level, drain_per_us));
     }
     if (cost > 0) {

@@ -91,5 +91,19 @@ TEST(LeakyBucketShaper, DelaysUntilTheSlotThenDeniesWhenFull) {
   EXPECT_EQ(later.delay_us, 2 * slot);
 }
 
+// A peek (cost 0) takes no slot in the queue, so it is not held for one: a caller asking how
+// much room is left gets its answer at once, however long the queue.
+TEST(LeakyBucketShaper, APeekWaitsForNoSlot) {
+  const LimitSpec shaper = spec(Algorithm::kLeakyBucketShaper, "10/s", 3);
+  DrainingBucketState state;
+  ASSERT_TRUE(consumeDrainingBucket(state, kJan2026, shaper, 2).allowed);
+  const Outcome peek = consumeDrainingBucket(state, kJan2026, shaper, 0);
+  EXPECT_TRUE(peek.allowed);
+  EXPECT_EQ(peek.delay_us, 0);
+  EXPECT_EQ(peek.remaining, 1U);
+  EXPECT_EQ(consumeDrainingBucket(state, kJan2026, shaper, 1).delay_us,
+            200 * kMicrosPerMilli);  // the peek took no slot either
+}
+
 }  // namespace
 }  // namespace sluice::algorithm

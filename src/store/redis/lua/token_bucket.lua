@@ -33,8 +33,8 @@ if uses[TOKEN_BUCKET] or uses[LEAKY_BUCKET_METER] or uses[LEAKY_BUCKET_SHAPER] t
              -floor((room - level) / drain_per_us), 0
     end
     local delay_us = 0
-    if spec.algorithm == LEAKY_BUCKET_SHAPER then
-      delay_us = reset_after_us -- the water ahead leaks first
+    if spec.algorithm == LEAKY_BUCKET_SHAPER and cost > 0 then
+      delay_us = reset_after_us -- the water ahead leaks first; a peek takes no slot
     end
     if cost > 0 then
       level = level + cost * unit
