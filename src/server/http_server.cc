@@ -17,6 +17,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "policy/ip_endpoint.h"
+#include "policy/origin_form.h"
 #include "server/accept_pause.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
@@ -208,6 +209,13 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     deadline_.disarm();  // the handler may wait (throttle); its answer is bounded instead
     HttpRequest request = parser_->release();
+    // An absolute-form target ("POST http://host/v1/check"), which a server must accept (RFC
+    // 9112 3.2.2), is read as its origin form, its authority taking the place of Host.
+    if (const auto origin = policy::originForm(
+            std::string_view(request.target().data(), request.target().size()))) {
+      request.set(http::field::host, origin->authority);
+      request.target(origin->target);
+    }
     const bool keep_alive = request.keep_alive();
     head_request_ = request.method() == http::verb::head;
     auto self = shared_from_this();

@@ -705,6 +705,26 @@ TEST_F(ServiceTest, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
   EXPECT_TRUE(refused->starts_with("HTTP/1.1 400")) << *refused;
 }
 
+// RFC 9112 3.2.2: a server accepts a target in absolute form, as its path (and its authority in
+// place of Host), on the API as on the admin listener.
+TEST_F(ServiceTest, AbsoluteFormTargetsAreReadAsTheirPath) {
+  const std::string body = R"({"limit": "per-ip", "key": "absolute"})";
+  const std::optional<std::string> checked =
+      exchangeUntilClosed(api_endpoint_,
+                          "POST http://127.0.0.1/v1/check?x=1 HTTP/1.1\r\nHost: elsewhere\r\n"
+                          "Connection: close\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_TRUE(checked.has_value());
+  EXPECT_TRUE(checked->starts_with("HTTP/1.1 200")) << *checked;
+  EXPECT_NE(checked->find("\"allowed\":true"), std::string::npos) << *checked;
+  const std::optional<std::string> health =
+      exchangeUntilClosed(admin_endpoint_,
+                          "GET HTTP://localhost:9090/healthz HTTP/1.1\r\nHost: x\r\n"
+                          "Connection: close\r\n\r\n");
+  ASSERT_TRUE(health.has_value());
+  EXPECT_TRUE(health->starts_with("HTTP/1.1 200")) << *health;
+}
+
 // RFC 9112 3.2: an HTTP/1.1 request without Host, with two, or with one that is no host[:port]
 // gets 400, on the API as at the gateway; HTTP/1.0 needs none. None of them is decided.
 TEST_F(ServiceTest, AnHttp11RequestNeedsOneValidHost) {
