@@ -90,7 +90,12 @@ void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy
 
 // Cost, action, throttle delay, deny status and what to do when a key part is missing.
 void loadBehaviour(const YAML::Node& node, const std::string& where, Limit& limit, Errors& errors) {
-  if (node["cost"]) limit.cost = unsignedValue(node["cost"], where + ".cost", errors);
+  if (node["cost"]) {
+    limit.cost = unsignedValue(node["cost"], where + ".cost", errors);
+    // Every request would be a peek: the limit would count nothing and never deny.
+    if (limit.cost == 0U)
+      errors.add(node["cost"], where + ".cost 0 would make the limit count nothing; give 1 or more");
+  }
   if (node["deny_status"]) {
     const auto status =
         unsignedValue(node["deny_status"], where + ".deny_status", errors).value_or(429);

@@ -539,6 +539,9 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
       "limits: [{ name: a, from_tier: true, cost: 6 }]\n",
       2, "limit a.cost 6 is more than tier free's limit holds (5)");
   EXPECT_NE(policyFrom("limits: [{ name: a, rate: 10/s, cost: 10 }]\n"), nullptr);
+  // A fixed cost of 0 made every request a peek: a limit that counted nothing, never denied.
+  refused("limits: [{ name: a, rate: 10/s, cost: 0 }]\n", 1,
+          "limit a.cost 0 would make the limit count nothing; give 1 or more");
   refused(
       "tiers: { anonymous: { rate: 10/s, daily_quota: 4 } }\n"
       "limits: [{ name: a, from_tier: true, cost: 5 }]\n",
