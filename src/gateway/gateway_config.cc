@@ -230,6 +230,14 @@ void loadWebhook(const YAML::Node& node, GatewaySettings& settings, Errors& erro
       errors.add(node["url"], "gateway.webhook.url's host must be an IP address and port");
     }
     webhook.path = slash == std::string::npos ? "/" : url.substr(slash);
+    // The path goes into the webhook request's request-line as it is: a blank or a control
+    // character there would end that line early, and what follows would be read as headers.
+    if (std::any_of(webhook.path.begin(), webhook.path.end(),
+                    [](unsigned char c) { return c <= ' ' || c == 0x7f || c == '#'; })) {
+      errors.add(node["url"],
+                 "gateway.webhook.url's path must not hold a blank, a control character or a "
+                 "fragment (#); percent-encode them");
+    }
   }
   if (node["timeout"])
     webhook.timeout_us =

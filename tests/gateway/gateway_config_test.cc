@@ -172,6 +172,21 @@ TEST(GatewayConfigTest, WebSocketIdleTimeoutIsPositive) {
   EXPECT_EQ(load(base).value()->websocket_idle_timeout_us, 300 * kMicrosPerSecond);
 }
 
+// The webhook's path is written into its request-line as it is: anything that would end that
+// line early is an error at its place.
+TEST(GatewayConfigTest, WebhookPathMustBeOneRequestTarget) {
+  const std::string base =
+      "gateway:\n  upstreams: { a: 127.0.0.1:1 }\n  routes: [ { upstream: a } ]\n";
+  for (const std::string path : {"/x y", "/x\\r\\nHost: evil", "/x\\ty", "/x#top"}) {
+    const auto loaded = load(base + "  webhook: { url: \"http://127.0.0.1:7000" + path + "\" }\n");
+    ASSERT_FALSE(loaded.ok()) << path;
+    EXPECT_NE(loaded.error().find("test.yaml:4:19: gateway.webhook.url's path must not hold"),
+              std::string::npos)
+        << loaded.error();
+  }
+  EXPECT_TRUE(load(base + "  webhook: { url: \"http://127.0.0.1:7000/limits?v=1%20x\" }\n").ok());
+}
+
 // An upstream's idle timeout of nothing would close each connection as it is parked: an error at
 // its line.
 TEST(GatewayConfigTest, UpstreamIdleTimeoutIsPositive) {
