@@ -117,11 +117,21 @@ std::string nonEmptyScalar(const YAML::Node& node, const std::string& what, Erro
   return value;
 }
 
+// A header's name: one that is no HTTP token (a blank, a colon, a line break) can never match a
+// field, so its identity would be off without a word.
+std::string headerName(const YAML::Node& node, const std::string& what, Errors& errors) {
+  std::string value = nonEmptyScalar(node, what, errors);
+  if (!value.empty() && !isHttpToken(value)) {
+    errors.add(node, what + " \"" + value + "\" is not a header name");
+  }
+  return value;
+}
+
 void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy, Errors& errors) {
   if (!isMap(node, "identity.jwt", errors)) return;
   checkKeys(node, "identity.jwt", {"header", "keys", "leeway", "tier_claim"}, errors);
   if (node["header"]) {
-    policy.jwt_header = nonEmptyScalar(node["header"], "identity.jwt.header", errors);
+    policy.jwt_header = headerName(node["header"], "identity.jwt.header", errors);
   }
   if (node["tier_claim"]) {
     policy.tier_claim = nonEmptyScalar(node["tier_claim"], "identity.jwt.tier_claim", errors);
@@ -288,8 +298,7 @@ void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& p
     }
   }
   if (node["api_key_header"]) {
-    policy.api_key_header =
-        nonEmptyScalar(node["api_key_header"], "identity.api_key_header", errors);
+    policy.api_key_header = headerName(node["api_key_header"], "identity.api_key_header", errors);
   }
   if (const YAML::Node proxies = node["trusted_proxies"]) {
     std::vector<Cidr> networks;

@@ -559,6 +559,11 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
           "identity.jwt.header must not be empty");
   refused("identity:\n  jwt: { tier_claim: \"\", " + hs256 + " }\n" + limit, 2,
           "identity.jwt.tier_claim must not be empty");
+  // Nor can a name that is no header name ever match one.
+  refused("identity: { api_key_header: \"X-Key\\r\\nFoo\" }\n" + limit, 1,
+          "identity.api_key_header \"X-Key\r\nFoo\" is not a header name");
+  refused("identity:\n  jwt: { header: \"X Bad:\", " + hs256 + " }\n" + limit, 2,
+          "identity.jwt.header \"X Bad:\" is not a header name");
   // exp and nbf are whole seconds; 999ms read as 0.
   refused("identity:\n  jwt: { leeway: 999ms, " + hs256 + " }\n" + limit, 2,
           "identity.jwt.leeway must be whole seconds");
