@@ -156,7 +156,9 @@ void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
   }
 }
 
-void loadConcurrency(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+// `jwt_set_up`: whether the file's identity.jwt is there, without which no request has claims.
+void loadConcurrency(const YAML::Node& node, bool jwt_set_up, GatewaySettings& settings,
+                     Errors& errors) {
   if (!node.IsSequence()) {
     errors.add(node, "gateway.concurrency must be a list");
     return;
@@ -186,6 +188,10 @@ void loadConcurrency(const YAML::Node& node, GatewaySettings& settings, Errors& 
     Result<policy::KeySelector> key = policy::KeySelector::parse(parts);
     if (key.ok()) {
       limit.key = std::move(key).value();
+      if (limit.key.readsJwtClaims() && !jwt_set_up) {
+        // As for a rate limit: every request would fall back to its address.
+        errors.add(entry["key"], where + ".key reads a JWT claim, but identity.jwt is not set up");
+      }
     } else {
       errors.add(entry["key"] ? entry["key"] : entry, where + ".key: " + key.error());
     }
@@ -274,7 +280,8 @@ void loadTimeouts(const YAML::Node& node, GatewaySettings& settings, Errors& err
   }
 }
 
-void loadGateway(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+void loadGateway(const YAML::Node& node, bool jwt_set_up, GatewaySettings& settings,
+                 Errors& errors) {
   if (!policy::isMap(node, "gateway", errors)) return;
   policy::checkKeys(node, "gateway",
                     {"listen", "max_connections", "max_header_bytes", "client_timeout",
@@ -311,7 +318,7 @@ void loadGateway(const YAML::Node& node, GatewaySettings& settings, Errors& erro
   loadUpstreams(node["upstreams"], settings, errors);
   loadRoutes(node["routes"], settings, errors);
   if (node["guard"]) loadGuard(node["guard"], settings.guard, errors);
-  if (node["concurrency"]) loadConcurrency(node["concurrency"], settings, errors);
+  if (node["concurrency"]) loadConcurrency(node["concurrency"], jwt_set_up, settings, errors);
   if (node["webhook"]) loadWebhook(node["webhook"], settings, errors);
 }
 
@@ -357,7 +364,10 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
   try {
     const YAML::Node root = YAML::Load(yaml);
     if (!root.IsMap() || !root["gateway"]) return std::optional<GatewaySettings>{};
-    loadGateway(root["gateway"], settings, errors);
+    const YAML::Node identity = root["identity"];
+    const bool jwt_set_up =
+        identity && identity.IsMap() && identity["jwt"] && identity["jwt"].IsMap();
+    loadGateway(root["gateway"], jwt_set_up, settings, errors);
     settings.section_text = YAML::Dump(root["gateway"]);
   } catch (const YAML::Exception& error) {
     errors.add(error.mark, error.msg);

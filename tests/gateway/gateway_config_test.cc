@@ -187,6 +187,20 @@ TEST(GatewayConfigTest, WebhookPathMustBeOneRequestTarget) {
   EXPECT_TRUE(load(base + "  webhook: { url: \"http://127.0.0.1:7000/limits?v=1%20x\" }\n").ok());
 }
 
+// A concurrency key that reads a JWT claim needs identity.jwt, as a rate limit's does: without
+// it no request has claims.
+TEST(GatewayConfigTest, ConcurrencyKeyReadingAClaimNeedsJwt) {
+  const std::string gateway =
+      "gateway:\n  upstreams: { a: 127.0.0.1:1 }\n  routes: [ { upstream: a } ]\n"
+      "  concurrency: [ { name: c, key: 'jwt:sub', max_in_flight: 1 } ]\n";
+  const auto refused = load(gateway);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("test.yaml:4:34: gateway.concurrency[0].key reads a JWT claim"),
+            std::string::npos)
+      << refused.error();
+  EXPECT_TRUE(load("identity:\n  jwt: { keys: [] }\n" + gateway).ok());
+}
+
 // An upstream's idle timeout of nothing would close each connection as it is parked: an error at
 // its line.
 TEST(GatewayConfigTest, UpstreamIdleTimeoutIsPositive) {
