@@ -94,7 +94,8 @@ void loadBehaviour(const YAML::Node& node, const std::string& where, Limit& limi
     limit.cost = unsignedValue(node["cost"], where + ".cost", errors);
     // Every request would be a peek: the limit would count nothing and never deny.
     if (limit.cost == 0U)
-      errors.add(node["cost"], where + ".cost 0 would make the limit count nothing; give 1 or more");
+      errors.add(node["cost"],
+                 where + ".cost 0 would make the limit count nothing; give 1 or more");
   }
   if (node["deny_status"]) {
     const auto status =
