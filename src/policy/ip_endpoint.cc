@@ -12,6 +12,9 @@ Result<boost::asio::ip::tcp::endpoint> parseEndpoint(std::string_view address) {
   std::string_view host = address.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    // "::1:80" is itself a whole IPv6 address: which colon starts the port cannot be known.
+    return Error{quoted + ": an IPv6 address takes brackets before its port, as [::1]:80"};
   }
   const std::string_view digits = address.substr(colon + 1);
   unsigned port = 0;

@@ -96,9 +96,10 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
   }
   for (const auto& [value, name] :
        {std::pair{server.listen, "server.listen"}, std::pair{server.admin, "server.admin"}}) {
-    if (!parseEndpoint(value).ok()) {
+    if (const auto endpoint = parseEndpoint(value); !endpoint.ok()) {
       errors.add(node, std::string(name) +
-                           " must be an IP address and port (0..65535), e.g. 127.0.0.1:8080");
+                           " must be an IP address and port (0..65535), e.g. 127.0.0.1:8080; " +
+                           endpoint.error());
     }
   }
   // One port for both: serve would fail to bind the second ("address already in use").

@@ -105,7 +105,8 @@ TEST(GatewayConfigTest, CustomPatternsAreFoldedAsTargetsAre) {
 // The listener's address is checked as serve will bind it: `validate` passed "localhost:8000"
 // and "127.0.0.1:http", and serve then failed to start.
 TEST(GatewayConfigTest, ListenIsAnIpAndPort) {
-  for (const char* bad : {"localhost:8000", "127.0.0.1:http", "127.0.0.1:70000", ":8000"}) {
+  for (const char* bad :
+       {"localhost:8000", "127.0.0.1:http", "127.0.0.1:70000", ":8000", "::1:8000"}) {
     const auto loaded = load(std::string("gateway: { listen: \"") + bad + "\" }\n");
     ASSERT_FALSE(loaded.ok()) << bad;
     EXPECT_NE(loaded.error().find("gateway.listen must be an IP address and port"),

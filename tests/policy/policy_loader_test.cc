@@ -609,6 +609,9 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("limits: [{ name: \"a\\0b\", rate: 1/s }]\n", 1, "without control characters");
   refused("server: { listen: 127.0.0.1:8080, admin: 127.0.0.1:8080 }\n" + limit, 1,
           "server.listen and server.admin name the same port");
+  // "::1:80" is a whole IPv6 address itself: which colon starts the port is a guess.
+  refused("server: { listen: \"::1:8080\" }\n" + limit, 1,
+          "an IPv6 address takes brackets before its port, as [::1]:80");
   refused("server: { max_header_bytes: 100 }\n" + limit, 1,
           "server.max_header_bytes must be 1024 to 65536");
   refused("server: { max_header_bytes: 65537 }\n" + limit, 1,
