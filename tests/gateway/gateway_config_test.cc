@@ -202,6 +202,30 @@ TEST(GatewayConfigTest, ConcurrencyKeyReadingAClaimNeedsJwt) {
   EXPECT_TRUE(load("identity:\n  jwt: { keys: [] }\n" + gateway).ok());
 }
 
+// Names go into headers and logs, and routes name upstreams: an empty one, one with a control
+// character, or a key that is no text is an error at its place.
+TEST(GatewayConfigTest, NamesAreNonEmptyText) {
+  const std::string routes = "  routes: [ { upstream: a } ]\n";
+  const auto keyed =
+      load("gateway:\n  upstreams: { a: 127.0.0.1:1, ? { x: 1 } : 127.0.0.1:2 }\n" + routes);
+  ASSERT_FALSE(keyed.ok());
+  EXPECT_NE(keyed.error().find("an upstream name must be text"), std::string::npos)
+      << keyed.error();
+  const auto empty = load("gateway:\n  upstreams: { a: 127.0.0.1:1, '': 127.0.0.1:2 }\n" + routes);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().find("an upstream name must be text"), std::string::npos)
+      << empty.error();
+  for (const std::string name : {"''", "\"a\\nb\""}) {
+    const auto loaded = load("gateway:\n  upstreams: { a: 127.0.0.1:1 }\n" + routes +
+                             "  concurrency: [ { name: " + name + ", max_in_flight: 1 } ]\n");
+    ASSERT_FALSE(loaded.ok()) << name;
+    EXPECT_NE(loaded.error().find("test.yaml:4:"), std::string::npos) << loaded.error();
+    EXPECT_NE(loaded.error().find("gateway.concurrency[0].name must be non-empty"),
+              std::string::npos)
+        << loaded.error();
+  }
+}
+
 // An upstream's idle timeout of nothing would close each connection as it is parked: an error at
 // its line.
 TEST(GatewayConfigTest, UpstreamIdleTimeoutIsPositive) {
