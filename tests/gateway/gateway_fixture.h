@@ -14,6 +14,7 @@
 #include "gateway/test_upstream.h"
 #include "server/io_pool.h"
 #include "store/memory_store.h"
+#include "support/fresh_day_clock.h"
 #include "support/policy_text.h"
 
 namespace sluice::testing {
@@ -64,7 +65,7 @@ class GatewayFixture : public ::testing::Test {
   }
 
   TestUpstream upstream_;
-  SystemClock clock_;
+  FreshDayClock clock_;  // `limited` is a fixed window on the clock's minutes
   CountingStore store_;
   Engine engine_{store_, clock_};
   server::IoPool pool_{2};

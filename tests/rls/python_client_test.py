@@ -109,6 +109,15 @@ def stop_server(process):
         check(False, "the server did not stop on SIGTERM")
 
 
+def wait_out_minute_turn():
+    """The checks below count against lyft's windows, which turn with the clock's minute (and
+    hour): a turn between two calls would give the second a fresh window. They take under a
+    second and a half, also in a sanitizer build: in a minute's last 8 s, wait for the next one."""
+    into_minute = time.time() % 60
+    if into_minute > 52:
+        time.sleep(60 - into_minute + 0.5)
+
+
 def run_checks(port):
     import grpc
     from envoy.service.ratelimit.v3 import rls_pb2, rls_pb2_grpc
@@ -143,6 +152,7 @@ def run_checks(port):
         return None, None
 
     # Statuses, the current limit and the reset, then OVER_LIMIT past 3/min.
+    wait_out_minute_turn()
     address = descriptor(("remote_address", "198.51.100.7"))
     first = ask(address)
     check(first.overall_code == Response.OK, "first call is OK")

@@ -24,6 +24,7 @@
 #include "policy/policy_loader.h"
 #include "server/http_server.h"
 #include "support/captured_log.h"
+#include "support/fresh_day_clock.h"
 #include "support/http_client.h"
 
 namespace sluice::server {
@@ -123,7 +124,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   IoPool pool_{2};
-  SystemClock clock_;
+  testing::FreshDayClock clock_;  // per-ip is a fixed window on the clock's minutes
   std::string config_path_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<HttpServer> api_;
