@@ -34,14 +34,6 @@ std::optional<boost::asio::ip::tcp::endpoint> endpointValue(const YAML::Node& no
   return endpoint;
 }
 
-// A name that goes into headers, logs or other settings: text, not empty, no control character
-// (a line break would end a header line early).
-bool isPlainName(std::string_view name) {
-  return !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
-}
-
 std::optional<Micros> positiveDuration(const YAML::Node& node, const std::string& what,
                                        Errors& errors) {
   const auto value = policy::durationValue(node, what, errors);
@@ -59,7 +51,7 @@ void loadUpstreams(const YAML::Node& node, GatewaySettings& settings, Errors& er
     Upstream upstream;
     upstream.name = entry.first.IsScalar() ? entry.first.Scalar() : "";
     const std::string where = "gateway.upstreams." + upstream.name;
-    if (!isPlainName(upstream.name)) {
+    if (!policy::isPlainName(upstream.name)) {
       errors.add(entry.first,
                  "an upstream name must be text, non-empty and without control "
                  "characters (routes name it)");
@@ -186,7 +178,7 @@ void loadConcurrency(const YAML::Node& node, bool jwt_set_up, GatewaySettings& s
     limit.name = entry["name"] ? policy::scalar(entry["name"], where + ".name", errors).value_or("")
                                : "concurrency-" + std::to_string(i);
     // The name goes into the RateLimit-Policy header of a refusal, and the logs.
-    if (!isPlainName(limit.name)) {
+    if (!policy::isPlainName(limit.name)) {
       errors.add(entry["name"] ? entry["name"] : entry,
                  where + ".name must be non-empty, without control characters");
     }

@@ -186,12 +186,7 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
     errors.add(node, "a limit needs a name");
   } else {
     limit.name = scalar(node["name"], "limit name", errors).value_or("");
-    // A name goes into headers, metrics labels and logs: control characters (a NUL, a newline)
-    // would break a Prometheus scrape or a log line, and an empty name labels nothing.
-    const bool control = std::any_of(limit.name.begin(), limit.name.end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
-    if (limit.name.empty() || control) {
+    if (!isPlainName(limit.name)) {
       errors.add(node["name"], "a limit name must be non-empty, without control characters");
     } else if (!names.insert(limit.name).second) {
       errors.add(node["name"], "limit name \"" + limit.name + "\" is used twice");

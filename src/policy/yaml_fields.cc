@@ -59,6 +59,12 @@ void checkDuplicateKeys(const YAML::Node& root, Errors& errors) {
   }
 }
 
+bool isPlainName(std::string_view name) noexcept {
+  return !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+}
+
 bool isMap(const YAML::Node& node, const std::string& what, Errors& errors) {
   if (node.IsMap()) return true;
   errors.add(node, what + " must be a mapping");

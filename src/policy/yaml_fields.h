@@ -68,6 +68,11 @@ std::optional<Micros> durationValue(const YAML::Node& node, const std::string& w
 std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, Errors& errors);
 std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
                                     Errors& errors);
+// A name that goes into headers, metrics labels, logs or other settings (a limit's, an
+// upstream's): not empty, and no control character, which would end a header or log line early
+// or break a Prometheus scrape.
+[[nodiscard]] bool isPlainName(std::string_view name) noexcept;
+
 // The most a configuration file (policy, keys, JWT key, lyft file) may hold: far above any real
 // one, and a bound on what a reload reads and parses.
 inline constexpr std::uintmax_t kMaxConfigFileBytes = 64u << 20;
