@@ -1,27 +1,20 @@
 #include "rls/go_yaml_number.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <regex>
 
 namespace sluice::rls {
 namespace {
 
-// The digits of `digits` in `base`, without overflow; nullopt when one is not a digit of the
-// base, when there are none, or when the value passes 2^64 − 1.
-std::optional<std::uint64_t> digitsValue(std::string_view digits, unsigned base) {
-  if (digits.empty()) return std::nullopt;
+// `digits`, every one a digit of `base` (no sign), read as one number; nullopt when there are
+// none, when one is not a digit of the base, or when the value passes 2^64 − 1.
+std::optional<std::uint64_t> digitsValue(std::string_view digits, int base) {
   std::uint64_t value = 0;
-  for (const char c : digits) {
-    unsigned digit = base;
-    if (c >= '0' && c <= '9') digit = static_cast<unsigned>(c - '0');
-    if (c >= 'a' && c <= 'f') digit = static_cast<unsigned>(c - 'a' + 10);
-    if (c >= 'A' && c <= 'F') digit = static_cast<unsigned>(c - 'A' + 10);
-    if (digit >= base) return std::nullopt;
-    if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / base) return std::nullopt;
-    value = value * base + digit;
-  }
+  const char* const end = digits.data() + digits.size();
+  const auto [stop, error] = std::from_chars(digits.data(), end, value, base);
+  if (error != std::errc{} || stop != end) return std::nullopt;
   return value;
 }
 
