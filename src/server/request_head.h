@@ -37,7 +37,9 @@ std::optional<HeadRefusal> transferEncodingRefusal(
                        "transfer coding (and none in a version 1.0 request)"};
   }
   // The codings of every Transfer-Encoding field, as one list (RFC 9110 5.3), whose empty
-  // elements count for nothing (5.6.1): "chunked," and ", chunked" are chunked alone.
+  // elements count for nothing (5.6.1): "chunked," and ", chunked" are chunked alone. Walked
+  // here, not by Beast's token_list, which ends a list at its first character that is not a
+  // token's and so would take "chunked, a b" for chunked alone.
   std::size_t codings = 0;
   bool chunked_alone = true;
   for (auto field = first; field != last; ++field) {
