@@ -39,7 +39,7 @@ std::optional<HeadRefusal> transferEncodingRefusal(
   // The codings of every Transfer-Encoding field, as one list (RFC 9110 5.3), whose empty
   // elements count for nothing (5.6.1): "chunked," and ", chunked" are chunked alone. Walked
   // here, not by Beast's token_list, which ends a list at its first character that is not a
-  // token's and so would take "chunked, a b" for chunked alone.
+  // token's and so would take "chunked;x" or "chunked x" for chunked alone.
   std::size_t codings = 0;
   bool chunked_alone = true;
   for (auto field = first; field != last; ++field) {

@@ -675,6 +675,14 @@ TEST_F(ServiceTest, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
       "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n");
   ASSERT_TRUE(gzipped.has_value());
   EXPECT_TRUE(gzipped->starts_with("HTTP/1.1 501")) << *gzipped;
+  // Nor is chunked with something after it that is not a coding of its own.
+  for (const std::string coding : {"chunked;x", "chunked x"}) {
+    const std::optional<std::string> odd = exchangeUntilClosed(
+        api_endpoint_, "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                           "\r\n\r\n0\r\n\r\n");
+    ASSERT_TRUE(odd.has_value()) << coding;
+    EXPECT_TRUE(odd->starts_with("HTTP/1.1 501")) << coding << ": " << *odd;
+  }
   // Empty list elements count for nothing (RFC 9110 5.6.1): chunked alone, read as such.
   for (const std::string coding : {"chunked,", ", chunked", "chunked , ,", "CHUNKED"}) {
     const std::string listed_body = R"({"limit": "per-ip", "key": "te-list"})";  // 0x25 bytes
