@@ -2,16 +2,14 @@
 #include <cstdio>
 #include <set>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/port_clashes.h"
 #include "cli/serve.h"
-#include "policy/ip_endpoint.h"
 #include "policy/policy_loader.h"
 #ifdef SLUICE_WITH_RLS
 #include "rls/rls_server.h"
@@ -55,34 +53,14 @@ int validate(const std::string& path) {
     for (const std::string& error : lyft.errors) report(error);
   }
 #endif
-  // The doors' listeners against each other: `serve` could not bind the second of two on one
-  // port. (server.listen against server.admin is the policy's own check.)
-  std::vector<std::pair<std::string, std::string>> listeners;
-  if (loaded.policy != nullptr) {
-    listeners.emplace_back("server.listen", loaded.policy->server.listen);
-    listeners.emplace_back("server.admin", loaded.policy->server.admin);
-  }
-#ifdef SLUICE_WITH_RLS
-  if (rls.ok() && rls.value()) listeners.emplace_back("envoy_rls.listen", rls.value()->listen);
-#endif
 #ifdef SLUICE_WITH_GATEWAY
   const auto gateway = sluice::gateway::loadGatewaySettings(path);
   if (!gateway.ok()) report(gateway.error());
-  if (gateway.ok() && gateway.value())
-    listeners.emplace_back("gateway.listen", gateway.value()->listen);
 #endif
-  for (std::size_t i = 0; i < listeners.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (listeners[i].first.starts_with("server.") && listeners[j].first.starts_with("server.")) {
-        continue;
-      }
-      const auto a = sluice::policy::parseEndpoint(listeners[i].second);
-      const auto b = sluice::policy::parseEndpoint(listeners[j].second);
-      if (a.ok() && b.ok() && sluice::policy::sameListeningPort(a.value(), b.value())) {
-        report(path + ": " + listeners[i].first + " and " + listeners[j].first +
-               " name the same port");
-      }
-    }
+  // The doors' listeners against each other: `serve` could not bind the second of two on one
+  // port.
+  if (loaded.policy != nullptr) {
+    for (const std::string& clash : sluice::cli::portClashes(path, *loaded.policy)) report(clash);
   }
   if (error_count > 0 || loaded.policy == nullptr) {
     std::fprintf(stderr, "%zu error(s)\n", printed.size());

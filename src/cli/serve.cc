@@ -20,6 +20,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "cli/optional_doors.h"
+#include "cli/port_clashes.h"
 #include "policy/policy_loader.h"
 #include "server/http_server.h"
 #include "server/io_pool.h"
@@ -131,6 +132,10 @@ int serve(const std::string& path) {
     return 2;
   }
   const policy::Policy& policy = *loaded.policy;
+  if (const auto clashes = portClashes(path, policy); !clashes.empty()) {
+    for (const std::string& clash : clashes) std::fprintf(stderr, "%s\n", clash.c_str());
+    return 2;
+  }
   const unsigned threads = policy.server.threads != 0
                                ? policy.server.threads
                                : std::max(1u, std::thread::hardware_concurrency());

@@ -41,9 +41,11 @@ std::optional<Micros> positiveDuration(const YAML::Node& node, const std::string
   return value;
 }
 
-void loadUpstreams(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+// `gateway`: the section, whose place a missing `upstreams` is reported at.
+void loadUpstreams(const YAML::Node& gateway, GatewaySettings& settings, Errors& errors) {
+  const YAML::Node node = gateway["upstreams"];
   if (!node || !node.IsMap() || node.size() == 0) {
-    errors.add(node ? node.Mark() : YAML::Mark::null_mark(),
+    errors.add(node ? node.Mark() : gateway.Mark(),
                "gateway.upstreams must map at least one name to an address");
     return;
   }
@@ -83,9 +85,11 @@ void loadUpstreams(const YAML::Node& node, GatewaySettings& settings, Errors& er
   }
 }
 
-void loadRoutes(const YAML::Node& node, GatewaySettings& settings, Errors& errors) {
+// `gateway`: the section, whose place a missing `routes` is reported at.
+void loadRoutes(const YAML::Node& gateway, GatewaySettings& settings, Errors& errors) {
+  const YAML::Node node = gateway["routes"];
   if (!node || !node.IsSequence() || node.size() == 0) {
-    errors.add(node ? node.Mark() : YAML::Mark::null_mark(),
+    errors.add(node ? node.Mark() : gateway.Mark(),
                "gateway.routes must list at least one route");
     return;
   }
@@ -325,8 +329,8 @@ void loadGateway(const YAML::Node& node, bool jwt_set_up, GatewaySettings& setti
     }
   }
   loadTimeouts(node, settings, errors);
-  loadUpstreams(node["upstreams"], settings, errors);
-  loadRoutes(node["routes"], settings, errors);
+  loadUpstreams(node, settings, errors);
+  loadRoutes(node, settings, errors);
   if (node["guard"]) loadGuard(node["guard"], settings.guard, errors);
   if (node["concurrency"]) loadConcurrency(node["concurrency"], jwt_set_up, settings, errors);
   if (node["webhook"]) loadWebhook(node["webhook"], settings, errors);

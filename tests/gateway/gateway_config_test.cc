@@ -118,6 +118,18 @@ TEST(GatewayConfigTest, ListenIsAnIpAndPort) {
   EXPECT_EQ(good.error().find("gateway.listen"), std::string::npos) << good.error();
 }
 
+// A section without upstreams or routes is reported at the section's place, as other mistakes.
+TEST(GatewayConfigTest, MissingUpstreamsAndRoutesAreReportedAtTheSection) {
+  const auto loaded = load("limits: []\ngateway:\n  listen: 127.0.0.1:0\n");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().find("test.yaml:3:3: gateway.upstreams must map at least one name"),
+            std::string::npos)
+      << loaded.error();
+  EXPECT_NE(loaded.error().find("test.yaml:3:3: gateway.routes must list at least one route"),
+            std::string::npos)
+      << loaded.error();
+}
+
 // Every mistake is reported with file:line:column, all in one run.
 TEST(GatewayConfigTest, ReportsEveryErrorWithItsPlace) {
   const auto loaded = load(R"(gateway:
