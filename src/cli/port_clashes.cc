@@ -63,8 +63,8 @@ std::vector<std::string> portClashes(const std::string& path, const policy::Poli
       std::string place = placeOf(path, listeners[i]);
       if (place.empty()) place = placeOf(path, listeners[j]);
       clashes.push_back(path + ":" + (place.empty() ? " " : place) + listeners[i].section + "." +
-                        listeners[i].key + " and " + listeners[j].section + "." +
-                        listeners[j].key + " name the same port");
+                        listeners[i].key + " and " + listeners[j].section + "." + listeners[j].key +
+                        " name the same port");
     }
   }
   return clashes;

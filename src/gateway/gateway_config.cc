@@ -89,8 +89,7 @@ void loadUpstreams(const YAML::Node& gateway, GatewaySettings& settings, Errors&
 void loadRoutes(const YAML::Node& gateway, GatewaySettings& settings, Errors& errors) {
   const YAML::Node node = gateway["routes"];
   if (!node || !node.IsSequence() || node.size() == 0) {
-    errors.add(node ? node.Mark() : gateway.Mark(),
-               "gateway.routes must list at least one route");
+    errors.add(node ? node.Mark() : gateway.Mark(), "gateway.routes must list at least one route");
     return;
   }
   for (std::size_t i = 0; i < node.size(); ++i) {

@@ -678,8 +678,8 @@ TEST_F(ServiceTest, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
   // Nor is chunked with something after it that is not a coding of its own.
   for (const std::string coding : {"chunked;x", "chunked x"}) {
     const std::optional<std::string> odd = exchangeUntilClosed(
-        api_endpoint_, "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
-                           "\r\n\r\n0\r\n\r\n");
+        api_endpoint_,
+        "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding + "\r\n\r\n0\r\n\r\n");
     ASSERT_TRUE(odd.has_value()) << coding;
     EXPECT_TRUE(odd->starts_with("HTTP/1.1 501")) << coding << ": " << *odd;
   }
