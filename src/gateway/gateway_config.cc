@@ -374,16 +374,19 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
   Errors errors(source);
   GatewaySettings settings;
   settings.guard.patterns = GuardSettings::defaultPatterns();
-  try {
-    const YAML::Node root = YAML::Load(yaml);
-    if (!root.IsMap() || !root["gateway"]) return std::optional<GatewaySettings>{};
-    const YAML::Node identity = root["identity"];
-    const bool jwt_set_up =
-        identity && identity.IsMap() && identity["jwt"] && identity["jwt"].IsMap();
-    loadGateway(root["gateway"], jwt_set_up, settings, errors);
-    settings.section_text = YAML::Dump(root["gateway"]);
-  } catch (const YAML::Exception& error) {
-    errors.add(error.mark, error.msg);
+  policy::checkConfigText(yaml, errors);  // the policy loader's message, not the parser's
+  if (errors.empty()) {
+    try {
+      const YAML::Node root = YAML::Load(yaml);
+      if (!root.IsMap() || !root["gateway"]) return std::optional<GatewaySettings>{};
+      const YAML::Node identity = root["identity"];
+      const bool jwt_set_up =
+          identity && identity.IsMap() && identity["jwt"] && identity["jwt"].IsMap();
+      loadGateway(root["gateway"], jwt_set_up, settings, errors);
+      settings.section_text = YAML::Dump(root["gateway"]);
+    } catch (const YAML::Exception& error) {
+      errors.add(error);
+    }
   }
   if (errors.empty()) return std::optional<GatewaySettings>(std::move(settings));
   std::string message;

@@ -219,6 +219,59 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
   policy.jwt.emplace(std::move(verifier).value());
 }
 
+// The entries of a keys file's text into `policy.api_key_tiers`.
+void readKeys(const std::string& text, Policy& policy, Errors& errors) {
+  try {
+    const YAML::Node root = onlyDocument(text, errors);
+    checkDuplicateKeys(root, errors);
+    const YAML::Node keys = root["keys"];
+    if (!root.IsMap() || !keys || !keys.IsSequence()) {
+      errors.add(root, "a keys file holds `keys:` followed by a list of {key, tier}");
+    } else {
+      for (const auto& entry : keys) {
+        if (!isMap(entry, "a keys entry", errors)) continue;
+        checkKeys(entry, "a keys entry", {"key", "sha256", "tier", "name"}, errors);
+        std::string id;
+        if (entry["key"] && entry["sha256"]) {
+          errors.add(entry, "a keys entry takes key or sha256, not both");
+        }
+        if (entry["key"]) {
+          const std::string key = scalar(entry["key"], "key", errors).value_or("");
+          // An empty key (a template's unset variable) would give its tier to every client
+          // sending the header empty.
+          if (key.empty()) {
+            errors.add(entry["key"], "a key must not be empty");
+          } else if (trimBlanks(key).size() != key.size()) {
+            // Requests' keys are read without the blanks around them (as HTTP trims a field),
+            // so this one could never be presented.
+            errors.add(entry["key"],
+                       "a key must not begin or end with a blank: no request's key can");
+          }
+          id = hashApiKey(key);
+        } else if (entry["sha256"]) {
+          id = apiKeyIdFromSha256("sha256:" +
+                                  scalar(entry["sha256"], "sha256", errors).value_or(""));
+          if (id.empty()) errors.add(entry["sha256"], "sha256 must be 64 hex digits");
+        } else {
+          errors.add(entry, "a keys entry needs key or sha256");
+        }
+        const std::string tier =
+            entry["tier"] ? scalar(entry["tier"], "tier", errors).value_or("") : "";
+        if (!policy.tiers.contains(tier)) {
+          errors.add(entry["tier"] ? entry["tier"] : entry,
+                     "tier \"" + tier + "\" is not defined in tiers");
+        }
+        // The same key twice would silently take the later tier.
+        if (!id.empty() && !policy.api_key_tiers.emplace(id, tier).second) {
+          errors.add(entry, "this key is already listed (as key or sha256) earlier in the file");
+        }
+      }
+    }
+  } catch (const YAML::Exception& error) {
+    errors.add(error);
+  }
+}
+
 void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& policy,
                   Errors& errors) {
   const Result<std::string> read = readFile(path);
@@ -226,58 +279,9 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
     errors.add(where, "keys file " + read.error());
     return;
   }
-  const std::string& text = read.value();
   Errors file_errors(path);
-  try {
-    const YAML::Node root = onlyDocument(text, file_errors);
-    checkDuplicateKeys(root, file_errors);
-    const YAML::Node keys = root["keys"];
-    if (!root.IsMap() || !keys || !keys.IsSequence()) {
-      file_errors.add(root, "a keys file holds `keys:` followed by a list of {key, tier}");
-    } else {
-      for (const auto& entry : keys) {
-        if (!isMap(entry, "a keys entry", file_errors)) continue;
-        checkKeys(entry, "a keys entry", {"key", "sha256", "tier", "name"}, file_errors);
-        std::string id;
-        if (entry["key"] && entry["sha256"]) {
-          file_errors.add(entry, "a keys entry takes key or sha256, not both");
-        }
-        if (entry["key"]) {
-          const std::string key = scalar(entry["key"], "key", file_errors).value_or("");
-          // An empty key (a template's unset variable) would give its tier to every client
-          // sending the header empty.
-          if (key.empty()) {
-            file_errors.add(entry["key"], "a key must not be empty");
-          } else if (trimBlanks(key).size() != key.size()) {
-            // Requests' keys are read without the blanks around them (as HTTP trims a field),
-            // so this one could never be presented.
-            file_errors.add(entry["key"],
-                            "a key must not begin or end with a blank: no request's key can");
-          }
-          id = hashApiKey(key);
-        } else if (entry["sha256"]) {
-          id = apiKeyIdFromSha256("sha256:" +
-                                  scalar(entry["sha256"], "sha256", file_errors).value_or(""));
-          if (id.empty()) file_errors.add(entry["sha256"], "sha256 must be 64 hex digits");
-        } else {
-          file_errors.add(entry, "a keys entry needs key or sha256");
-        }
-        const std::string tier =
-            entry["tier"] ? scalar(entry["tier"], "tier", file_errors).value_or("") : "";
-        if (!policy.tiers.contains(tier)) {
-          file_errors.add(entry["tier"] ? entry["tier"] : entry,
-                          "tier \"" + tier + "\" is not defined in tiers");
-        }
-        // The same key twice would silently take the later tier.
-        if (!id.empty() && !policy.api_key_tiers.emplace(id, tier).second) {
-          file_errors.add(entry,
-                          "this key is already listed (as key or sha256) earlier in the file");
-        }
-      }
-    }
-  } catch (const YAML::Exception& error) {
-    file_errors.add(error.mark, error.msg);
-  }
+  checkConfigText(read.value(), file_errors);  // keys are compared with what clients send
+  if (file_errors.empty()) readKeys(read.value(), policy, file_errors);
   for (std::string& message : file_errors.take()) errors.add(YAML::Mark::null_mark(), message);
 }
 
@@ -355,7 +359,7 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
   policy->source = source;
   // Limit names become metric labels (a byte 0xE9 in one made every scrape of /metrics fail),
   // and matchers in other bytes could never match what clients send.
-  checkUtf8(yaml, errors);
+  checkConfigText(yaml, errors);
   if (!errors.empty()) return {nullptr, errors.take()};
   try {
     const YAML::Node root = onlyDocument(yaml, errors);
@@ -413,7 +417,7 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
     }
     policy->redacted_yaml = redact(root);
   } catch (const YAML::Exception& error) {
-    errors.add(error.mark, error.msg);
+    errors.add(error);
   }
   if (!errors.empty()) return {nullptr, errors.take()};
   return {std::move(policy), {}};

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include <yaml-cpp/depthguard.h>
 
 #include "policy/duration.h"
 #include "policy/utf8.h"
@@ -172,9 +175,33 @@ YAML::Mark markAt(std::string_view text, std::size_t offset) {
   return mark;
 }
 
-void checkUtf8(std::string_view text, Errors& errors) {
-  if (const std::size_t bad = firstIllFormedUtf8(text); bad != std::string_view::npos) {
-    errors.add(markAt(text, bad), "the file is not UTF-8");
+void checkConfigText(std::string_view text, Errors& errors) {
+  const std::size_t not_utf8 = firstIllFormedUtf8(text);
+  const std::size_t checked = std::min(not_utf8, text.size());
+  for (std::size_t at = 0; at < checked; ++at) {
+    const auto byte = static_cast<unsigned char>(text[at]);
+    if (byte == '\r' && (at + 1 == text.size() || text[at + 1] != '\n')) {
+      errors.add(markAt(text, at),
+                 "a line ends in a carriage return alone: end lines with LF or CR LF");
+      return;
+    }
+    if ((byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') || byte == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02X", byte);
+      errors.add(markAt(text, at), std::string("the file holds a control character (byte ") + code +
+                                       "), which YAML does not allow");
+      return;
+    }
+  }
+  if (not_utf8 != std::string_view::npos)
+    errors.add(markAt(text, not_utf8), "the file is not UTF-8");
+}
+
+void Errors::add(const YAML::Exception& error) {
+  if (dynamic_cast<const YAML::DeepRecursion*>(&error) != nullptr) {
+    add(error.mark, "the YAML is nested too deeply (brackets, braces or indents) to be read");
+  } else {
+    add(error.mark, error.msg);
   }
 }
 

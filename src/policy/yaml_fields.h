@@ -32,6 +32,8 @@ class Errors {
     }
   }
   void add(const YAML::Node& node, const std::string& message) { add(node.Mark(), message); }
+  // The YAML parser's error, at its place, in words a reader of the file can act on.
+  void add(const YAML::Exception& error);
   [[nodiscard]] bool empty() const noexcept { return list_.empty(); }
   std::vector<std::string> take() { return std::move(list_); }
   [[nodiscard]] const std::string& source() const noexcept { return source_; }
@@ -44,10 +46,17 @@ class Errors {
 // The place of byte `offset` of `text`, for an error found in the text before YAML reads it.
 [[nodiscard]] YAML::Mark markAt(std::string_view text, std::size_t offset);
 
-// The first byte of `text` that is not well-formed UTF-8 as an error ("the file is not UTF-8"),
-// or nothing. Names and keys become metric labels, JSON and headers, which must be UTF-8, and a
-// matcher spelled in other bytes could never match what clients send as UTF-8.
-void checkUtf8(std::string_view text, Errors& errors);
+// The first byte of `text` that a configuration file must not hold, as an error at its place,
+// or nothing; checked before YAML reads the text, whose parser would report such a byte as some
+// other mistake, elsewhere, or read past it:
+// - a byte that is not well-formed UTF-8: names and keys become metric labels, JSON and headers,
+//   which must be UTF-8, and a matcher spelled in other bytes could never match what clients
+//   send as UTF-8;
+// - a control character other than tab and line breaks (a NUL, an escape), which YAML does not
+//   allow in a file (YAML 1.2, 5.1);
+// - a carriage return not followed by a line feed: YAML reads it as a line break, yaml-cpp as
+//   none, so a file with old Mac line ends would read as one line.
+void checkConfigText(std::string_view text, Errors& errors);
 
 // Reports every mapping in the document that names a key twice. The readers below look a key up
 // by name and get its first entry, so the second would be silently ignored (YAML says a key is

@@ -491,7 +491,7 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
     Errors errors(source.name);
     // Envoy sends descriptors as UTF-8: no rule spelled otherwise could match, and its name
     // would break the metrics page. lyft's loader refuses such a file too.
-    policy::checkUtf8(source.yaml, errors);
+    policy::checkConfigText(source.yaml, errors);
     if (!errors.empty()) {
       for (std::string& error : errors.take()) all_errors.push_back(std::move(error));
       continue;
@@ -502,7 +502,7 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
       policy::resolveMergeKeys(document, errors);
       builder.addDomain(document, errors);
     } catch (const YAML::Exception& error) {
-      errors.add(error.mark, error.msg);
+      errors.add(error);
     } catch (const std::exception& error) {
       // Out of memory, most likely: the file is refused, and a reload keeps the old config.
       errors.add(YAML::Mark::null_mark(), std::string("cannot be loaded: ") + error.what());

@@ -82,15 +82,18 @@ Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
   Errors errors(source);
   RlsSettings settings;
   bool present = false;
-  try {
-    const YAML::Node root = YAML::Load(yaml);
-    present = root.IsMap() && root["envoy_rls"];
-    if (present) {
-      loadSection(root["envoy_rls"], base_dir, settings, errors);
-      settings.section_text = YAML::Dump(root["envoy_rls"]);
+  policy::checkConfigText(yaml, errors);  // the policy loader's message, not the parser's
+  if (errors.empty()) {
+    try {
+      const YAML::Node root = YAML::Load(yaml);
+      present = root.IsMap() && root["envoy_rls"];
+      if (present) {
+        loadSection(root["envoy_rls"], base_dir, settings, errors);
+        settings.section_text = YAML::Dump(root["envoy_rls"]);
+      }
+    } catch (const YAML::Exception& error) {
+      errors.add(error);
     }
-  } catch (const YAML::Exception& error) {
-    errors.add(error.mark, error.msg);
   }
   if (!errors.empty()) {
     std::string message;

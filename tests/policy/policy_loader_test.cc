@@ -344,6 +344,12 @@ TEST(PolicyLoader, KeysFile) {
     EXPECT_NE(blank[0].find("must not begin or end with a blank"), std::string::npos)
         << describe(blank);
   }
+  // Keys are compared with what clients send, as UTF-8: one in other bytes could never match.
+  std::ofstream(dir + "/keys-latin1.yaml") << "keys:\n  - { key: caf\xe9, tier: gold }\n";
+  const std::vector<std::string> latin1 = errorsOf(base + "keys-latin1.yaml\n", dir);
+  ASSERT_EQ(latin1.size(), 1u) << describe(latin1);
+  EXPECT_NE(latin1[0].find("keys-latin1.yaml:2:15: the file is not UTF-8"), std::string::npos)
+      << describe(latin1);
   const std::vector<std::string> errors = errorsOf(base + "keys-bad.yaml\n", dir);
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors[0].find("keys-bad.yaml:2:"), std::string::npos) << describe(errors);
@@ -550,6 +556,19 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("server: { threads: 1 }\nlimits: [{ name: \"caf\xe9\", rate: 1/s }]\n", 2,
           "the file is not UTF-8");
   EXPECT_NE(policyFrom("limits: [{ name: \"caf\xc3\xa9\", rate: 1/s }]\n"), nullptr);
+  // Bytes YAML does not allow get a message of their own at their place, not the parser's
+  // guess: a NUL (in a comment, where the parser would read past it), an escape, a DEL.
+  refused(std::string("limits: [{ name: a, rate: 1/s }]\n# a") + '\0' + "b\n", 2,
+          "the file holds a control character (byte 0x00), which YAML does not allow");
+  refused("limits: [{ name: \"a\x1b[1m\", rate: 1/s }]\n", 1, "(byte 0x1B)");
+  refused("server: { threads: 1 }\nlimits: [{ name: a\x7f, rate: 1/s }]\n", 2, "(byte 0x7F)");
+  EXPECT_NE(policyFrom("limits:\r\n  - {\tname: a, rate: 1/s }\r\n"), nullptr);  // tab, CR LF
+  // Old Mac line ends: yaml-cpp read the whole file as one line ("illegal map value").
+  refused("limits:\r  - { name: a, rate: 1/s }\r", 1,
+          "a line ends in a carriage return alone: end lines with LF or CR LF");
+  // Nesting past the parser's depth: its own message was "bad file".
+  refused("limits: " + std::string(3000, '[') + std::string(3000, ']') + "\n", 1,
+          "the YAML is nested too deeply");
   // An empty header or claim name would turn that identity off without a word.
   refused("identity: { api_key_header: \"\" }\n" + limit, 1,
           "identity.api_key_header must not be empty");
