@@ -8,6 +8,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "policy/client_ip.h"
+
 namespace sluice::http {
 namespace {
 
@@ -67,9 +69,11 @@ Result<policy::RequestView> parseRequest(const json::value& value,
   view.peer = peer;
   if (const json::value* ip = object.if_contains("client_ip")) {
     if (!ip->is_string()) return Error{"request: \"client_ip\" must be a string"};
-    boost::system::error_code ec;
-    view.peer = boost::asio::ip::make_address(std::string(ip->as_string()), ec);
-    if (ec) return Error{"request: \"client_ip\" is not an IP address"};
+    const auto address = policy::parseBareAddress(ip->as_string());
+    if (!address) {
+      return Error{"request: \"client_ip\" is not an IP address (without a port or zone id)"};
+    }
+    view.peer = *address;
   }
   if (const json::value* headers = object.if_contains("headers")) {
     if (!headers->is_object()) return Error{"request: \"headers\" must be an object"};

@@ -28,25 +28,6 @@ bool equalsIgnoringCase(std::string_view a, std::string_view b) noexcept {
                                             [&](char x, char y) { return lower(x) == lower(y); });
 }
 
-// A bare IPv4 or IPv6 address, parsed without allocating (make_address(string_view) copies into
-// a std::string). Zone ids ("fe80::1%eth0") are refused: they mean nothing beyond one host and
-// would let one address be spelled many ways, i.e. be many rate limit keys.
-std::optional<ip::address> parseAddress(std::string_view text) noexcept {
-  // The longest IPv6 text form, "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", has 45 chars.
-  constexpr std::size_t kMaxAddressChars = 45;
-  if (text.empty() || text.size() > kMaxAddressChars) return std::nullopt;
-  // An embedded NUL would end the C string early and let "1.2.3.4\0junk" pass.
-  if (text.find_first_of(std::string_view("%\0", 2)) != std::string_view::npos) {
-    return std::nullopt;
-  }
-  std::array<char, kMaxAddressChars + 1> buffer{};
-  std::memcpy(buffer.data(), text.data(), text.size());
-  boost::system::error_code error;
-  ip::address address = ip::make_address(buffer.data(), error);
-  if (error) return std::nullopt;
-  return address;
-}
-
 ip::address unmapped(const ip::address& address) noexcept {
   if (!address.is_v6() || !address.to_v6().is_v4_mapped()) return address;
   const ip::address_v6::bytes_type bytes = address.to_v6().to_bytes();
@@ -78,18 +59,18 @@ std::optional<ip::address> parseNode(std::string_view text) noexcept {
     if (close == std::string_view::npos) return std::nullopt;
     const std::string_view after = text.substr(close + 1);
     if (!after.empty() && (after.front() != ':' || !isPort(after.substr(1)))) return std::nullopt;
-    std::optional<ip::address> address = parseAddress(text.substr(1, close - 1));
+    std::optional<ip::address> address = parseBareAddress(text.substr(1, close - 1));
     if (!address || !address->is_v6()) return std::nullopt;
     return address;
   }
-  if (std::optional<ip::address> address = parseAddress(text)) return address;
+  if (std::optional<ip::address> address = parseBareAddress(text)) return address;
   // Only IPv4 carries an unbracketed port: one colon.
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos || text.find(':', colon + 1) != std::string_view::npos) {
     return std::nullopt;
   }
   if (!isPort(text.substr(colon + 1))) return std::nullopt;
-  std::optional<ip::address> address = parseAddress(text.substr(0, colon));
+  std::optional<ip::address> address = parseBareAddress(text.substr(0, colon));
   if (!address || !address->is_v4()) return std::nullopt;
   return address;
 }
@@ -241,13 +222,29 @@ std::array<std::uint8_t, 16> masked(std::array<std::uint8_t, 16> bytes,
 
 }  // namespace
 
+std::optional<ip::address> parseBareAddress(std::string_view text) noexcept {
+  // The longest IPv6 text form, "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", has 45 chars.
+  constexpr std::size_t kMaxAddressChars = 45;
+  if (text.empty() || text.size() > kMaxAddressChars) return std::nullopt;
+  // An embedded NUL would end the C string early and let "1.2.3.4\0junk" pass.
+  if (text.find_first_of(std::string_view("%\0", 2)) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::array<char, kMaxAddressChars + 1> buffer{};
+  std::memcpy(buffer.data(), text.data(), text.size());
+  boost::system::error_code error;
+  ip::address address = ip::make_address(buffer.data(), error);
+  if (error) return std::nullopt;
+  return address;
+}
+
 Result<Cidr> Cidr::parse(std::string_view text) {
   const auto fail = [text](const std::string& what) {
     return Error{"invalid CIDR \"" + std::string(text) + "\": " + what};
   };
   const std::size_t slash = text.find('/');
   const std::string_view address_text = text.substr(0, slash);
-  const std::optional<ip::address> address = parseAddress(address_text);
+  const std::optional<ip::address> address = parseBareAddress(address_text);
   if (!address) {
     if (address_text.find('%') != std::string_view::npos) {
       return fail("zone ids (\"%...\") are not allowed");

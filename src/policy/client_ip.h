@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -50,6 +51,12 @@ class Cidr {
   std::uint8_t prefix_bits_ = 0;
   bool is_v4_ = false;
 };
+
+// A bare IPv4 or IPv6 address, parsed without allocating (make_address(string_view) copies into
+// a std::string), or nullopt. Zone ids ("fe80::1%eth0") are refused: they mean nothing beyond
+// one host and would let one address be spelled many ways, i.e. be many rate limit keys.
+[[nodiscard]] std::optional<boost::asio::ip::address> parseBareAddress(
+    std::string_view text) noexcept;
 
 // Decides the client address of a request from its TCP peer and its forwarding headers.
 //

@@ -48,5 +48,26 @@ TEST(CheckApi, UnknownFieldsAreRefused) {
   }
 }
 
+// client_ip is a bare address: a zone id ("::1%4") would make one address many keys, and a port
+// or a name is no address at all. An IPv4 address in IPv6's mapped form is accepted.
+TEST(CheckApi, ClientIpIsABareAddress) {
+  const auto peer_of = [](const std::string& client_ip) {
+    return parseCheckBody(R"({"request": {"client_ip": ")" + client_ip + R"("}})", kPeer);
+  };
+  for (const char* refused :
+       {"::1%4", "fe80::1%eth0", "192.0.2.9:80", "[::1]", "localhost", "", "192.0.2.9 "}) {
+    const auto body = peer_of(refused);
+    ASSERT_FALSE(body.ok()) << refused;
+    EXPECT_EQ(body.error(),
+              "request: \"client_ip\" is not an IP address (without a port or zone id)")
+        << refused;
+  }
+  for (const char* accepted : {"192.0.2.9", "2001:db8::1", "::ffff:192.0.2.9"}) {
+    const auto body = peer_of(accepted);
+    ASSERT_TRUE(body.ok()) << accepted << ": " << body.error();
+    EXPECT_EQ(body.value().items.at(0).request->peer, boost::asio::ip::make_address(accepted));
+  }
+}
+
 }  // namespace
 }  // namespace sluice::http
