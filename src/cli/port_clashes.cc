@@ -1,5 +1,6 @@
 #include "cli/port_clashes.h"
 
+#include <optional>
 #include <utility>
 
 #include <yaml-cpp/yaml.h>
@@ -29,11 +30,10 @@ std::string placeOf(const std::string& path, const Listener& listener) {
   if (!text.ok()) return "";
   try {
     const YAML::Node root = YAML::Load(text.value());
-    if (!root.IsMap() || !root[listener.section].IsMap()) return "";
-    const YAML::Node value = root[listener.section][listener.key];
-    if (!value) return "";
-    return std::to_string(value.Mark().line + 1) + ":" + std::to_string(value.Mark().column + 1) +
-           ": ";
+    const auto mark =
+        root.IsMap() ? policy::keyMark(root[listener.section], listener.key) : std::nullopt;
+    if (!mark) return "";
+    return std::to_string(mark->line + 1) + ":" + std::to_string(mark->column + 1) + ": ";
   } catch (const YAML::Exception&) {
     return "";
   }

@@ -41,11 +41,12 @@ std::optional<Micros> positiveDuration(const YAML::Node& node, const std::string
   return value;
 }
 
-// `gateway`: the section, whose place a missing `upstreams` is reported at.
-void loadUpstreams(const YAML::Node& gateway, GatewaySettings& settings, Errors& errors) {
+// `gateway`: the section; a missing `upstreams` is reported at `section`, its key's place.
+void loadUpstreams(const YAML::Node& gateway, const YAML::Mark& section, GatewaySettings& settings,
+                   Errors& errors) {
   const YAML::Node node = gateway["upstreams"];
   if (!node || !node.IsMap() || node.size() == 0) {
-    errors.add(node ? node.Mark() : gateway.Mark(),
+    errors.add(node ? node.Mark() : section,
                "gateway.upstreams must map at least one name to an address");
     return;
   }
@@ -85,11 +86,12 @@ void loadUpstreams(const YAML::Node& gateway, GatewaySettings& settings, Errors&
   }
 }
 
-// `gateway`: the section, whose place a missing `routes` is reported at.
-void loadRoutes(const YAML::Node& gateway, GatewaySettings& settings, Errors& errors) {
+// `gateway`: the section; a missing `routes` is reported at `section`, its key's place.
+void loadRoutes(const YAML::Node& gateway, const YAML::Mark& section, GatewaySettings& settings,
+                Errors& errors) {
   const YAML::Node node = gateway["routes"];
   if (!node || !node.IsSequence() || node.size() == 0) {
-    errors.add(node ? node.Mark() : gateway.Mark(), "gateway.routes must list at least one route");
+    errors.add(node ? node.Mark() : section, "gateway.routes must list at least one route");
     return;
   }
   for (std::size_t i = 0; i < node.size(); ++i) {
@@ -293,8 +295,9 @@ void loadTimeouts(const YAML::Node& node, GatewaySettings& settings, Errors& err
   }
 }
 
-void loadGateway(const YAML::Node& node, bool jwt_set_up, GatewaySettings& settings,
-                 Errors& errors) {
+// `section`: the place of the `gateway` key.
+void loadGateway(const YAML::Node& node, const YAML::Mark& section, bool jwt_set_up,
+                 GatewaySettings& settings, Errors& errors) {
   if (!policy::isMap(node, "gateway", errors)) return;
   policy::checkKeys(node, "gateway",
                     {"listen", "max_connections", "max_header_bytes", "client_timeout",
@@ -328,8 +331,8 @@ void loadGateway(const YAML::Node& node, bool jwt_set_up, GatewaySettings& setti
     }
   }
   loadTimeouts(node, settings, errors);
-  loadUpstreams(node, settings, errors);
-  loadRoutes(node, settings, errors);
+  loadUpstreams(node, section, settings, errors);
+  loadRoutes(node, section, settings, errors);
   if (node["guard"]) loadGuard(node["guard"], settings.guard, errors);
   if (node["concurrency"]) loadConcurrency(node["concurrency"], jwt_set_up, settings, errors);
   if (node["webhook"]) loadWebhook(node["webhook"], settings, errors);
@@ -382,7 +385,8 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
       const YAML::Node identity = root["identity"];
       const bool jwt_set_up =
           identity && identity.IsMap() && identity["jwt"] && identity["jwt"].IsMap();
-      loadGateway(root["gateway"], jwt_set_up, settings, errors);
+      loadGateway(root["gateway"], policy::keyMark(root, "gateway").value_or(root.Mark()),
+                  jwt_set_up, settings, errors);
       settings.section_text = YAML::Dump(root["gateway"]);
     } catch (const YAML::Exception& error) {
       errors.add(error);

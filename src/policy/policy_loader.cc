@@ -280,7 +280,9 @@ void loadKeysFile(const std::string& path, const YAML::Node& where, Policy& poli
     return;
   }
   Errors file_errors(path);
-  checkConfigText(read.value(), file_errors);  // keys are compared with what clients send
+  // As every config file: a YAML file is Unicode. (A key in other bytes, such as Latin-1, can
+  // still be listed by its sha256.)
+  checkConfigText(read.value(), file_errors);
   if (file_errors.empty()) readKeys(read.value(), policy, file_errors);
   for (std::string& message : file_errors.take()) errors.add(YAML::Mark::null_mark(), message);
 }

@@ -17,6 +17,22 @@
 #include "policy/utf8.h"
 
 namespace sluice::policy {
+namespace {
+
+// The control character that starts at byte `at` of UTF-8 `text`, or nothing: C0 (U+0000 to
+// U+001F), DEL (U+007F), or C1 (U+0080 to U+009F, two bytes in UTF-8), which terminals also
+// obey (U+009B starts an escape sequence).
+std::optional<unsigned> controlCharacterAt(std::string_view text, std::size_t at) noexcept {
+  const auto byte = static_cast<unsigned char>(text[at]);
+  if (byte < 0x20 || byte == 0x7f) return byte;
+  if (byte == 0xc2 && at + 1 < text.size()) {
+    const auto next = static_cast<unsigned char>(text[at + 1]);
+    if (next >= 0x80 && next <= 0x9f) return next;  // U+0080..U+009F is C2 80..C2 9F
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 // Reports keys of `map` not in `allowed`: a misspelt key would otherwise be silently ignored.
 void checkKeys(const YAML::Node& map, const std::string& where,
@@ -62,10 +78,20 @@ void checkDuplicateKeys(const YAML::Node& root, Errors& errors) {
   }
 }
 
+std::optional<YAML::Mark> keyMark(const YAML::Node& map, std::string_view name) {
+  if (!map.IsMap()) return std::nullopt;
+  for (const auto& entry : map) {
+    if (entry.first.IsScalar() && entry.first.Scalar() == name) return entry.first.Mark();
+  }
+  return std::nullopt;
+}
+
 bool isPlainName(std::string_view name) noexcept {
-  return !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
+  if (name.empty()) return false;
+  for (std::size_t at = 0; at < name.size(); ++at) {
+    if (controlCharacterAt(name, at)) return false;
+  }
+  return true;
 }
 
 bool isMap(const YAML::Node& node, const std::string& what, Errors& errors) {
@@ -171,24 +197,30 @@ YAML::Mark markAt(std::string_view text, std::size_t offset) {
   const std::string_view before = text.substr(0, offset);
   mark.pos = static_cast<int>(offset);
   mark.line = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
-  mark.column = static_cast<int>(offset - (before.rfind('\n') + 1));
+  std::size_t line_start = before.rfind('\n') + 1;  // 0 on the first line
+  // yaml-cpp counts the first line's columns after a byte order mark, so its errors and these
+  // agree.
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (line_start == 0 && before.starts_with(kByteOrderMark)) line_start = kByteOrderMark.size();
+  mark.column = static_cast<int>(offset - line_start);
   return mark;
 }
 
 void checkConfigText(std::string_view text, Errors& errors) {
   const std::size_t not_utf8 = firstIllFormedUtf8(text);
-  const std::size_t checked = std::min(not_utf8, text.size());
-  for (std::size_t at = 0; at < checked; ++at) {
-    const auto byte = static_cast<unsigned char>(text[at]);
-    if (byte == '\r' && (at + 1 == text.size() || text[at + 1] != '\n')) {
+  const std::string_view checked = text.substr(0, not_utf8);
+  for (std::size_t at = 0; at < checked.size(); ++at) {
+    if (checked[at] == '\r' && (at + 1 == text.size() || text[at + 1] != '\n')) {
       errors.add(markAt(text, at),
                  "a line ends in a carriage return alone: end lines with LF or CR LF");
       return;
     }
-    if ((byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') || byte == 0x7f) {
+    // YAML's own line break NEL (U+0085) aside, as YAML allows it.
+    const std::optional<unsigned> control = controlCharacterAt(checked, at);
+    if (control && *control != '\t' && *control != '\n' && *control != '\r' && *control != 0x85) {
       char code[8];
-      std::snprintf(code, sizeof code, "0x%02X", byte);
-      errors.add(markAt(text, at), std::string("the file holds a control character (byte ") + code +
+      std::snprintf(code, sizeof code, "U+%04X", *control);
+      errors.add(markAt(text, at), std::string("the file holds a control character (") + code +
                                        "), which YAML does not allow");
       return;
     }

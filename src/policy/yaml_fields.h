@@ -52,8 +52,8 @@ class Errors {
 // - a byte that is not well-formed UTF-8: names and keys become metric labels, JSON and headers,
 //   which must be UTF-8, and a matcher spelled in other bytes could never match what clients
 //   send as UTF-8;
-// - a control character other than tab and line breaks (a NUL, an escape), which YAML does not
-//   allow in a file (YAML 1.2, 5.1);
+// - a control character other than tab and line breaks (a NUL, an escape, C1's U+009B), which
+//   YAML does not allow in a file (YAML 1.2, 5.1; NEL, U+0085, it reads as a line break);
 // - a carriage return not followed by a line feed: YAML reads it as a line break, yaml-cpp as
 //   none, so a file with old Mac line ends would read as one line.
 void checkConfigText(std::string_view text, Errors& errors);
@@ -62,6 +62,11 @@ void checkConfigText(std::string_view text, Errors& errors);
 // by name and get its first entry, so the second would be silently ignored (YAML says a key is
 // unique). Each node is visited once, however often aliases repeat it.
 void checkDuplicateKeys(const YAML::Node& root, Errors& errors);
+
+// The place of the key `name` in `map`, or nullopt when `map` is no mapping or lacks the key.
+// The key's place, not its value's: a value may be an alias, which has its anchor's place, and
+// a block mapping's place is that of its first entry.
+[[nodiscard]] std::optional<YAML::Mark> keyMark(const YAML::Node& map, std::string_view name);
 
 // Each reader reports a problem (naming `what`) and returns nullopt / a default, so loading goes on
 // and one run of `sluice validate` lists every problem.
@@ -78,8 +83,8 @@ std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, E
 std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
                                     Errors& errors);
 // A name that goes into headers, metrics labels, logs or other settings (a limit's, an
-// upstream's): not empty, and no control character, which would end a header or log line early
-// or break a Prometheus scrape.
+// upstream's): not empty, and no control character (C0, DEL or C1), which would end a header or
+// log line early, break a Prometheus scrape, or steer the terminal a log is read on.
 [[nodiscard]] bool isPlainName(std::string_view name) noexcept;
 
 // The most a configuration file (policy, keys, JWT key, lyft file) may hold: far above any real

@@ -118,14 +118,15 @@ TEST(GatewayConfigTest, ListenIsAnIpAndPort) {
   EXPECT_EQ(good.error().find("gateway.listen"), std::string::npos) << good.error();
 }
 
-// A section without upstreams or routes is reported at the section's place, as other mistakes.
+// A section without upstreams or routes is reported at the `gateway` key, as other mistakes at
+// their place (the block mapping's own place is that of its first entry).
 TEST(GatewayConfigTest, MissingUpstreamsAndRoutesAreReportedAtTheSection) {
-  const auto loaded = load("limits: []\ngateway:\n  listen: 127.0.0.1:0\n");
+  const auto loaded = load("limits: []\ngateway:\n  # the door\n\n  listen: 127.0.0.1:0\n");
   ASSERT_FALSE(loaded.ok());
-  EXPECT_NE(loaded.error().find("test.yaml:3:3: gateway.upstreams must map at least one name"),
+  EXPECT_NE(loaded.error().find("test.yaml:2:1: gateway.upstreams must map at least one name"),
             std::string::npos)
       << loaded.error();
-  EXPECT_NE(loaded.error().find("test.yaml:3:3: gateway.routes must list at least one route"),
+  EXPECT_NE(loaded.error().find("test.yaml:2:1: gateway.routes must list at least one route"),
             std::string::npos)
       << loaded.error();
 }

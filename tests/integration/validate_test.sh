@@ -43,12 +43,12 @@ fi
 if [[ "$doors" == *" gateway "* ]]; then
   printf 'server: { listen: 127.0.0.1:18080, admin: 127.0.0.1:18081 }\nlimits:\n  - { name: a, key: ip, rate: 1/s }\ngateway: { listen: 127.0.0.1:18081, upstreams: { app: 127.0.0.1:9 }, routes: [ { path_prefix: /, upstream: app } ] }\n' > "$work/clash.yaml"
   "$sluice_bin" validate "$work/clash.yaml" > "$work/out" 2> "$work/err" && fail "two doors on one port validated"
-  grep -q "clash.yaml:4:20: gateway.listen and server.admin name the same port" "$work/err" ||
+  grep -q "clash.yaml:4:12: gateway.listen and server.admin name the same port" "$work/err" ||
     fail "the port clash was not named: $(cat "$work/err")"
   # serve refuses it alike, before it opens any listener.
   timeout 20 "$sluice_bin" serve --config "$work/clash.yaml" > "$work/out" 2> "$work/err" &&
     fail "serve started with two doors on one port"
-  grep -q "clash.yaml:4:20: gateway.listen and server.admin name the same port" "$work/err" ||
+  grep -q "clash.yaml:4:12: gateway.listen and server.admin name the same port" "$work/err" ||
     fail "serve did not name the port clash: $(cat "$work/err")"
 fi
 echo "validate: the examples pass; a broken lyft file is refused with file:line, as serve refuses it; every section's errors are listed; two doors on one port are refused by both"

@@ -344,7 +344,8 @@ TEST(PolicyLoader, KeysFile) {
     EXPECT_NE(blank[0].find("must not begin or end with a blank"), std::string::npos)
         << describe(blank);
   }
-  // Keys are compared with what clients send, as UTF-8: one in other bytes could never match.
+  // A keys file is YAML, which is Unicode, as every config file (a Latin-1 key can be listed by
+  // its sha256).
   std::ofstream(dir + "/keys-latin1.yaml") << "keys:\n  - { key: caf\xe9, tier: gold }\n";
   const std::vector<std::string> latin1 = errorsOf(base + "keys-latin1.yaml\n", dir);
   ASSERT_EQ(latin1.size(), 1u) << describe(latin1);
@@ -559,9 +560,20 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   // Bytes YAML does not allow get a message of their own at their place, not the parser's
   // guess: a NUL (in a comment, where the parser would read past it), an escape, a DEL.
   refused(std::string("limits: [{ name: a, rate: 1/s }]\n# a") + '\0' + "b\n", 2,
-          "the file holds a control character (byte 0x00), which YAML does not allow");
-  refused("limits: [{ name: \"a\x1b[1m\", rate: 1/s }]\n", 1, "(byte 0x1B)");
-  refused("server: { threads: 1 }\nlimits: [{ name: a\x7f, rate: 1/s }]\n", 2, "(byte 0x7F)");
+          "the file holds a control character (U+0000), which YAML does not allow");
+  refused("limits: [{ name: \"a\x1b[1m\", rate: 1/s }]\n", 1, "(U+001B)");
+  refused("server: { threads: 1 }\nlimits: [{ name: a\x7f, rate: 1/s }]\n", 2, "(U+007F)");
+  // C1's CSI (U+009B, C2 9B in UTF-8) starts a terminal escape as ESC [ does; NEL (U+0085) is a
+  // line break to YAML, and other characters with a byte in 80..9F are no control characters.
+  refused(
+      "limits: [{ name: \"a\xc2\x9b"
+      "31m\", rate: 1/s }]\n",
+      1, "1:20: the file holds a control character (U+009B)");
+  EXPECT_NE(policyFrom("limits: [{ name: \"\xc4\x80\xe2\x82\xac\", rate: 1/s }]\n# \xc2\x85\n"),
+            nullptr);  // Ā€, and a NEL in a comment
+  // After a byte order mark, columns count from the character after it, as the parser's do.
+  refused("\xEF\xBB\xBFlimits: [{ name: \"\x01\", rate: 1/s }]\n", 1,
+          "1:19: the file holds a control character (U+0001)");
   EXPECT_NE(policyFrom("limits:\r\n  - {\tname: a, rate: 1/s }\r\n"), nullptr);  // tab, CR LF
   // Old Mac line ends: yaml-cpp read the whole file as one line ("illegal map value").
   refused("limits:\r  - { name: a, rate: 1/s }\r", 1,
@@ -626,6 +638,7 @@ TEST(PolicyLoader, RefusesWhatWouldMisbehave) {
   refused("server: { auth_uri_header: \"X Y\" }\n" + limit, 1, "must name a header");
   refused("limits: [{ name: \"\", rate: 1/s }]\n", 1, "must be non-empty");
   refused("limits: [{ name: \"a\\0b\", rate: 1/s }]\n", 1, "without control characters");
+  refused("limits: [{ name: \"a\\x9b\", rate: 1/s }]\n", 1, "without control characters");  // C1
   refused("server: { listen: 127.0.0.1:8080, admin: 127.0.0.1:8080 }\n" + limit, 1,
           "server.listen and server.admin name the same port");
   // "::1:80" is a whole IPv6 address itself: which colon starts the port is a guess.

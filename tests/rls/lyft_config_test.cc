@@ -247,7 +247,7 @@ TEST(LyftConfigErrorsTest, RejectsWhatLyftRejects) {
   // Nor may it hold a control character, which YAML does not allow (here, a raw newline's
   // neighbour, a vertical tab, in a value).
   EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: k\n    value: a\vb\n"),
-                          "cfg.yaml:4:13: the file holds a control character (byte 0x0B)"));
+                          "cfg.yaml:4:13: the file holds a control character (U+000B)"));
 }
 
 // `value: ""` and `value:` are no value, as lyft reads them: the node matches any value of the
