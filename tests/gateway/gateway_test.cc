@@ -1,6 +1,7 @@
 // The gateway end to end: a real upstream on 127.0.0.1, the gateway in front of it, real HTTP.
 #include "gateway/gateway.h"
 
+#include <charconv>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -243,16 +244,23 @@ TEST_F(GatewayTest, AnAbsoluteFormTargetIsThePathItNames) {
   EXPECT_EQ(send("limited").status, 400);
 }
 
-// A throttled request waits for its slot (about 100 ms at 10/s) and then goes through.
+// A throttled request waits for its slot (up to 100 ms at 10/s) and then goes through. It is
+// held at least as long as its header says (in whole ms, rounded up): a timer never fires
+// early, so this bound holds on a machine of any speed.
 TEST_F(GatewayTest, ThrottlesThenForwards) {
   EXPECT_EQ(get("/slowed").status, 200);
   const auto started = std::chrono::steady_clock::now();
   const HttpReply held = get("/slowed");
   const auto waited = std::chrono::steady_clock::now() - started;
   EXPECT_EQ(held.status, 200);
-  EXPECT_FALSE(held.header("x-ratelimit-delayed-ms").empty());
-  EXPECT_GE(waited, std::chrono::milliseconds(50));
-  EXPECT_LT(waited, std::chrono::seconds(2));
+  int delayed_ms = 0;
+  const std::string delayed = held.header("x-ratelimit-delayed-ms");
+  ASSERT_EQ(std::from_chars(delayed.data(), delayed.data() + delayed.size(), delayed_ms).ec,
+            std::errc{})
+      << "X-RateLimit-Delayed-Ms: '" << delayed << "'";
+  EXPECT_GT(delayed_ms, 0);
+  EXPECT_LE(delayed_ms, 100);
+  EXPECT_GT(waited, std::chrono::milliseconds(delayed_ms - 1));  // the header rounds up
   EXPECT_EQ(gateway_->stats().throttled, 1u);
 }
 
@@ -598,12 +606,12 @@ TEST_F(GatewayTest, FailingUpstreamGets502) {
   EXPECT_EQ(gateway_->stats().upstream_failed, 2u);
 }
 
-// An upstream slower than response_timeout (1 s): 504, well before it would have answered.
+// An upstream slower than response_timeout (1 s): 504, while the upstream's answer is still to
+// come (told by the upstream's count of requests unanswered, not by a clock).
 TEST_F(GatewayTest, SlowUpstreamGets504) {
-  const auto started = std::chrono::steady_clock::now();
-  const HttpReply slow = get("/slow?ms=3000");
+  const HttpReply slow = get("/slow?ms=60000");
   EXPECT_EQ(slow.status, 504);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(2500));
+  EXPECT_EQ(upstream_.in_flight.load(), 1);
   EXPECT_EQ(gateway_->stats().upstream_timed_out, 1u);
 }
 

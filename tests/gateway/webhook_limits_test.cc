@@ -87,12 +87,13 @@ TEST_F(WebhookLimitsTest, GarbageFallsBackToStaticPolicy) {
   EXPECT_EQ(gateway_->stats().webhook.failures, 1u);
 }
 
-// A webhook slower than its timeout (100 ms) costs one request about that long, then none.
+// A webhook slower than its timeout (100 ms) costs one request about that long, then none: the
+// request is answered while the webhook's answer is still to come (told by the upstream's count
+// of requests unanswered, not by a clock).
 TEST_F(WebhookLimitsTest, SlowWebhookFallsBackWithinTheTimeout) {
-  start(configWith("/limits-slow?ms=3000"));
-  const auto started = std::chrono::steady_clock::now();
+  start(configWith("/limits-slow?ms=60000"));
   EXPECT_EQ(get("/a").status, 200);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+  EXPECT_EQ(upstream_.in_flight.load(), 1);  // the webhook's call, unanswered
   EXPECT_EQ(get("/a").status, 200);
   EXPECT_EQ(gateway_->stats().webhook.failures, 1u);
   EXPECT_EQ(gateway_->stats().webhook.calls, 1u);
