@@ -499,7 +499,8 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
   for (const LyftSource& source : sources) {
     Errors errors(source.name);
     // Envoy sends descriptors as UTF-8: no rule spelled otherwise could match, and its name
-    // would break the metrics page. lyft's loader refuses such a file too.
+    // would break the metrics page. lyft's loader refuses such a file too, and one holding a
+    // control character (its YAML library allows the same ones as checkConfigText).
     policy::checkConfigText(source.yaml, errors);
     if (!errors.empty()) {
       for (std::string& error : errors.take()) all_errors.push_back(std::move(error));
