@@ -500,7 +500,7 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
     Errors errors(source.name);
     // Envoy sends descriptors as UTF-8: no rule spelled otherwise could match, and its name
     // would break the metrics page. lyft's loader refuses such a file too, and one holding a
-    // control character (its YAML library allows the same ones as checkConfigText).
+    // control character ("control characters are not allowed", says its YAML library).
     policy::checkConfigText(source.yaml, errors);
     if (!errors.empty()) {
       for (std::string& error : errors.take()) all_errors.push_back(std::move(error));
