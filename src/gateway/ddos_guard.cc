@@ -4,6 +4,7 @@
 
 #include "policy/client_ip.h"
 #include "policy/percent_decoding.h"
+#include "policy/request_view.h"
 
 namespace sluice::gateway {
 namespace {
@@ -112,13 +113,28 @@ std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target)
   if (patterns_.empty()) return std::nullopt;
   thread_local std::string folded;  // every request is folded: keep the buffer, not a malloc
   foldForMatching(target, folded);
-  for (const std::string& pattern : patterns_) {
-    if (folded.find(pattern) != std::string::npos) {
-      suspicious_.fetch_add(1, std::memory_order_relaxed);
-      return pattern;
+  const auto found = [&](std::string_view subject) -> const std::string* {
+    for (const std::string& pattern : patterns_) {
+      if (subject.find(pattern) != std::string_view::npos) return &pattern;
     }
+    return nullptr;
+  };
+  const std::string* pattern = found(folded);
+  // The path as a backend maps it, when that differs: "." segments, doubled slashes and segment
+  // parameters would otherwise hide a pattern the limits see through (/etc/./passwd and
+  // /etc//passwd are /etc/passwd to the backend and to every limit).
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (pattern == nullptr &&
+      (path.find("//") != std::string_view::npos || path.find("/.") != std::string_view::npos ||
+       path.find_first_of(";%") != std::string_view::npos)) {
+    std::string mapped =
+        policy::normalizePath(path, {.encoded_slash_separates = true, .drops_parameters = true});
+    std::transform(mapped.begin(), mapped.end(), mapped.begin(), policy::lowerAscii);
+    pattern = found(mapped);
   }
-  return std::nullopt;
+  if (pattern == nullptr) return std::nullopt;
+  suspicious_.fetch_add(1, std::memory_order_relaxed);
+  return *pattern;
 }
 
 std::optional<DdosGuard::ConnectionTicket> DdosGuard::admitConnection(

@@ -36,7 +36,9 @@ class DdosGuard {
 
   // Thread-safe. The first configured pattern found in `target` (path and query as sent), after
   // percent-decoding (up to four times, against repeated encoding), lower-casing, and folding
-  // blanks and SQL comments to one space; nullopt when clean. Counts a hit.
+  // blanks and SQL comments to one space, or else in its path as a backend maps it (lower case,
+  // policy::normalizePath with %2F as a separator and segment parameters dropped); nullopt when
+  // clean. Counts a hit.
   [[nodiscard]] std::optional<std::string> suspiciousPattern(std::string_view target);
 
   // A connection slot for one client address; releases it when destroyed.

@@ -343,14 +343,15 @@ void loadGateway(const YAML::Node& node, const YAML::Mark& section, bool jwt_set
 std::vector<std::string> GuardSettings::defaultPatterns() {
   // Lower case; matched after percent-decoding and with runs of blanks and SQL comments folded
   // to one space, so "UNION/**/SELECT" and "union%20%20select" are the same to the guard.
-  // "..;/" climbs a directory on servers that drop ";" path parameters (Tomcat, Jetty); a tab or
-  // line break inside "javascript:" is removed by browsers, and folds to "java script:" here.
+  // "..;" climbs a directory on servers that drop ";" path parameters (Tomcat, Jetty), whatever
+  // the parameter ("..;/", "..;x/"); a tab or line break inside "javascript:" is removed by
+  // browsers, and folds to "java script:" here.
   return {"<script",
           "javascript:",
           "java script:",
           "../",
           "..\\",
-          "..;/",
+          "..;",
           "union select",
           "union all select",
           "union(select",

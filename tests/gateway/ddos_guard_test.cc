@@ -50,11 +50,30 @@ TEST_F(DdosGuardTest, PatternsSeeThroughEncoding) {
   // Encoded three times; a path parameter hiding "../" from a server that drops it; a tab
   // inside a scheme, which a browser removes; a parenthesis in place of the blank.
   EXPECT_EQ(guard.suspiciousPattern("/a?x=%25253Cscript%25253E"), "<script");
-  EXPECT_EQ(guard.suspiciousPattern("/app/..;/manager/html"), "..;/");
+  EXPECT_EQ(guard.suspiciousPattern("/app/..;/manager/html"), "..;");
+  EXPECT_EQ(guard.suspiciousPattern("/app/..;x/manager/html"), "..;");
   EXPECT_EQ(guard.suspiciousPattern("/r?to=java%09script:alert(1)"), "java script:");
   EXPECT_EQ(guard.suspiciousPattern("/s?q=1%20UNION(SELECT%20pw%20FROM%20u)"), "union(select");
   EXPECT_EQ(guard.suspiciousPattern("/app;jsessionid=1/..x/page"), std::nullopt);
-  EXPECT_EQ(guard.counters().suspicious, 11u);
+  EXPECT_EQ(guard.counters().suspicious, 12u);
+}
+
+// A path is also matched as a backend maps it (and as the limits read it): "." segments,
+// doubled slashes, segment parameters and %2F do not hide a pattern. Paths that map to nothing
+// suspicious stay clean, and the query is not mapped as a path.
+TEST_F(DdosGuardTest, PatternsSeeThroughPathSpellings) {
+  GuardSettings settings;
+  settings.patterns = GuardSettings::defaultPatterns();
+  DdosGuard guard(settings, clock_);
+  for (const char* target : {"/etc/./passwd", "/etc//passwd", "/ETC/%2E/Passwd", "/etc;v=1/passwd",
+                             "/etc%2Fpasswd", "/a/./etc/passwd?x=1"}) {
+    EXPECT_EQ(guard.suspiciousPattern(target), "/etc/passwd") << target;
+  }
+  for (const char* target : {"/static/./app.js", "//a//b/", "/app;jsessionid=1/page", "/docs/%2E/x",
+                             "/a?next=/etc/./x"}) {
+    EXPECT_EQ(guard.suspiciousPattern(target), std::nullopt) << target;
+  }
+  EXPECT_EQ(guard.counters().suspicious, 6u);
 }
 
 // The folding itself: decoded up to four times, lower case, blanks and comments to one space.
