@@ -105,7 +105,13 @@ bool ProxySession::refusedBeforeRouting() {
   // Routes, limits and the guard read the path, and the upstream must get that same path: an
   // absolute-form target (`GET http://host/login`), which origin servers accept as /login,
   // becomes that origin form (RFC 9112 3.2.2: its authority replaces Host) before anything
-  // reads it; any other target that is not a path is refused.
+  // reads it; any other target that is not a path is refused. CONNECT, whose target can only
+  // be host:port (RFC 9112 3.2.3), asks for a tunnel, which a reverse proxy does not open: one
+  // with a path is malformed, and was passed on as it came.
+  if (header.method() == bhttp::verb::connect) {
+    respondLocal(400, "CONNECT asks for a tunnel, which the gateway does not open", {});
+    return true;
+  }
   if (const auto origin = policy::originForm(header.target())) {
     request_->get().set(bhttp::field::host, origin->authority);
     request_->get().target(origin->target);

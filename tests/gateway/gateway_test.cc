@@ -242,6 +242,15 @@ TEST_F(GatewayTest, AnAbsoluteFormTargetIsThePathItNames) {
   EXPECT_EQ(echoed.status, 200);
   EXPECT_EQ(echoed.header("x-echo-host"), "example.test:81");
   EXPECT_EQ(send("limited").status, 400);
+  // CONNECT asks for a tunnel, with whatever target: 400, and nothing reaches the upstream.
+  const int requests_before = upstream_.requests.load();
+  for (const std::string target : {"127.0.0.1:80", "/echo"}) {
+    const HttpReply tunnel = ClientConnection(endpoint_).send(
+        http::request<http::empty_body>{http::verb::connect, target, 11});
+    EXPECT_EQ(tunnel.status, 400) << target;
+    EXPECT_NE(tunnel.body.find("tunnel"), std::string::npos) << target << ": " << tunnel.body;
+  }
+  EXPECT_EQ(upstream_.requests.load(), requests_before);
 }
 
 // A throttled request waits for its slot (up to 100 ms at 10/s) and then goes through. It is
