@@ -15,6 +15,18 @@ namespace {
 
 using Kind = PlannedDescriptor::Kind;
 using Code = RateLimitResponse::Code;
+
+// `text` cut to at most `limit` bytes, at a UTF-8 character's start, with "..." when cut: for a
+// name a client sent, quoted in an error's grpc-message trailer, which a client reads only up to
+// its metadata limit (8 KB by default in gRPC): past it, the whole answer becomes an unreadable
+// RESOURCE_EXHAUSTED.
+std::string quotedShort(std::string_view text, std::size_t limit = 256) {
+  if (text.size() <= limit) return "\"" + std::string(text) + "\"";
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return "\"" + std::string(text.substr(0, cut)) + "\"... (" + std::to_string(text.size()) +
+         " bytes)";
+}
 using Descriptor = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 
 constexpr std::uint32_t kMaxUint32 = std::numeric_limits<std::uint32_t>::max();
@@ -159,7 +171,7 @@ std::variant<std::unique_ptr<RlsPlan>, RpcError> RlsPlan::make(LyftConfigPtr con
   const Domain* domain = config->domain(request.domain());
   if (domain == nullptr && options.unknown_domain_is_error) {
     return RpcError{grpc::StatusCode::NOT_FOUND,
-                    "no rate limit configuration for domain \"" + request.domain() + "\""};
+                    "no rate limit configuration for domain " + quotedShort(request.domain())};
   }
   std::unique_ptr<RlsPlan> plan(new RlsPlan());
   plan->config_ = std::move(config);

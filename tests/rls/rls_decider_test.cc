@@ -348,6 +348,17 @@ TEST_F(RlsDeciderTest, BadRequests) {
   ASSERT_TRUE(unknown.has_value());
   EXPECT_EQ(unknown->code, grpc::StatusCode::NOT_FOUND);
   EXPECT_NE(unknown->message.find("\"nope\""), std::string::npos);
+  // A long name is quoted cut short (a client reads the message only up to its metadata limit,
+  // 8 KB by default), at a character's start.
+  const auto long_name = failure(makeRequest("\xc3\xa9" + std::string(9000, 'u'), {kAddress}));
+  ASSERT_TRUE(long_name.has_value());
+  EXPECT_EQ(long_name->code, grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(long_name->message, "no rate limit configuration for domain \"\xc3\xa9" +
+                                    std::string(254, 'u') + "\"... (9002 bytes)");
+  const auto cut_inside = failure(makeRequest(std::string(255, 'u') + "\xc3\xa9", {kAddress}));
+  ASSERT_TRUE(cut_inside.has_value());
+  EXPECT_EQ(cut_inside->message, "no rate limit configuration for domain \"" +
+                                     std::string(255, 'u') + "\"... (257 bytes)");
   // lyft's behaviour on request: an unknown domain has no limits.
   options_.unknown_domain_is_error = false;
   EXPECT_EQ(code(makeRequest("nope", {kAddress})), grpc::StatusCode::OK);
