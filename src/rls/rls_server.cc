@@ -1,5 +1,9 @@
 #include "rls/rls_server.h"
 
+#include <array>
+#include <limits>
+#include <map>
+
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
@@ -24,9 +28,28 @@ std::string joined(const std::vector<std::string>& lines) {
 std::string labelValue(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char c : text) {
-    if (c == '\\' || c == '"' || c == '\n') out += '\\';
-    out += c == '\n' ? 'n' : c;
+  const auto percent = [&out](unsigned char byte) {
+    constexpr char kHex[] = "0123456789ABCDEF";
+    out += '%';
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xF];
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '"' || c == '\n') {
+      out += '\\';
+      out += c == '\n' ? 'n' : c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      percent(byte);  // C0 and DEL: the format allows them raw, a terminal obeys them
+    } else if (byte == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      percent(byte);  // C1, two bytes in UTF-8 (U+009B starts a terminal's escape sequence)
+      percent(static_cast<unsigned char>(text[++i]));
+    } else {
+      out += c;
+    }
   }
   return out;
 }
@@ -222,14 +245,20 @@ std::string RlsServer::metricsText() const {
       std::to_string(counters_.watch_reloads_failed.load(std::memory_order_relaxed)) + "\n";
   const LyftConfigPtr config = config_.load(std::memory_order_acquire);
   if (config == nullptr) return text;
-  std::string hits, over, shadow;
+  // One sample per label value, the counts of every rule and detailed tuple that shows as it
+  // summed: a request's value can spell another rule's name (value "vip.tier" of key "acct" is
+  // acct_vip.tier, the name of a rule nested under acct: vip), and two samples of one series on
+  // a page is a malformed scrape. lyft's statsd counters of one name add up likewise.
+  std::map<std::string, std::array<std::uint64_t, 3>> series;
   const auto add = [&](const std::string& rule, std::uint64_t total, std::uint64_t over_limit,
                        std::uint64_t shadow_over_limit) {
-    const std::string label = "{rule=\"" + labelValue(rule) + "\"} ";
-    hits += "sluice_rls_rule_hits_total" + label + std::to_string(total) + "\n";
-    over += "sluice_rls_rule_over_limit_total" + label + std::to_string(over_limit) + "\n";
-    shadow += "sluice_rls_rule_shadow_over_limit_total" + label +
-              std::to_string(shadow_over_limit) + "\n";
+    std::array<std::uint64_t, 3>& counts = series[labelValue(rule)];
+    const std::array<std::uint64_t, 3> more{total, over_limit, shadow_over_limit};
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      counts[i] = counts[i] > std::numeric_limits<std::uint64_t>::max() - more[i]
+                      ? std::numeric_limits<std::uint64_t>::max()  // stop at the top, no wrap
+                      : counts[i] + more[i];
+    }
   };
   config->forEachRule([&](const Domain&, const DescriptorNode& node) {
     const RuleStats& stats = *node.stats;
@@ -240,6 +269,13 @@ std::string RlsServer::metricsText() const {
     // bounds of RuleStats (too long, or too many).
     if (node.detailed_metric) stats.forEachDetailed(node.stat_key + "#overflow", add);
   });
+  std::string hits, over, shadow;
+  for (const auto& [label, counts] : series) {
+    const std::string labels = "{rule=\"" + label + "\"} ";
+    hits += "sluice_rls_rule_hits_total" + labels + std::to_string(counts[0]) + "\n";
+    over += "sluice_rls_rule_over_limit_total" + labels + std::to_string(counts[1]) + "\n";
+    shadow += "sluice_rls_rule_shadow_over_limit_total" + labels + std::to_string(counts[2]) + "\n";
+  }
   text +=
       "# HELP sluice_rls_rule_hits_total Hits counted per lyft rule (domain.key_value path).\n"
       "# TYPE sluice_rls_rule_hits_total counter\n" +

@@ -111,7 +111,9 @@ class RlsServer {
   void watchAgain();
 };
 
-// A Prometheus label value: backslash, quote and newline escaped (the text exposition format).
+// A Prometheus label value: backslash, quote and newline escaped (the text exposition format),
+// and other control characters (C0, DEL, C1) written as %XX, UTF-8's bytes: the format would
+// carry them raw, and a terminal showing the page would obey them.
 [[nodiscard]] std::string labelValue(std::string_view text);
 
 }  // namespace sluice::rls

@@ -157,13 +157,43 @@ TEST_F(RlsServerTest, DetailedMetricSeriesAreBounded) {
       << metrics.substr(0, 4096);
 }
 
-// Label values keep every character, escaped as the Prometheus text format says.
+// Label values keep every character, escaped as the Prometheus text format says; other control
+// characters, which a request's value may hold and a terminal would obey, as %XX.
 TEST(LabelValueTest, EscapesBackslashQuoteAndNewline) {
   EXPECT_EQ(labelValue("plain.rule_1"), "plain.rule_1");
   EXPECT_EQ(labelValue("ab\ncd"), "ab\\ncd");
   EXPECT_EQ(labelValue("\nstart"), "\\nstart");
   EXPECT_EQ(labelValue("xy\"\nz"), "xy\\\"\\nz");
   EXPECT_EQ(labelValue("back\\slash"), "back\\\\slash");
+  EXPECT_EQ(labelValue(std::string("a\r\x01\x1b[2J\x7f\0", 9)), "a%0D%01%1B[2J%7F%00");
+  EXPECT_EQ(labelValue("csi\xc2\x9b"
+                       "31m"),
+            "csi%C2%9B31m");
+  EXPECT_EQ(labelValue("caf\xc3\xa9 \xc2\xa0\xe2\x82\xac"),
+            "caf\xc3\xa9 \xc2\xa0\xe2\x82\xac");  // no controls
+}
+
+// A request's value can spell another rule's name (here "vip.tier" of the detailed key reads
+// detailed_vip.tier, the name of the rule nested under detailed: vip): the page still holds one
+// sample per series, the two counts summed.
+TEST_F(RlsServerTest, DetailedSeriesSpellingARuleShareItsSample) {
+  RateLimitRequest nested;
+  nested.set_domain("envoy");
+  auto* descriptor = nested.add_descriptors();
+  for (const auto& [key, value] : {std::pair{"detailed", "vip"}, std::pair{"tier", "gold"}}) {
+    auto* entry = descriptor->add_entries();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+  RateLimitResponse response;
+  ASSERT_TRUE(call(nested, response).ok());
+  ASSERT_TRUE(call(request("envoy", "detailed", "vip.tier"), response).ok());
+  const std::string metrics = server_->metricsText();
+  const std::string sample = "sluice_rls_rule_hits_total{rule=\"envoy.detailed_vip.tier\"} ";
+  const std::size_t first = metrics.find(sample);
+  ASSERT_NE(first, std::string::npos) << metrics;
+  EXPECT_EQ(metrics.substr(first + sample.size(), 2), "2\n") << metrics;
+  EXPECT_EQ(metrics.find(sample, first + 1), std::string::npos) << metrics;
 }
 
 // grpc.health.v1.Health/Check for `service`, over a generic call: the status and the reply's
