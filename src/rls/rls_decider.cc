@@ -15,6 +15,7 @@ namespace {
 
 using Kind = PlannedDescriptor::Kind;
 using Code = RateLimitResponse::Code;
+using Descriptor = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 
 // `text` cut to at most `limit` bytes, at a UTF-8 character's start, with "..." when cut: for a
 // name a client sent, quoted in an error's grpc-message trailer, which a client reads only up to
@@ -27,7 +28,6 @@ std::string quotedShort(std::string_view text, std::size_t limit = 256) {
   return "\"" + std::string(text.substr(0, cut)) + "\"... (" + std::to_string(text.size()) +
          " bytes)";
 }
-using Descriptor = envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 
 constexpr std::uint32_t kMaxUint32 = std::numeric_limits<std::uint32_t>::max();
 

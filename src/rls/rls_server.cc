@@ -3,6 +3,7 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -247,8 +248,9 @@ std::string RlsServer::metricsText() const {
   if (config == nullptr) return text;
   // One sample per label value, the counts of every rule and detailed tuple that shows as it
   // summed: a request's value can spell another rule's name (value "vip.tier" of key "acct" is
-  // acct_vip.tier, the name of a rule nested under acct: vip), and two samples of one series on
-  // a page is a malformed scrape. lyft's statsd counters of one name add up likewise.
+  // acct_vip.tier, the name of a rule nested under acct: vip), as can two rules (key "a_b", and
+  // key "a" with value "b"), and two samples of one series on a page is a malformed scrape.
+  // lyft's statsd counters of one name add up likewise.
   std::map<std::string, std::array<std::uint64_t, 3>> series;
   const auto add = [&](const std::string& rule, std::uint64_t total, std::uint64_t over_limit,
                        std::uint64_t shadow_over_limit) {
@@ -260,7 +262,11 @@ std::string RlsServer::metricsText() const {
                       : counts[i] + more[i];
     }
   };
+  // Rules that read alike share one RuleStats after a reload (keepCountsOf hands each the
+  // counts kept under its name): counted once.
+  std::set<const RuleStats*> counted;
   config->forEachRule([&](const Domain&, const DescriptorNode& node) {
+    if (!counted.insert(node.stats.get()).second) return;
     const RuleStats& stats = *node.stats;
     add(node.stat_key, stats.total_hits.load(std::memory_order_relaxed),
         stats.over_limit.load(std::memory_order_relaxed),

@@ -299,10 +299,16 @@ TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
       ("sluice-rls-counts-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
        "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
   std::filesystem::create_directories(dir);
+  // Two more rules that read alike (kept.a_b): one sample, their counts summed, and after a
+  // reload, when both hold the counts kept under that name, counted once.
   const auto write = [&](const std::string& second_key) {
     std::ofstream(dir / "d.yaml") << "domain: kept\ndescriptors:\n"
                                      "  - key: stays\n"
                                      "    rate_limit: { unit: minute, requests_per_unit: 2 }\n"
+                                     "  - key: a_b\n"
+                                     "    rate_limit: { unit: minute, requests_per_unit: 9 }\n"
+                                     "  - key: a\n    value: b\n"
+                                     "    rate_limit: { unit: minute, requests_per_unit: 9 }\n"
                                      "  - key: "
                                   << second_key
                                   << "\n    rate_limit: { unit: minute, requests_per_unit: 2 }\n";
@@ -323,6 +329,17 @@ TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
   };
   for (int i = 0; i < 3; ++i) hit("stays");
   hit("leaves");
+  const auto hit_value = [&](const std::string& key, const std::string& value) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    RateLimitResponse response;
+    ASSERT_TRUE(stub->ShouldRateLimit(&context, request("kept", key, value), &response).ok());
+  };
+  hit_value("a_b", "x");
+  hit_value("a", "b");
+  const std::string before = server.metricsText();
+  EXPECT_NE(before.find("sluice_rls_rule_hits_total{rule=\"kept.a_b\"} 2\n"), std::string::npos)
+      << before;
 
   write("arrives");
   ASSERT_TRUE(server.reload().empty());
@@ -337,6 +354,11 @@ TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
   EXPECT_NE(metrics.find("sluice_rls_rule_hits_total{rule=\"kept.arrives\"} 1"), std::string::npos)
       << metrics;
   EXPECT_EQ(metrics.find("kept.leaves"), std::string::npos) << metrics;
+  const std::string a_b = "sluice_rls_rule_hits_total{rule=\"kept.a_b\"} ";
+  const std::size_t shared = metrics.find(a_b);
+  ASSERT_NE(shared, std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find(a_b, shared + 1), std::string::npos) << metrics;  // one sample
+  EXPECT_EQ(metrics.substr(shared + a_b.size(), 2), "1\n") << metrics;     // the counts kept, once
   server.shutdown();
   std::filesystem::remove_all(dir);
 }
