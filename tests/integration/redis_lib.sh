@@ -7,14 +7,26 @@ redis_port=""
 node_pids=()
 node_ports=()
 
+# Whether the Redis answering on port $1 is process $2: a port found free can be taken by another
+# test's Redis before ours binds it; ours then exits, and the other answers meanwhile.
+served_by() {
+  redis-cli -p "$1" info server 2>/dev/null | grep -q "^process_id:$2[^0-9]"
+}
+
 start_redis() {  # [port]: a fresh, non-persistent server; reuses the port when given
-  redis_port="${1:-$(free_port)}"
-  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$work" --logfile "$work/redis.log" &
-  redis_pid=$!
-  for _ in $(seq 1 100); do
-    [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = PONG ] && return
-    sleep 0.05
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    redis_port="${1:-$(free_port)}"
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$work" --logfile "$work/redis.log" &
+    redis_pid=$!
+    for _ in $(seq 1 100); do
+      served_by "$redis_port" "$redis_pid" && return
+      kill -0 "$redis_pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill_redis
+    [ -n "${1:-}" ] && break  # the port asked for is taken: no other will do
   done
   fail "redis-server did not start on $redis_port"
 }
@@ -116,7 +128,7 @@ start_cluster() {  # three masters on loopback, slots spread by redis-cli; waits
         --dir "$work/cluster$i" --logfile "$work/cluster$i/redis.log" &
       pid=$!
       for _ in $(seq 1 100); do
-        [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && { up=yes; break; }
+        served_by "$port" "$pid" && { up=yes; break; }
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.05
       done

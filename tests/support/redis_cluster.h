@@ -196,7 +196,10 @@ class RedisCluster {
         return false;
       }
       try {
-        if (connectPort(node.port).command({"PING"}).text == "PONG") return true;
+        RedisConnection connection = connectPort(node.port);
+        if (connection.command({"PING"}).text == "PONG" && servedBy(connection, node.pid)) {
+          return true;
+        }
       } catch (const std::runtime_error&) {
         // not listening yet
       }

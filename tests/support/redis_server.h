@@ -108,6 +108,14 @@ class RedisConnection {
   std::unique_ptr<redisContext, ContextFree> context_;
 };
 
+// Whether the server answering on `connection` is the process `pid`. A port the probe freed can
+// be taken by another test's Redis (ctest runs tests in parallel) before ours binds it: ours
+// then exits, but the other answers PING meanwhile, and was once taken for a node of ours.
+inline bool servedBy(RedisConnection& connection, pid_t pid) {
+  const std::string info = connection.command({"INFO", "server"}).text;
+  return info.find("process_id:" + std::to_string(pid) + "\r\n") != std::string::npos;
+}
+
 // A redis-server child process on 127.0.0.1, with no persistence and its own temporary
 // directory. The destructor kills and reaps it and removes the directory.
 class RedisServer {
@@ -225,7 +233,7 @@ class RedisServer {
       }
       try {
         RedisConnection connection(port_, std::chrono::milliseconds(200));
-        if (connection.command({"PING"}).text == "PONG") return true;
+        if (connection.command({"PING"}).text == "PONG" && servedBy(connection, pid_)) return true;
       } catch (const std::runtime_error&) {
         // not listening yet
       }
