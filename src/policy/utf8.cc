@@ -30,6 +30,16 @@ Utf8Sequence utf8SequenceAt(std::string_view text, std::size_t at) noexcept {
   return {length, true};
 }
 
+std::optional<unsigned> controlCharacterAt(std::string_view text, std::size_t at) noexcept {
+  const auto byte = static_cast<unsigned char>(text[at]);
+  if (byte < 0x20 || byte == 0x7f) return byte;
+  if (byte == 0xc2 && at + 1 < text.size()) {
+    const auto next = static_cast<unsigned char>(text[at + 1]);
+    if (next >= 0x80 && next <= 0x9f) return next;  // U+0080..U+009F is C2 80..C2 9F
+  }
+  return std::nullopt;
+}
+
 std::size_t firstIllFormedUtf8(std::string_view text) noexcept {
   std::size_t at = 0;
   while (at < text.size()) {

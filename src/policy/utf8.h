@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string_view>
 
 namespace sluice::policy {
@@ -23,5 +24,11 @@ struct Utf8Sequence {
 
 // The offset of the first byte of `text` that is not part of well-formed UTF-8, or npos.
 [[nodiscard]] std::size_t firstIllFormedUtf8(std::string_view text) noexcept;
+
+// The control character that starts at byte `at` of UTF-8 `text`, or nothing: C0 (U+0000 to
+// U+001F), DEL (U+007F), or C1 (U+0080 to U+009F, two bytes in UTF-8), which terminals also
+// obey (U+009B starts an escape sequence).
+[[nodiscard]] std::optional<unsigned> controlCharacterAt(std::string_view text,
+                                                         std::size_t at) noexcept;
 
 }  // namespace sluice::policy

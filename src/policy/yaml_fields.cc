@@ -17,22 +17,6 @@
 #include "policy/utf8.h"
 
 namespace sluice::policy {
-namespace {
-
-// The control character that starts at byte `at` of UTF-8 `text`, or nothing: C0 (U+0000 to
-// U+001F), DEL (U+007F), or C1 (U+0080 to U+009F, two bytes in UTF-8), which terminals also
-// obey (U+009B starts an escape sequence).
-std::optional<unsigned> controlCharacterAt(std::string_view text, std::size_t at) noexcept {
-  const auto byte = static_cast<unsigned char>(text[at]);
-  if (byte < 0x20 || byte == 0x7f) return byte;
-  if (byte == 0xc2 && at + 1 < text.size()) {
-    const auto next = static_cast<unsigned char>(text[at + 1]);
-    if (next >= 0x80 && next <= 0x9f) return next;  // U+0080..U+009F is C2 80..C2 9F
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 // Reports keys of `map` not in `allowed`: a misspelt key would otherwise be silently ignored.
 void checkKeys(const YAML::Node& map, const std::string& where,

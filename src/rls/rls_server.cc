@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "policy/utf8.h"
 #include "rls/protobuf_log.h"
 
 namespace sluice::rls {
@@ -37,17 +38,13 @@ std::string labelValue(std::string_view text) {
   };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    const auto byte = static_cast<unsigned char>(c);
     if (c == '\\' || c == '"' || c == '\n') {
       out += '\\';
       out += c == '\n' ? 'n' : c;
-    } else if (byte < 0x20 || byte == 0x7f) {
-      percent(byte);  // C0 and DEL: the format allows them raw, a terminal obeys them
-    } else if (byte == 0xc2 && i + 1 < text.size() &&
-               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
-      percent(byte);  // C1, two bytes in UTF-8 (U+009B starts a terminal's escape sequence)
-      percent(static_cast<unsigned char>(text[++i]));
+    } else if (const auto control = policy::controlCharacterAt(text, i)) {
+      // C0, DEL and C1: the format allows them raw, a terminal obeys them. C1 is two bytes.
+      if (*control >= 0x80) percent(static_cast<unsigned char>(text[i++]));
+      percent(static_cast<unsigned char>(text[i]));
     } else {
       out += c;
     }

@@ -321,22 +321,16 @@ TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
   ASSERT_TRUE(endpoint.ok()) << endpoint.error();
   auto stub = RateLimitService::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(endpoint.value().port()), grpc::InsecureChannelCredentials()));
-  const auto hit = [&](const std::string& key) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    RateLimitResponse response;
-    ASSERT_TRUE(stub->ShouldRateLimit(&context, request("kept", key, "v"), &response).ok());
-  };
-  for (int i = 0; i < 3; ++i) hit("stays");
-  hit("leaves");
-  const auto hit_value = [&](const std::string& key, const std::string& value) {
+  const auto hit = [&](const std::string& key, const std::string& value = "v") {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     RateLimitResponse response;
     ASSERT_TRUE(stub->ShouldRateLimit(&context, request("kept", key, value), &response).ok());
   };
-  hit_value("a_b", "x");
-  hit_value("a", "b");
+  for (int i = 0; i < 3; ++i) hit("stays");
+  hit("leaves");
+  hit("a_b", "x");
+  hit("a", "b");
   const std::string before = server.metricsText();
   EXPECT_NE(before.find("sluice_rls_rule_hits_total{rule=\"kept.a_b\"} 2\n"), std::string::npos)
       << before;
