@@ -58,7 +58,11 @@ RedisClusterStore::Node* RedisClusterStore::node(const std::string& address) {
 }
 
 void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
-  if (stopping_ || SteadyClock::now() >= routed->deadline) return routed->handler(nullptr);
+  if (stopping_) return routed->handler(nullptr);
+  if (SteadyClock::now() >= routed->deadline) {
+    calls_out_of_time_.fetch_add(1);
+    return routed->handler(nullptr);
+  }
   Node* target = routed->ask_address.empty() ? slots_[routed->slot] : node(routed->ask_address);
   if (target == nullptr) {
     requestRefresh();
@@ -116,6 +120,8 @@ void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, cons
   routed->ask_address.clear();  // an ASK holds for one attempt only
   if (stopping_) return routed->handler(nullptr);
   if (reply == nullptr) {
+    // The pool's timer for the call fires at its deadline or after; a lost connection before.
+    if (SteadyClock::now() >= routed->deadline) calls_out_of_time_.fetch_add(1);
     asked.breaker->onFailure(steadyMicros());
     requestRefresh();  // timed out or lost the connection: the master may have failed over
     return routed->handler(nullptr);

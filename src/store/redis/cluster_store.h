@@ -85,6 +85,10 @@ class RedisClusterStore final : public Store {
 
   // Thread-safe: whether a slot table has been fetched.
   [[nodiscard]] bool ready() const noexcept { return ready_.load(); }
+  // Thread-safe: how many calls to a master ended unanswered because their deadline came, as
+  // opposed to failing at once (a dead master, no table) or being answered. What tells a
+  // request that failed fast from one that waited out its time, without reading a clock.
+  [[nodiscard]] std::uint64_t callsOutOfTime() const noexcept { return calls_out_of_time_.load(); }
 
  private:
   using Deadline = std::chrono::steady_clock::time_point;
@@ -150,6 +154,7 @@ class RedisClusterStore final : public Store {
   std::promise<void> drained_;   // set when stopping and the last of them has finished
   bool drained_signalled_ = false;
   std::atomic<bool> ready_{false};
+  std::atomic<std::uint64_t> calls_out_of_time_{0};
 };
 
 }  // namespace sluice
