@@ -2,82 +2,11 @@
 
 #include <algorithm>
 
+#include "gateway/pattern_folding.h"
 #include "policy/client_ip.h"
-#include "policy/percent_decoding.h"
 #include "policy/request_view.h"
 
 namespace sluice::gateway {
-namespace {
-
-bool isBlank(char c) noexcept {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
-// Whether `text` still holds a %XX escape, so that decoding it again would change it.
-bool hasEscape(std::string_view text) noexcept {
-  for (std::size_t at = text.find('%'); at != std::string_view::npos; at = text.find('%', at + 1)) {
-    if (at + 2 < text.size() && policy::hexDigitValue(text[at + 1]) >= 0 &&
-        policy::hexDigitValue(text[at + 2]) >= 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Decoding rounds in all: a target encoded up to four times is seen as plain text. Bounded, for
-// each round copies the target (a chain of %25s would otherwise take as many rounds as it is
-// long).
-constexpr int kDecodingRounds = 4;
-
-}  // namespace
-
-void foldForMatching(std::string_view target, std::string& folded) {
-  folded.clear();
-  // Most targets have nothing to decode: then decoding (twice) would copy them unchanged.
-  std::string decoded;
-  std::string_view text = target;
-  if (target.find_first_of("%+") != std::string_view::npos) {
-    const std::size_t query = target.find('?');
-    decoded = policy::percentDecoded(target.substr(0, query), false);
-    if (query != std::string_view::npos)
-      decoded += "?" + policy::percentDecoded(target.substr(query + 1), true);
-    // Encoded again to slip past a filter that decodes once: %253Cscript, %25253Cscript.
-    for (int round = 1; round < kDecodingRounds && hasEscape(decoded); ++round) {
-      decoded = policy::percentDecoded(decoded, false);
-    }
-    text = decoded;
-  }
-  folded.reserve(text.size());
-  // Once a comment is found never to close, none after it can: no more looking, or each `/*`
-  // of a target made of them would search to its end (quadratic time on the I/O thread).
-  bool comments_close = true;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    // An SQL comment between keywords is whitespace to the database: UNION/**/SELECT. One
-    // that is never closed stays as it is: skipping to the end would hide whatever follows it
-    // (`?a=/*&q=<script>`) from every pattern.
-    if (comments_close && c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
-      const std::size_t end = text.find("*/", i + 2);
-      if (end != std::string_view::npos) {
-        i = end + 1;
-        c = ' ';
-      } else {
-        comments_close = false;
-      }
-    }
-    if (isBlank(c)) {
-      if (!folded.empty() && folded.back() == ' ') continue;
-      c = ' ';
-    }
-    folded += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  }
-}
-
-std::string foldForMatching(std::string_view target) {
-  std::string folded;
-  foldForMatching(target, folded);
-  return folded;
-}
 
 DdosGuard::DdosGuard(const GuardSettings& settings, const Clock& clock)
     : clock_(clock),
@@ -111,8 +40,11 @@ bool DdosGuard::admitGlobal() noexcept {
 
 std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target) {
   if (patterns_.empty()) return std::nullopt;
-  thread_local std::string folded;  // every request is folded: keep the buffer, not a malloc
-  foldForMatching(target, folded);
+  // Every request is folded: keep the buffers, not a malloc each.
+  thread_local std::string decoding;
+  thread_local std::string folded;
+  const std::string_view decoded = decodedForMatching(target, decoding);
+  const bool had_comment = foldDecoded(decoded, Comments::kFolded, folded);
   const auto found = [&](std::string_view subject) -> const std::string* {
     for (const std::string& pattern : patterns_) {
       if (subject.find(pattern) != std::string_view::npos) return &pattern;
@@ -120,6 +52,12 @@ std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target)
     return nullptr;
   };
   const std::string* pattern = found(folded);
+  // What a comment holds is text to anything but the database: `/*<script>*/` is a script to
+  // a browser. So it is matched as well, with the comments kept.
+  if (pattern == nullptr && had_comment) {
+    foldDecoded(decoded, Comments::kKept, folded);
+    pattern = found(folded);
+  }
   // The path as a backend maps it, when that differs: "." segments, doubled slashes and segment
   // parameters would otherwise hide a pattern the limits see through (/etc/./passwd and
   // /etc//passwd are /etc/passwd to the backend and to every limit).

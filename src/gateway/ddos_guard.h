@@ -34,11 +34,10 @@ class DdosGuard {
   // no ceiling). One second's worth of requests may come at once (a GCRA with burst = rps).
   [[nodiscard]] bool admitGlobal() noexcept;
 
-  // Thread-safe. The first configured pattern found in `target` (path and query as sent), after
-  // percent-decoding (up to four times, against repeated encoding), lower-casing, and folding
-  // blanks and SQL comments to one space, or else in its path as a backend maps it (lower case,
-  // policy::normalizePath with %2F as a separator and segment parameters dropped); nullopt when
-  // clean. Counts a hit.
+  // Thread-safe. The first configured pattern found in `target` (path and query as sent), as
+  // pattern_folding.h reads it, with SQL comments folded or kept, or else in its path as a
+  // backend maps it (lower case, policy::normalizePath with %2F as a separator and segment
+  // parameters dropped); nullopt when clean. Counts a hit.
   [[nodiscard]] std::optional<std::string> suspiciousPattern(std::string_view target);
 
   // A connection slot for one client address; releases it when destroyed.
@@ -82,11 +81,5 @@ class DdosGuard {
   std::atomic<std::uint64_t> suspicious_{0};
   std::atomic<std::uint64_t> over_ip_connections_{0};
 };
-
-// The text the patterns are matched against (exposed for tests). Never throws but for
-// allocation.
-[[nodiscard]] std::string foldForMatching(std::string_view target);
-// The same into `folded` (replacing what it held), so a caller can keep one buffer.
-void foldForMatching(std::string_view target, std::string& folded);
 
 }  // namespace sluice::gateway

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gateway/ddos_guard.h"
+#include "gateway/pattern_folding.h"
 #include "policy/ip_endpoint.h"
 #include "policy/limit_loader.h"
 #include "policy/request_view.h"

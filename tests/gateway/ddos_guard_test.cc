@@ -1,5 +1,6 @@
 // The DDoS guard: the global ceiling on a fake clock, the patterns, the connection cap.
 #include "gateway/ddos_guard.h"
+#include "gateway/pattern_folding.h"
 
 #include <gtest/gtest.h>
 
@@ -58,6 +59,32 @@ TEST_F(DdosGuardTest, PatternsSeeThroughEncoding) {
   EXPECT_EQ(guard.counters().suspicious, 12u);
 }
 
+// Spellings that a database, a browser or an old decoder undoes do not hide a pattern: SQL line
+// comments and MySQL's executed comments, a script inside a comment, a NUL inside a scheme,
+// IIS's %u escapes, overlong UTF-8. Look-alikes that undo to nothing suspicious stay clean.
+TEST_F(DdosGuardTest, PatternsSeeThroughWhatBackendsUndo) {
+  GuardSettings settings;
+  settings.patterns = GuardSettings::defaultPatterns();
+  DdosGuard guard(settings, clock_);
+  EXPECT_EQ(guard.suspiciousPattern("/s?q=1%20union--%0aselect%20pw"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/s?q=1%20UNION--x%0d%0aSELECT%20pw"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/s?q=1%20union%23x%0aselect%20pw"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/s?q=1%20union/*!50000select*/%20pw"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/s?q=1%20union/*!select*/%20pw"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/c?q=/*%3Cscript%3Ealert(1)*/"), "<script");
+  EXPECT_EQ(guard.suspiciousPattern("/c?q=x--%3Cscript%3E%0a"), "<script");
+  EXPECT_EQ(guard.suspiciousPattern("/r?to=javas%00cript:alert(1)"), "javascript:");
+  EXPECT_EQ(guard.suspiciousPattern("/a?x=%u003Cscript%U003e"), "<script");
+  EXPECT_EQ(guard.suspiciousPattern("/a?x=%25u003cscript"), "<script");
+  EXPECT_EQ(guard.suspiciousPattern("/static/%c0%ae%c0%ae/%c0%ae%c0%ae/etc"), "../");
+  EXPECT_EQ(guard.suspiciousPattern("/static/%e0%80%ae%e0%80%ae%c0%af/x"), "../");
+  EXPECT_EQ(guard.counters().suspicious, 12u);
+  for (const char* target : {"/blog/a--b?q=x%0ay", "/docs/c%23?page=1%0a2", "/name/%u00e9t%C3%A9",
+                             "/c?q=/*comment*/x", "/s?q=union%20x%0aselect", "/a%c0?b=%e0%80"}) {
+    EXPECT_EQ(guard.suspiciousPattern(target), std::nullopt) << target;
+  }
+}
+
 // A path is also matched as a backend maps it (and as the limits read it): "." segments,
 // doubled slashes, segment parameters and %2F do not hide a pattern. Paths that map to nothing
 // suspicious stay clean, and the query is not mapped as a path.
@@ -92,6 +119,13 @@ TEST(FoldForMatchingTest, Folds) {
   EXPECT_EQ(foldForMatching(unclosed), expected);
   // Nothing to decode: folded in place of the copies.
   EXPECT_EQ(foldForMatching("/Api/X?Q=UNION/**/Select\t\t1"), "/api/x?q=union select 1");
+  // IIS's escapes; control characters dropped; overlong UTF-8 read as ASCII; line comments up to
+  // a line break, and MySQL's executed comments with their content kept.
+  EXPECT_EQ(foldForMatching("/A%u0041%U0062%u00E9"), "/aab\xC3\xA9");
+  EXPECT_EQ(foldForMatching("/a%00b\001c%7F"), "/abc");
+  EXPECT_EQ(foldForMatching("/%C0%AE%E0%81%81%C0"), "/.a\xC0");
+  EXPECT_EQ(foldForMatching("a--x\nb#y\rc--d"), "a b c--d");
+  EXPECT_EQ(foldForMatching("a/*!123 B*/c/*!*/d"), "a b c d");
   std::string buffer = "left over from before";
   foldForMatching("/A?B", buffer);
   EXPECT_EQ(buffer, "/a?b");
