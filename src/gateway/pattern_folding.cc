@@ -1,5 +1,7 @@
 #include "gateway/pattern_folding.h"
 
+#include <algorithm>
+
 #include "policy/percent_decoding.h"
 
 namespace sluice::gateway {
@@ -53,15 +55,23 @@ void appendUtf8(unsigned code_unit, std::string& out) {
 // One level of decoding: %XX and %uXXXX; with `plus_is_space`, '+' is a blank. Anything else,
 // a '%' that starts no escape included, stays as it is.
 void decodeOnce(std::string_view text, bool plus_is_space, std::string& out) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  const std::string_view specials = plus_is_space ? "%+" : "%";
+  std::size_t i = 0;
+  while (i < text.size()) {
+    // Runs without a '%' (or '+') are copied whole: most of a target is plain.
+    const std::size_t special = std::min(text.find_first_of(specials, i), text.size());
+    out.append(text.substr(i, special - i));
+    i = special;
+    if (i == text.size()) break;
     if (isByteEscape(text, i)) {
       out += static_cast<char>(hexValue(text.substr(i + 1, 2)));
-      i += 2;
+      i += 3;
     } else if (isUnicodeEscape(text, i)) {
       appendUtf8(hexValue(text.substr(i + 2, 4)), out);
-      i += 5;
+      i += 6;
     } else {
-      out += plus_is_space && text[i] == '+' ? ' ' : text[i];
+      out += text[i] == '+' ? ' ' : text[i];
+      i += 1;
     }
   }
 }
@@ -118,16 +128,27 @@ std::string_view decodedForMatching(std::string_view target, std::string& buffer
 }
 
 bool foldDecoded(std::string_view text, Comments comments, std::string& folded) {
-  folded.clear();
-  folded.reserve(text.size());
+  // Folding never lengthens the text: written in place, without a capacity check per character.
+  folded.resize(text.size());
+  char* const out = folded.data();
+  std::size_t length = 0;
   const bool fold_comments = comments == Comments::kFolded;
   bool folded_a_comment = false;
   // Once a comment is found never to close, none after it can: no more looking, or each `/*`
   // of a target made of them would search to its end (quadratic time on the I/O thread).
   bool comments_close = true;
   std::size_t executable_end = kNone;  // the "*/" of the MySQL /*! */ comment being read
+  // The first line break at or after a line comment's start (kNone: none left), looked for
+  // again only once passed: each of many "--" would otherwise search the rest of the target.
+  std::size_t line_break = 0;
+  bool line_break_known = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte > ' ' && byte < 0x7F && c != '/' && c != '*' && c != '#' && c != '-') {
+      out[length++] = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);  // most characters
+      continue;
+    }
     if (fold_comments && i == executable_end) {
       executable_end = kNone;
       i += 1;
@@ -154,23 +175,27 @@ bool foldDecoded(std::string_view text, Comments comments, std::string& folded) 
     } else if (fold_comments &&
                (c == '#' || (c == '-' && i + 1 < text.size() && text[i + 1] == '-'))) {
       // UNION--x\nSELECT, UNION#x\nSELECT: a line comment, when a line break ends it.
-      const std::size_t line_end = text.find_first_of("\r\n", i);
-      if (line_end != kNone) {
-        i = line_end;
+      if (!line_break_known || (line_break != kNone && line_break < i)) {
+        line_break = text.find_first_of("\r\n", i);
+        line_break_known = true;
+      }
+      if (line_break != kNone) {
+        i = line_break;
         c = ' ';
         folded_a_comment = true;
       }
-    } else if (const std::size_t length = overlongAscii(text, i, c); length > 0) {
-      i += length - 1;
+    } else if (const std::size_t spelled = overlongAscii(text, i, c); spelled > 0) {
+      i += spelled - 1;
     }
     if (isBlank(c)) {
-      if (!folded.empty() && folded.back() == ' ') continue;
+      if (length > 0 && out[length - 1] == ' ') continue;
       c = ' ';
     } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
       continue;  // a control character: browsers drop it from a URL
     }
-    folded += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    out[length++] = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
   }
+  folded.resize(length);
   return folded_a_comment;
 }
 

@@ -125,6 +125,7 @@ TEST(FoldForMatchingTest, Folds) {
   EXPECT_EQ(foldForMatching("/a%00b\001c%7F"), "/abc");
   EXPECT_EQ(foldForMatching("/%C0%AE%E0%81%81%C0"), "/.a\xC0");
   EXPECT_EQ(foldForMatching("a--x\nb#y\rc--d"), "a b c--d");
+  EXPECT_EQ(foldForMatching("a--b#c--d\ne--f"), "a e--f");  // the first one runs to the break
   EXPECT_EQ(foldForMatching("a/*!123 B*/c/*!*/d"), "a b c d");
   std::string buffer = "left over from before";
   foldForMatching("/A?B", buffer);
