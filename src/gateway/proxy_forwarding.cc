@@ -159,7 +159,7 @@ void ProxySession::pumpRequest() {
   body.more = true;
   arm(Watch::kClient, state_->settings.client_timeout_us);
   bhttp::async_read_some(
-      client_, client_buffer_, *request_,
+      client_body_reads_, client_buffer_, *request_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRequestChunk(ec); });
 }
 
@@ -297,7 +297,8 @@ void ProxySession::pumpResponse() {
   body.size = kChunkBytes;
   body.more = true;
   arm(Watch::kUpstream, state_->settings.response_timeout_us);
-  bhttp::async_read_some(*exchange.upstream, upstream_buffer_, *exchange.response,
+  upstream_body_reads_.attach(*exchange.upstream);
+  bhttp::async_read_some(upstream_body_reads_, upstream_buffer_, *exchange.response,
                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
                            self->onResponseChunk(self->upstreamError(ec));
                          });

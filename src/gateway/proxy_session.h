@@ -25,6 +25,7 @@
 #include "gateway/forwarding.h"
 #include "gateway/gateway_state.h"
 #include "policy/decide.h"
+#include "server/body_reads.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 
@@ -142,6 +143,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   boost::asio::ip::tcp::endpoint peer_;
   std::string peer_ip_;
   boost::beast::flat_buffer client_buffer_;
+  server::BodyReads client_body_reads_{client_, client_buffer_};
   FieldArena fields_;  // the header fields of request_ and of the exchange's response
   std::optional<
       boost::beast::http::request_parser<boost::beast::http::buffer_body, ArenaAllocator<char>>>
@@ -165,6 +167,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   std::string request_head_;
   std::string client_header_lines_;
   boost::beast::flat_buffer upstream_buffer_;
+  server::BodyReads upstream_body_reads_{upstream_buffer_};  // attached to each exchange's socket
   // Body bytes pass through this, made once per connection (not per request, and not zeroed:
   // clearing 64 KiB per request was a sixth of the gateway's CPU).
   std::unique_ptr<char[]> chunk_;

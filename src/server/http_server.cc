@@ -19,6 +19,7 @@
 #include "policy/ip_endpoint.h"
 #include "policy/origin_form.h"
 #include "server/accept_pause.h"
+#include "server/body_reads.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 #include "server/loop_io.h"
@@ -177,14 +178,14 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool wants_continue =
         header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");
     if (!wants_continue || parser_->is_done()) {
-      return http::async_read(socket_, buffer_, *parser_,
+      return http::async_read(body_reads_, buffer_, *parser_,
                               beast::bind_front_handler(&Session::onRead, shared_from_this()));
     }
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     net::async_write(socket_, net::buffer(kContinue.data(), kContinue.size()),
                      [self = shared_from_this()](beast::error_code write_ec, std::size_t) {
                        if (write_ec) return self->close();
-                       http::async_read(self->socket_, self->buffer_, *self->parser_,
+                       http::async_read(self->body_reads_, self->buffer_, *self->parser_,
                                         beast::bind_front_handler(&Session::onRead, self));
                      });
   }
@@ -328,6 +329,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ConnectionDeadline<Session> deadline_;  // closes the connection when it passes
   net::io_context& loop_;                 // the loop this connection lives on
   beast::flat_buffer buffer_;
+  BodyReads body_reads_{socket_, buffer_};  // a request body's reads, after its header's
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::State> state_;
   tcp::endpoint peer_;

@@ -546,6 +546,25 @@ TEST_F(GatewayTest, AMalformedChunkedBodyGets400) {
   EXPECT_EQ(upstream_.requests.load(), 0);
 }
 
+// A chunked body's last chunk or trailer ended by a bare LF ("0\n\n") is refused at once (400),
+// as a bare LF elsewhere in its framing is; the parser, looking for CR LF CR LF there, used to
+// leave the client waiting until client_timeout (30 s here; the read below gives up at 10 s).
+TEST_F(GatewayTest, ABareLineFeedEndingAChunkedBodyGets400) {
+  for (const std::string ending : {"0\n\n", "0\r\n\n", "0\r\nX-Trailer: 1\n\r\n", "0;x=1\n\r\n"}) {
+    const std::string raw = rawExchange(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + ending);
+    EXPECT_EQ(raw.rfind("HTTP/1.1 400", 0), 0u) << ending << ": " << raw.substr(0, 100);
+  }
+  EXPECT_EQ(upstream_.requests.load(), 0);
+}
+
+// The same from the upstream: 502 at once, not a wait for response_timeout's 504.
+TEST_F(GatewayTest, ABareLineFeedEndingAChunkedResponseGets502) {
+  EXPECT_EQ(get("/bare-lf-last-chunk").status, 502);
+  EXPECT_EQ(gateway_->stats().upstream_failed, 1u);
+  EXPECT_EQ(gateway_->stats().upstream_timed_out, 0u);
+}
+
 // Host goes upstream even when the client lists it in Connection (which names hop-by-hop
 // fields): the upstream must not be left to guess the site.
 TEST_F(GatewayTest, HostIsKeptWhateverConnectionLists) {

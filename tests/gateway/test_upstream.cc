@@ -126,6 +126,16 @@ struct TestUpstream::Connection : std::enable_shared_from_this<Connection> {
       --upstream.in_flight;
       return switchProtocols(path == "/ws");
     }
+    if (path == "/bare-lf-last-chunk") {  // and the connection held open, as if more may come
+      --upstream.in_flight;
+      static const std::string kBareLf =
+          "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\n\n";
+      boost::asio::async_write(stream, boost::asio::buffer(kBareLf),
+                               [self = shared_from_this()](boost::beast::error_code, std::size_t) {
+                                 self->upstream.held_.push_back(self);  // open, never read
+                               });
+      return;
+    }
     if (path == "/endless-chunk-line") {
       --upstream.in_flight;
       static const std::string kEndless =

@@ -653,6 +653,24 @@ TEST_F(ServiceTest, ABodyOverTheLimitStillGetsItsAnswer) {
   }
 }
 
+// A chunked body's last chunk or trailer ended by a bare LF ("0\n\n") gets 400 at once, as a
+// bare LF elsewhere in its framing does. The parser looks for CR LF CR LF there, and used to
+// leave such a client unanswered until request_timeout closed the connection. (The client does
+// not half-close here: its end of stream would make the body partial, and 400, either way.)
+TEST_F(ServiceTest, ABareLineFeedEndingAChunkedBodyGets400) {
+  for (const std::string ending :
+       {"0\n\n", "0\r\n\n", "2\r\n{}\r\n0\n\n", "0\r\nX-Trailer: 1\n\r\n"}) {
+    boost::asio::io_context io;
+    tcp::socket socket(io);
+    socket.connect(api_endpoint_);
+    boost::asio::write(socket, boost::asio::buffer("POST /v1/check HTTP/1.1\r\nHost: x\r\n"
+                                                   "Transfer-Encoding: chunked\r\n\r\n" +
+                                                   ending));
+    const std::string received = readUntilClosed(socket).value_or("(the server did not close)");
+    EXPECT_TRUE(received.starts_with("HTTP/1.1 400")) << ending << ": " << received;
+  }
+}
+
 // A Transfer-Encoding whose final coding is not chunked leaves the body's length unknown
 // (RFC 9112 6.3): such a request gets 400 and the connection closes, so that its body is never
 // read as a next request, one smuggled past a proxy that framed the body another way.
