@@ -115,9 +115,13 @@ void loadBehaviour(const YAML::Node& node, const std::string& where, Limit& limi
     else
       errors.add(node["action"], where + ".action must be reject, throttle or shadow");
   }
-  if (node["max_delay"])
-    limit.max_delay_us = durationValue(node["max_delay"], where + ".max_delay", errors).value_or(0);
-  if (limit.action == Action::kThrottle && limit.max_delay_us <= 0) {
+  // A max_delay that is no duration is reported once, by durationValue.
+  const std::optional<Micros> max_delay =
+      node["max_delay"] ? durationValue(node["max_delay"], where + ".max_delay", errors)
+                        : std::nullopt;
+  limit.max_delay_us = max_delay.value_or(0);
+  const bool no_delay = !node["max_delay"] || (max_delay && *max_delay <= 0);
+  if (limit.action == Action::kThrottle && no_delay) {
     errors.add(node, where + " throttles and needs max_delay, e.g. max_delay: 2s");
   }
   // Only a throttle waits: elsewhere the setting would be ignored, and read as if it held.

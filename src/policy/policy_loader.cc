@@ -55,28 +55,34 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
       server.max_connections = *count;
     }
   }
+  // Each range is checked only on a value that was read: one that was not is reported once.
   if (node["request_timeout"]) {
-    server.request_timeout_us =
-        durationValue(node["request_timeout"], "server.request_timeout", errors).value_or(0);
-    // Below a millisecond no request could arrive in time: the server would drop every one.
-    if (server.request_timeout_us < 1000) {
-      errors.add(node["request_timeout"], "server.request_timeout must be at least 1ms");
+    if (const auto timeout =
+            durationValue(node["request_timeout"], "server.request_timeout", errors)) {
+      server.request_timeout_us = *timeout;
+      // Below a millisecond no request could arrive in time: the server would drop every one.
+      if (*timeout < 1000) {
+        errors.add(node["request_timeout"], "server.request_timeout must be at least 1ms");
+      }
     }
   }
   if (node["max_body_bytes"]) {
-    server.max_body_bytes =
-        unsignedValue(node["max_body_bytes"], "server.max_body_bytes", errors).value_or(0);
-    // A body is held whole in memory while it is read: bounded, as the gateway's headers are.
-    if (server.max_body_bytes < 1 || server.max_body_bytes > (64u << 20)) {
-      errors.add(node["max_body_bytes"], "server.max_body_bytes must be 1 to 67108864 (64 MiB)");
+    if (const auto bytes = unsignedValue(node["max_body_bytes"], "server.max_body_bytes", errors)) {
+      server.max_body_bytes = *bytes;
+      // A body is held whole in memory while it is read: bounded, as the gateway's headers are.
+      if (*bytes < 1 || *bytes > (64u << 20)) {
+        errors.add(node["max_body_bytes"], "server.max_body_bytes must be 1 to 67108864 (64 MiB)");
+      }
     }
   }
   if (node["max_header_bytes"]) {
-    server.max_header_bytes =
-        unsignedValue(node["max_header_bytes"], "server.max_header_bytes", errors).value_or(0);
-    if (server.max_header_bytes < kMinHeaderBytes || server.max_header_bytes > kMaxHeaderBytes) {
-      errors.add(node["max_header_bytes"],
-                 "server.max_header_bytes must be 1024 to 65536 (64 KiB)");
+    if (const auto bytes =
+            unsignedValue(node["max_header_bytes"], "server.max_header_bytes", errors)) {
+      server.max_header_bytes = *bytes;
+      if (*bytes < kMinHeaderBytes || *bytes > kMaxHeaderBytes) {
+        errors.add(node["max_header_bytes"],
+                   "server.max_header_bytes must be 1024 to 65536 (64 KiB)");
+      }
     }
   }
   if (node["auth_deny_status"]) {

@@ -164,6 +164,27 @@ limits:
   EXPECT_TRUE(hasError(errors, 28, "deny_status must be 400..599")) << describe(errors);
 }
 
+// A value that cannot be read is reported once, by what reads it, not again by a range check
+// or a requirement that then saw it as missing or zero.
+TEST(PolicyLoader, AnUnreadableValueIsReportedOnce) {
+  const std::vector<std::string> errors = errorsOf(R"(server:
+  request_timeout: soon
+  max_body_bytes: lots
+  max_header_bytes: -1
+limits:
+  - { name: a, key: ip, rate: 5/s, action: throttle, max_delay: later }
+  - { name: b, key: ip, rate: 5/s, action: throttle, max_delay: 0s }
+)");
+  EXPECT_EQ(errors.size(), 5u) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 2, "server.request_timeout: duration \"soon\"")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 3, "server.max_body_bytes must be a whole number"))
+      << describe(errors);
+  EXPECT_TRUE(hasError(errors, 4, "server.max_header_bytes must be a whole number"))
+      << describe(errors);
+  EXPECT_TRUE(hasError(errors, 6, "a.max_delay: duration \"later\"")) << describe(errors);
+  EXPECT_TRUE(hasError(errors, 7, "b throttles and needs max_delay")) << describe(errors);
+}
+
 // The store section: a shared store with its failure policy, which limits inherit unless they
 // say otherwise; bad values are reported with their lines.
 TEST(PolicyLoader, ReadsSharedStoreSettings) {
