@@ -44,20 +44,24 @@ std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target)
   thread_local std::string decoding;
   thread_local std::string folded;
   const std::string_view decoded = decodedForMatching(target, decoding);
-  const bool had_comment = foldDecoded(decoded, Comments::kFolded, folded);
   const auto found = [&](std::string_view subject) -> const std::string* {
     for (const std::string& pattern : patterns_) {
       if (subject.find(pattern) != std::string_view::npos) return &pattern;
     }
     return nullptr;
   };
+  // The first reading; the others (pattern_folding.h) only when the target holds what they
+  // read differently, which most targets do not.
+  const unsigned met = foldDecoded(decoded, Reading{}, folded);
   const std::string* pattern = found(folded);
-  // What a comment holds is text to anything but the database: `/*<script>*/` is a script to
-  // a browser. So it is matched as well, with the comments kept.
-  if (pattern == nullptr && had_comment) {
-    foldDecoded(decoded, Comments::kKept, folded);
+  const auto other = [&](bool applies, Reading reading) {
+    if (pattern != nullptr || !applies) return;
+    foldDecoded(decoded, reading, folded);
     pattern = found(folded);
-  }
+  };
+  other((met & kMetLineComment) != 0 && (met & kMetLineBreak) != 0, {Comments::kAllFolded});
+  other((met & (kMetBlockComment | kMetLineComment)) != 0, {Comments::kMarkersBlank});
+  other((met & (kMetLineBreak | kMetTab)) != 0, {Comments::kBlockFolded, true});
   // The path as a backend maps it, when that differs: "." segments, doubled slashes and segment
   // parameters would otherwise hide a pattern the limits see through (/etc/./passwd and
   // /etc//passwd are /etc/passwd to the backend and to every limit).

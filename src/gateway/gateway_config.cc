@@ -128,6 +128,33 @@ void loadRoutes(const YAML::Node& gateway, const YAML::Mark& section, GatewaySet
   }
 }
 
+// A configured pattern folded as targets are (decoded, lower case, blanks and comments to one
+// space), else one written encoded or with two blanks could never match: "%3Cscript" is
+// "<script", "UNION  SELECT" is "union select". Nullopt, with an error at `where`, for a pattern
+// that would not match what it says.
+std::optional<std::string> foldedPattern(const std::string& pattern, const YAML::Node& where,
+                                         Errors& errors) {
+  // Targets are read without their control characters, so a pattern holding one would match as
+  // if it were not there ("%00.jpg" would refuse every JPEG).
+  std::string decoding;
+  const std::string_view decoded = decodedForMatching(pattern, decoding);
+  if (std::any_of(decoded.begin(), decoded.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return (byte < 0x20 && c != '\t' && c != '\n' && c != '\r') || byte == 0x7F;
+      })) {
+    errors.add(where,
+               "gateway.guard.patterns has a pattern holding a control character, which "
+               "targets are matched without");
+    return std::nullopt;
+  }
+  std::string folded = foldForMatching(pattern);
+  if (folded.find_first_not_of(' ') == std::string::npos) {
+    errors.add(where, "gateway.guard.patterns has an empty or blank pattern");
+    return std::nullopt;
+  }
+  return folded;
+}
+
 void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
   if (!policy::isMap(node, "gateway.guard", errors)) return;
   policy::checkKeys(node, "gateway.guard", {"global_rps", "max_connections_per_ip", "patterns"},
@@ -154,14 +181,9 @@ void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
             guard.patterns.push_back(builtin);
           continue;
         }
-        // Folded as the targets are (decoded, lower case, blanks and comments to one space),
-        // else a pattern written encoded or with two blanks could never match: "%3Cscript" is
-        // "<script", "UNION  SELECT" is "union select".
-        std::string folded = foldForMatching(pattern);
-        if (folded.find_first_not_of(' ') == std::string::npos) {
-          errors.add(patterns, "gateway.guard.patterns has an empty or blank pattern");
+        if (auto folded = foldedPattern(pattern, patterns, errors)) {
+          guard.patterns.push_back(std::move(*folded));
         }
-        guard.patterns.push_back(std::move(folded));
       }
     }
   }
@@ -342,14 +364,12 @@ void loadGateway(const YAML::Node& node, const YAML::Mark& section, bool jwt_set
 }  // namespace
 
 std::vector<std::string> GuardSettings::defaultPatterns() {
-  // Lower case; matched after percent-decoding and with runs of blanks and SQL comments folded
-  // to one space, so "UNION/**/SELECT" and "union%20%20select" are the same to the guard.
-  // "..;" climbs a directory on servers that drop ";" path parameters (Tomcat, Jetty), whatever
-  // the parameter ("..;/", "..;x/"); a tab or line break inside "javascript:" is removed by
-  // browsers, and folds to "java script:" here.
+  // Lower case; matched as pattern_folding.h reads targets, with runs of blanks and SQL
+  // comments as one space, so "UNION/**/SELECT" and "union%20%20select" are the same to the
+  // guard, and MySQL's "SLEEP (5)" reads "sleep (". "..;" climbs a directory on servers that
+  // drop ";" path parameters (Tomcat, Jetty), whatever the parameter ("..;/", "..;x/").
   return {"<script",
           "javascript:",
-          "java script:",
           "../",
           "..\\",
           "..;",
@@ -359,8 +379,10 @@ std::vector<std::string> GuardSettings::defaultPatterns() {
           "union (select",
           "union all(select",
           "union all (select",
+          "union distinct select",
           "select * from",
           "' or '1'='1",
+          "'or'1'='1",
           "\" or \"1\"=\"1",
           "' or 1=1",
           " or 1=1 --",
@@ -369,7 +391,9 @@ std::vector<std::string> GuardSettings::defaultPatterns() {
           "delete from",
           "information_schema",
           "sleep(",
+          "sleep (",
           "benchmark(",
+          "benchmark (",
           "xp_cmdshell",
           "/etc/passwd"};
 }

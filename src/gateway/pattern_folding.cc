@@ -67,7 +67,10 @@ void decodeOnce(std::string_view text, bool plus_is_space, std::string& out) {
       out += static_cast<char>(hexValue(text.substr(i + 1, 2)));
       i += 3;
     } else if (isUnicodeEscape(text, i)) {
-      appendUtf8(hexValue(text.substr(i + 2, 4)), out);
+      unsigned unit = hexValue(text.substr(i + 2, 4));
+      // IIS maps full-width ASCII ("%uFF1C" for '<') to ASCII ("best fit").
+      if (unit >= 0xFF01 && unit <= 0xFF5E) unit -= 0xFEE0;
+      appendUtf8(unit, out);
       i += 6;
     } else {
       out += text[i] == '+' ? ' ' : text[i];
@@ -86,24 +89,166 @@ bool hasEscape(std::string_view text) noexcept {
 
 bool isContinuation(unsigned char c) noexcept { return c >= 0x80 && c <= 0xBF; }
 
-// An overlong UTF-8 spelling of an ASCII character at `at` (C0 AE, or E0 80 AE, for '.'):
-// its length, and the character in `ascii`; 0 when there is none.
+// An overlong UTF-8 spelling of an ASCII character at `at` (C0 AE, E0 80 AE or F0 80 80 AE for
+// '.'): its length, and the character in `ascii`; 0 when there is none.
 std::size_t overlongAscii(std::string_view text, std::size_t at, char& ascii) noexcept {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  if ((byte(at) == 0xC0 || byte(at) == 0xC1) && at + 1 < text.size() &&
-      isContinuation(byte(at + 1))) {
-    ascii = static_cast<char>(((byte(at) & 0x1F) << 6) | (byte(at + 1) & 0x3F));
-    return 2;
+  // The lead byte's own bits are zero in every overlong spelling of ASCII but the two-byte one,
+  // and the continuation byte before the last holds at most one bit.
+  std::size_t length = 0;
+  if (byte(at) == 0xC0 || byte(at) == 0xC1) length = 2;
+  if (byte(at) == 0xE0) length = 3;
+  if (byte(at) == 0xF0) length = 4;
+  if (length == 0 || at + length > text.size()) return 0;
+  for (std::size_t k = at + 1; k < at + length; ++k) {
+    if (!isContinuation(byte(k))) return 0;
   }
-  if (byte(at) == 0xE0 && at + 2 < text.size() && (byte(at + 1) == 0x80 || byte(at + 1) == 0x81) &&
-      isContinuation(byte(at + 2))) {
-    ascii = static_cast<char>(((byte(at + 1) & 0x3F) << 6) | (byte(at + 2) & 0x3F));
-    return 3;
+  for (std::size_t k = at + 1; k + 2 < at + length; ++k) {
+    if (byte(k) != 0x80) return 0;
   }
-  return 0;
+  const unsigned high = length == 2 ? byte(at) & 0x1F : byte(at + length - 2) & 0x3F;
+  if (length > 2 && high > 1) return 0;
+  ascii = static_cast<char>((high << 6) | (byte(at + length - 1) & 0x3F));
+  return length;
 }
 
 bool isDigit(char c) noexcept { return c >= '0' && c <= '9'; }
+
+// One pass over decoded text in one reading. Folding never lengthens the text, so it is written
+// in place, without a capacity check per character.
+class Folder {
+ public:
+  Folder(std::string_view text, Reading reading, std::string& folded)
+      : text_(text), reading_(reading), folded_(folded), query_(text.find('?')) {
+    folded_.resize(text.size());
+    out_ = folded_.data();
+  }
+
+  unsigned run() {
+    for (i_ = 0; i_ < text_.size(); ++i_) {
+      const char c = text_[i_];
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte > ' ' && byte < 0x7F && c != '/' && c != '*' && c != '#' && c != '-') {
+        put(c);  // most characters
+      } else {
+        step(c);
+      }
+    }
+    folded_.resize(length_);
+    return met_;
+  }
+
+ private:
+  void step(char c) {
+    if (c == '/' && next() == '*') {
+      met_ |= kMetBlockComment;
+      if (commentStart()) return;
+    } else if (c == '*' && next() == '/') {
+      if (commentEnd()) return;
+    } else if (c == '#' || (c == '-' && next() == '-')) {
+      met_ |= kMetLineComment;
+      if (lineComment()) return;
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      met_ |= c == '\t' ? kMetTab : kMetLineBreak;
+      if (reading_.url_blanks_removed) return;
+    } else if (i_ < query_) {
+      if (const std::size_t spelled = overlongAscii(text_, i_, c); spelled > 0) i_ += spelled - 1;
+    }
+    const auto byte = static_cast<unsigned char>(c);
+    if (isBlank(c)) return blank();
+    if (byte < 0x20 || byte == 0x7F) return;  // a control character
+    put(c);
+  }
+
+  // At "/*". Whether it was read as (the start of) a comment.
+  bool commentStart() {
+    const std::size_t executable = executableContent(i_ + 2);
+    if (reading_.comments == Comments::kMarkersBlank) {
+      i_ = (executable != kNone ? executable : i_ + 2) - 1;
+      blank();
+      return true;
+    }
+    if (executable_end_ != kNone || !comments_close_) return false;
+    const std::size_t end = text_.find("*/", i_ + 2);
+    if (end == kNone) {
+      // None after it can close either: no more looking, or each `/*` of a target made of them
+      // would search to its end (quadratic time on the I/O thread).
+      comments_close_ = false;
+      return false;
+    }
+    if (executable != kNone && executable <= end) {
+      executable_end_ = end;  // UNION/*!50000SELECT*/: the content is read
+      i_ = executable - 1;
+    } else {
+      i_ = end + 1;  // UNION/**/SELECT
+    }
+    blank();
+    return true;
+  }
+
+  // After "/*" at `at`: where a MySQL "!" or MariaDB "M!" comment's content starts, past its
+  // version number; kNone for an ordinary comment.
+  [[nodiscard]] std::size_t executableContent(std::size_t at) const noexcept {
+    if (at < text_.size() && (text_[at] == 'M' || text_[at] == 'm') && at + 1 < text_.size() &&
+        text_[at + 1] == '!') {
+      ++at;
+    }
+    if (at >= text_.size() || text_[at] != '!') return kNone;
+    ++at;
+    while (at < text_.size() && isDigit(text_[at])) ++at;
+    return at;
+  }
+
+  // At "*/".
+  bool commentEnd() {
+    if (reading_.comments != Comments::kMarkersBlank && i_ != executable_end_) return false;
+    executable_end_ = kNone;
+    i_ += 1;
+    blank();
+    return true;
+  }
+
+  // At "--" or "#".
+  bool lineComment() {
+    if (reading_.comments == Comments::kMarkersBlank) {
+      if (text_[i_] == '-') ++i_;
+      blank();
+      return true;
+    }
+    if (reading_.comments != Comments::kAllFolded || executable_end_ != kNone) return false;
+    // The first line break at or after it, looked for again only once passed: each of many "--"
+    // would otherwise search the rest of the target.
+    if (!line_break_known_ || (line_break_ != kNone && line_break_ < i_)) {
+      line_break_ = text_.find_first_of("\r\n", i_);
+      line_break_known_ = true;
+    }
+    if (line_break_ == kNone) return false;  // to the end: it would hide all that follows
+    i_ = line_break_;
+    blank();
+    return true;
+  }
+
+  [[nodiscard]] char next() const noexcept { return i_ + 1 < text_.size() ? text_[i_ + 1] : '\0'; }
+  void blank() noexcept {
+    if (length_ == 0 || out_[length_ - 1] != ' ') out_[length_++] = ' ';
+  }
+  void put(char c) noexcept {
+    out_[length_++] = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  }
+
+  std::string_view text_;
+  Reading reading_;
+  std::string& folded_;
+  std::size_t query_;  // where the query starts (kNone: none)
+  char* out_ = nullptr;
+  std::size_t length_ = 0;
+  std::size_t i_ = 0;
+  unsigned met_ = 0;
+  bool comments_close_ = true;
+  std::size_t executable_end_ = kNone;  // the "*/" of the /*! */ comment being read
+  std::size_t line_break_ = 0;
+  bool line_break_known_ = false;
+};
 
 }  // namespace
 
@@ -118,7 +263,7 @@ std::string_view decodedForMatching(std::string_view target, std::string& buffer
     decodeOnce(target.substr(query + 1), true, buffer);
   }
   // Encoded again to slip past a filter that decodes once: %253Cscript, %25253Cscript.
-  std::string again;
+  thread_local std::string again;  // kept, as the caller's buffer is
   for (int round = 1; round < kDecodingRounds && hasEscape(buffer); ++round) {
     again.clear();
     decodeOnce(buffer, false, again);
@@ -127,81 +272,13 @@ std::string_view decodedForMatching(std::string_view target, std::string& buffer
   return buffer;
 }
 
-bool foldDecoded(std::string_view text, Comments comments, std::string& folded) {
-  // Folding never lengthens the text: written in place, without a capacity check per character.
-  folded.resize(text.size());
-  char* const out = folded.data();
-  std::size_t length = 0;
-  const bool fold_comments = comments == Comments::kFolded;
-  bool folded_a_comment = false;
-  // Once a comment is found never to close, none after it can: no more looking, or each `/*`
-  // of a target made of them would search to its end (quadratic time on the I/O thread).
-  bool comments_close = true;
-  std::size_t executable_end = kNone;  // the "*/" of the MySQL /*! */ comment being read
-  // The first line break at or after a line comment's start (kNone: none left), looked for
-  // again only once passed: each of many "--" would otherwise search the rest of the target.
-  std::size_t line_break = 0;
-  bool line_break_known = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte > ' ' && byte < 0x7F && c != '/' && c != '*' && c != '#' && c != '-') {
-      out[length++] = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);  // most characters
-      continue;
-    }
-    if (fold_comments && i == executable_end) {
-      executable_end = kNone;
-      i += 1;
-      c = ' ';
-    } else if (fold_comments && executable_end == kNone && comments_close && c == '/' &&
-               i + 1 < text.size() && text[i + 1] == '*') {
-      // UNION/**/SELECT: a comment between keywords is whitespace to the database.
-      const std::size_t end = text.find("*/", i + 2);
-      if (end == kNone) {
-        comments_close = false;
-      } else if (text[i + 2] == '!') {
-        // UNION/*!50000SELECT*/: MySQL runs what it holds (after a version, if any).
-        std::size_t content = i + 3;
-        while (content < end && isDigit(text[content])) ++content;
-        executable_end = end;
-        i = content - 1;
-        c = ' ';
-        folded_a_comment = true;
-      } else {
-        i = end + 1;
-        c = ' ';
-        folded_a_comment = true;
-      }
-    } else if (fold_comments &&
-               (c == '#' || (c == '-' && i + 1 < text.size() && text[i + 1] == '-'))) {
-      // UNION--x\nSELECT, UNION#x\nSELECT: a line comment, when a line break ends it.
-      if (!line_break_known || (line_break != kNone && line_break < i)) {
-        line_break = text.find_first_of("\r\n", i);
-        line_break_known = true;
-      }
-      if (line_break != kNone) {
-        i = line_break;
-        c = ' ';
-        folded_a_comment = true;
-      }
-    } else if (const std::size_t spelled = overlongAscii(text, i, c); spelled > 0) {
-      i += spelled - 1;
-    }
-    if (isBlank(c)) {
-      if (length > 0 && out[length - 1] == ' ') continue;
-      c = ' ';
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
-      continue;  // a control character: browsers drop it from a URL
-    }
-    out[length++] = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  }
-  folded.resize(length);
-  return folded_a_comment;
+unsigned foldDecoded(std::string_view decoded, Reading reading, std::string& folded) {
+  return Folder(decoded, reading, folded).run();
 }
 
 void foldForMatching(std::string_view target, std::string& folded) {
   std::string buffer;
-  foldDecoded(decodedForMatching(target, buffer), Comments::kFolded, folded);
+  foldDecoded(decodedForMatching(target, buffer), Reading{}, folded);
 }
 
 std::string foldForMatching(std::string_view target) {

@@ -2,17 +2,20 @@
 // it reads the patterns themselves: as the software behind the gateway may read them, so that a
 // spelling the backend, its database or a browser would undo does not hide a pattern.
 //   - Percent escapes are decoded (a query's '+' is a blank), up to four times, against repeated
-//     encoding; so are IIS's %uXXXX escapes.
-//   - Overlong UTF-8 spellings of ASCII characters (%C0%AE for '.') are read as the character,
-//     as old decoders did.
-//   - Control characters other than blanks are dropped: browsers remove them from a URL
-//     ("javas\0cript:").
-//   - Letters are lower case, and runs of blanks are one space.
-//   - SQL comments are one space, as they are to a database: /* */, and "--" or "#" up to a line
-//     break. A MySQL /*! */ comment is code to MySQL: its markers are a space, its content kept.
-//     A comment never closed is kept, since skipping to the end would hide all that follows.
-// Since a comment can also hide what it holds (a browser reads `/*<script>*/` as a script),
-// the guard also matches the folding with comments kept (Comments::kKept).
+//     encoding; so are IIS's %uXXXX escapes, its full-width ASCII (U+FF01..U+FF5E) read as ASCII.
+//   - In the path, overlong UTF-8 spellings of ASCII characters (%C0%AE for '.') are read as the
+//     character, as old decoders did. Not in the query: the same bytes are text in EUC-KR, GBK
+//     and Shift-JIS, and a Korean search for "JavaScript은" would read "javascript:".
+//   - Control characters other than blanks are dropped (old browsers skipped a NUL inside
+//     "javascript:"), letters are lower case, and runs of blanks are one space.
+// Comments and blanks have several readings, each matched in turn (Reading):
+//   - to a database, an SQL comment is a blank: /* */ (but MySQL and MariaDB run what /*! */ and
+//     /*M! */ hold), and "--" or "#" up to a line break, which some databases read as comments
+//     and others do not. A comment never closed is kept: skipping to the end would hide all that
+//     follows it;
+//   - to a browser, a comment hides nothing (`/*<script>*/` is a script): the markers are blanks
+//     and what they hold is kept. This also reads comments nested as PostgreSQL nests them;
+//   - URL parsers remove tabs and line breaks wherever they are ("jav%09ascript:").
 #pragma once
 
 #include <string>
@@ -29,13 +32,30 @@ inline constexpr int kDecodingRounds = 4;
 // view of `buffer`, which holds the decoding.
 [[nodiscard]] std::string_view decodedForMatching(std::string_view target, std::string& buffer);
 
-enum class Comments { kFolded, kKept };
+enum class Comments {
+  kBlockFolded,   // a closed /* */ is a blank; "--" and "#" are text
+  kAllFolded,     // and so is "--" or "#" up to a line break
+  kMarkersBlank,  // "/*", "*/", "--" and "#" are blanks, and what comments hold is kept
+};
 
-// Folds decoded text into `folded` (replacing what it held). Returns whether an SQL comment was
-// folded, so that the text with comments kept reads differently.
-bool foldDecoded(std::string_view decoded, Comments comments, std::string& folded);
+struct Reading {
+  Comments comments = Comments::kBlockFolded;
+  bool url_blanks_removed = false;  // tab, CR and LF removed rather than a blank
+};
 
-// Decoded, then folded with comments as one space. Never throws but for allocation.
+// What a folding met that another reading would read differently.
+enum Met : unsigned {
+  kMetBlockComment = 1,  // "/*"
+  kMetLineComment = 2,   // "--" or "#"
+  kMetLineBreak = 4,     // CR or LF
+  kMetTab = 8,
+};
+
+// Folds decoded text into `folded` (replacing what it held) in one reading. Returns the Met
+// flags, so the caller knows which other readings could differ from this one.
+unsigned foldDecoded(std::string_view decoded, Reading reading, std::string& folded);
+
+// Decoded, then folded in the first reading. Never throws but for allocation.
 [[nodiscard]] std::string foldForMatching(std::string_view target);
 // The same into `folded` (replacing what it held), so a caller can keep one buffer.
 void foldForMatching(std::string_view target, std::string& folded);

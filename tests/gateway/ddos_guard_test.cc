@@ -53,7 +53,7 @@ TEST_F(DdosGuardTest, PatternsSeeThroughEncoding) {
   EXPECT_EQ(guard.suspiciousPattern("/a?x=%25253Cscript%25253E"), "<script");
   EXPECT_EQ(guard.suspiciousPattern("/app/..;/manager/html"), "..;");
   EXPECT_EQ(guard.suspiciousPattern("/app/..;x/manager/html"), "..;");
-  EXPECT_EQ(guard.suspiciousPattern("/r?to=java%09script:alert(1)"), "java script:");
+  EXPECT_EQ(guard.suspiciousPattern("/r?to=java%09script:alert(1)"), "javascript:");
   EXPECT_EQ(guard.suspiciousPattern("/s?q=1%20UNION(SELECT%20pw%20FROM%20u)"), "union(select");
   EXPECT_EQ(guard.suspiciousPattern("/app;jsessionid=1/..x/page"), std::nullopt);
   EXPECT_EQ(guard.counters().suspicious, 12u);
@@ -78,9 +78,29 @@ TEST_F(DdosGuardTest, PatternsSeeThroughWhatBackendsUndo) {
   EXPECT_EQ(guard.suspiciousPattern("/a?x=%25u003cscript"), "<script");
   EXPECT_EQ(guard.suspiciousPattern("/static/%c0%ae%c0%ae/%c0%ae%c0%ae/etc"), "../");
   EXPECT_EQ(guard.suspiciousPattern("/static/%e0%80%ae%e0%80%ae%c0%af/x"), "../");
-  EXPECT_EQ(guard.counters().suspicious, 12u);
+  EXPECT_EQ(guard.suspiciousPattern("/static/..%f0%80%80%afetc"), "../");
+  // A "--" that is no comment to MySQL does not swallow what follows it up to a line break, nor
+  // does one inside an executed comment; nested comments (PostgreSQL); MariaDB's /*M! */; a
+  // blank before a parenthesis; a tab or line break anywhere in a scheme, which URL parsers
+  // remove; IIS's full-width ASCII.
+  EXPECT_EQ(guard.suspiciousPattern("/p?id=1--1%20union/**/select%20pw&z=%0a"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/p?id=1/*!1--1*/%0aunion/**/select"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/x?q=1+union/*/**/*/select+1"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/x?q=1+union/*M!100000+select*/+1"), "union select");
+  EXPECT_EQ(guard.suspiciousPattern("/x?q=sleep/**/(5)"), "sleep (");
+  EXPECT_EQ(guard.suspiciousPattern("/r?url=jav%09ascript:alert(1)"), "javascript:");
+  EXPECT_EQ(guard.suspiciousPattern("/r?url=j%0D%0Aavascript:x"), "javascript:");
+  EXPECT_EQ(guard.suspiciousPattern("/a?x=%uff1cscript%uff1e"), "<script");
+  EXPECT_EQ(guard.counters().suspicious, 21u);
   for (const char* target : {"/blog/a--b?q=x%0ay", "/docs/c%23?page=1%0a2", "/name/%u00e9t%C3%A9",
-                             "/c?q=/*comment*/x", "/s?q=union%20x%0aselect", "/a%c0?b=%e0%80"}) {
+                             "/c?q=/*comment*/x", "/s?q=union%20x%0aselect", "/a%c0?b=%e0%80",
+                             "/x?a=b--c&d=e%0af", "/css/*.css", "/q?tags=%23a%0d%0a%23b"}) {
+    EXPECT_EQ(guard.suspiciousPattern(target), std::nullopt) << target;
+  }
+  // Overlong UTF-8 is read in the path only: in a query the same bytes are text in legacy
+  // encodings. EUC-KR "JavaScript은 무엇인가" and "..유", GBK "sleep括号".
+  for (const char* target : {"/search?q=JavaScript%C0%BA+%B9%AB%BE%F9%C0%CE%B0%A1",
+                             "/search?q=..%C0%AF", "/search?q=sleep%C0%A8%BA%C5"}) {
     EXPECT_EQ(guard.suspiciousPattern(target), std::nullopt) << target;
   }
 }
@@ -119,17 +139,38 @@ TEST(FoldForMatchingTest, Folds) {
   EXPECT_EQ(foldForMatching(unclosed), expected);
   // Nothing to decode: folded in place of the copies.
   EXPECT_EQ(foldForMatching("/Api/X?Q=UNION/**/Select\t\t1"), "/api/x?q=union select 1");
-  // IIS's escapes; control characters dropped; overlong UTF-8 read as ASCII; line comments up to
-  // a line break, and MySQL's executed comments with their content kept.
-  EXPECT_EQ(foldForMatching("/A%u0041%U0062%u00E9"), "/aab\xC3\xA9");
+  // IIS's escapes; control characters dropped; overlong UTF-8 read as ASCII in the path; MySQL's
+  // executed comments with their content kept; line comments are text in the first reading.
+  EXPECT_EQ(foldForMatching("/A%u0041%U0062%uFF21%u00E9"), "/aaba\xC3\xA9");
   EXPECT_EQ(foldForMatching("/a%00b\001c%7F"), "/abc");
-  EXPECT_EQ(foldForMatching("/%C0%AE%E0%81%81%C0"), "/.a\xC0");
-  EXPECT_EQ(foldForMatching("a--x\nb#y\rc--d"), "a b c--d");
-  EXPECT_EQ(foldForMatching("a--b#c--d\ne--f"), "a e--f");  // the first one runs to the break
-  EXPECT_EQ(foldForMatching("a/*!123 B*/c/*!*/d"), "a b c d");
+  EXPECT_EQ(foldForMatching("/%C0%AE%E0%81%81%F0%80%80%AF%C0?%C0%AE"), "/.a/\xC0?\xC0\xAE");
+  EXPECT_EQ(foldForMatching("a/*!123 B*/c/*!*/d/*M!1e*/"), "a b c d e ");
+  EXPECT_EQ(foldForMatching("a--x\nb#y"), "a--x b#y");
   std::string buffer = "left over from before";
   foldForMatching("/A?B", buffer);
   EXPECT_EQ(buffer, "/a?b");
+}
+
+// The other readings of comments and blanks.
+TEST(FoldForMatchingTest, OtherReadings) {
+  const auto fold = [](std::string_view text, Reading reading) {
+    std::string folded;
+    foldDecoded(text, reading, folded);
+    return folded;
+  };
+  const Reading all_folded{Comments::kAllFolded};
+  EXPECT_EQ(fold("a--x\nb#y\rc--d", all_folded), "a b c--d");       // to a line break only
+  EXPECT_EQ(fold("a--b#c--d\ne--f", all_folded), "a e--f");         // the first runs to the break
+  EXPECT_EQ(fold("a/*!b--c*/\nd/**/e", all_folded), "a b--c d e");  // none inside /*! */
+  const Reading markers{Comments::kMarkersBlank};
+  EXPECT_EQ(fold("a/*<b>*/c--d#e/*!12f", markers), "a <b> c d e f");
+  EXPECT_EQ(fold("a/*/**/*/b", markers), "a b");
+  const Reading url{Comments::kBlockFolded, true};
+  EXPECT_EQ(fold("j\ta\r\nva script:/**/x", url), "java script: x");
+  std::string folded;
+  EXPECT_EQ(foldDecoded("a", {}, folded), 0u);
+  EXPECT_EQ(foldDecoded("a/*b--c#\n\t", {}, folded),
+            kMetBlockComment | kMetLineComment | kMetLineBreak | kMetTab);
 }
 
 // Tickets count connections per address and give them back when destroyed.

@@ -100,6 +100,13 @@ TEST(GatewayConfigTest, CustomPatternsAreFoldedAsTargetsAre) {
     ASSERT_FALSE(refused.ok()) << blank;
     EXPECT_NE(refused.error().find("empty or blank pattern"), std::string::npos) << refused.error();
   }
+  // Targets are matched without their control characters: "%00.jpg" would read ".jpg".
+  for (const char* control : {"'%00.jpg'", "'..%2500'", "\"a\\x01b\""}) {
+    const auto refused = load(base + "  guard: { patterns: [" + control + "] }\n");
+    ASSERT_FALSE(refused.ok()) << control;
+    EXPECT_NE(refused.error().find("holding a control character"), std::string::npos)
+        << refused.error();
+  }
 }
 
 // The listener's address is checked as serve will bind it: `validate` passed "localhost:8000"
