@@ -658,8 +658,8 @@ TEST_F(ServiceTest, ABodyOverTheLimitStillGetsItsAnswer) {
 // leave such a client unanswered until request_timeout closed the connection. (The client does
 // not half-close here: its end of stream would make the body partial, and 400, either way.)
 TEST_F(ServiceTest, ABareLineFeedEndingAChunkedBodyGets400) {
-  for (const std::string ending :
-       {"0\n\n", "0\r\n\n", "2\r\n{}\r\n0\n\n", "0\r\nX-Trailer: 1\n\r\n"}) {
+  for (const std::string ending : {"0\n\n", "0\r\n\n", "2\r\n{}\r\n0\n\n",
+                                   "0\r\nX-Trailer: 1\n\r\n", "0\r\n\r\r", "0\r\nX: a\rb"}) {
     boost::asio::io_context io;
     tcp::socket socket(io);
     socket.connect(api_endpoint_);
@@ -669,6 +669,21 @@ TEST_F(ServiceTest, ABareLineFeedEndingAChunkedBodyGets400) {
     const std::string received = readUntilClosed(socket).value_or("(the server did not close)");
     EXPECT_TRUE(received.starts_with("HTTP/1.1 400")) << ending << ": " << received;
   }
+  // A valid chunked body sent a byte per write (so read in pieces) with extensions, data
+  // holding line feeds and a trailer, is decided, not refused.
+  boost::asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(api_endpoint_);
+  socket.set_option(tcp::no_delay(true));
+  const std::string body = "{\"limit\": \"per-ip\",\r\n\n \"key\": \"bytewise\"}";  // 0x29 bytes
+  const std::string request =
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n29;a=\"b\"\r\n" +
+      body + "\r\n0;c\r\nX-Trailer: 1\r\n\r\n";
+  for (const char byte : request) boost::asio::write(socket, boost::asio::buffer(&byte, 1));
+  const std::string decided = readUntilClosed(socket).value_or("(the server did not close)");
+  EXPECT_TRUE(decided.starts_with("HTTP/1.1 200") || decided.starts_with("HTTP/1.1 429"))
+      << decided;
 }
 
 // A Transfer-Encoding whose final coding is not chunked leaves the body's length unknown
