@@ -350,7 +350,7 @@ TEST_F(RedisClusterStoreTest, AsksAgainWhileASlotIsHalfMigrated) {
 
 // A killed master: its slots' calls are unavailable (each ends by its deadline: a call that
 // hung would hold the test until ctest's timeout), and the other masters' slots keep deciding.
-TEST_F(RedisClusterStoreTest, KilledMasterIsUnavailableWithinTheTimeout) {
+TEST_F(RedisClusterStoreTest, KilledMastersSlotsAreUnavailableOthersDecide) {
   constexpr Micros kTimeoutUs = 300'000;
   auto store = makeStore({}, kTimeoutUs);
   const std::string lost_group = groupOnNode("lost", 1);

@@ -96,7 +96,8 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
   const bool asking = !routed->ask_address.empty();
   target->pool->call(
       routed->call, remaining,
-      [this, routed, target](const redisReply* reply, std::string_view) {
+      [this, routed, target](const redisReply* reply, std::string_view error) {
+        if (error == redis::ServerPool::kTimedOut) calls_out_of_time_.fetch_add(1);
         onRouted(routed, reply, *target);
       },
       // Not the routed call itself: its handler holds the request, and a reply may come long
@@ -120,8 +121,6 @@ void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, cons
   routed->ask_address.clear();  // an ASK holds for one attempt only
   if (stopping_) return routed->handler(nullptr);
   if (reply == nullptr) {
-    // The pool's timer for the call fires at its deadline or after; a lost connection before.
-    if (SteadyClock::now() >= routed->deadline) calls_out_of_time_.fetch_add(1);
     asked.breaker->onFailure(steadyMicros());
     requestRefresh();  // timed out or lost the connection: the master may have failed over
     return routed->handler(nullptr);

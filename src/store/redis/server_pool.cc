@@ -140,7 +140,7 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
     if (flight->finished) return;  // that read finished it
     logTimeout(timeout);
     onCallTimedOut();  // first: the caller's handler may go on to anything
-    flight->finish(nullptr, "timed out");
+    flight->finish(nullptr, kTimedOut);
   });
   return flight;
 }

@@ -32,6 +32,8 @@ class ServerPool {
   // `reply` is null when the call failed (not connected, connection lost, or past its deadline)
   // and then `error` says why; otherwise it may be an error reply (MOVED, ASK, a script error).
   using CallHandler = std::function<void(const redisReply* reply, std::string_view error)>;
+  // The error of a call whose deadline came before its reply.
+  static constexpr std::string_view kTimedOut = "timed out";
 
   ServerPool(boost::asio::io_context& io, std::string host, std::uint16_t port,
              std::size_t connections, RedisAuth auth = {}, int database = 0);
