@@ -43,7 +43,7 @@ std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target)
   // Every request is folded: keep the buffers, not a malloc each.
   thread_local std::string decoding;
   thread_local std::string folded;
-  const std::string_view decoded = decodedForMatching(target, decoding);
+  const DecodedTarget decoded = decodedForMatching(target, decoding);
   const auto found = [&](std::string_view subject) -> const std::string* {
     for (const std::string& pattern : patterns_) {
       if (subject.find(pattern) != std::string_view::npos) return &pattern;
@@ -52,16 +52,20 @@ std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target)
   };
   // The first reading; the others (pattern_folding.h) only when the target holds what they
   // read differently, which most targets do not.
-  const unsigned met = foldDecoded(decoded, Reading{}, folded);
+  foldDecoded(decoded, Reading{}, folded);
   const std::string* pattern = found(folded);
   const auto other = [&](bool applies, Reading reading) {
     if (pattern != nullptr || !applies) return;
     foldDecoded(decoded, reading, folded);
     pattern = found(folded);
   };
-  other((met & kMetLineComment) != 0 && (met & kMetLineBreak) != 0, {Comments::kAllFolded});
-  other((met & (kMetBlockComment | kMetLineComment)) != 0, {Comments::kMarkersBlank});
-  other((met & (kMetLineBreak | kMetTab)) != 0, {Comments::kBlockFolded, true});
+  if (pattern == nullptr) {
+    const unsigned holds = whatItHolds(decoded.text);
+    other((holds & kHoldsLineComment) != 0 && (holds & kHoldsLineBreak) != 0,
+          {Comments::kAllFolded});
+    other((holds & (kHoldsBlockComment | kHoldsLineComment)) != 0, {Comments::kMarkersBlank});
+    other((holds & (kHoldsLineBreak | kHoldsTab)) != 0, {Comments::kBlockFolded, true});
+  }
   // The path as a backend maps it, when that differs: "." segments, doubled slashes and segment
   // parameters would otherwise hide a pattern the limits see through (/etc/./passwd and
   // /etc//passwd are /etc/passwd to the backend and to every limit).

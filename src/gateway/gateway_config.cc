@@ -135,16 +135,12 @@ void loadRoutes(const YAML::Node& gateway, const YAML::Mark& section, GatewaySet
 std::optional<std::string> foldedPattern(const std::string& pattern, const YAML::Node& where,
                                          Errors& errors) {
   // Targets are read without their control characters, so a pattern holding one would match as
-  // if it were not there ("%00.jpg" would refuse every JPEG).
+  // if it were not there ("%00.jpg" would refuse every JPEG); an overlong spelling may be one.
   std::string decoding;
-  const std::string_view decoded = decodedForMatching(pattern, decoding);
-  if (std::any_of(decoded.begin(), decoded.end(), [](char c) {
-        const auto byte = static_cast<unsigned char>(c);
-        return (byte < 0x20 && c != '\t' && c != '\n' && c != '\r') || byte == 0x7F;
-      })) {
+  if (holdsControlOrOverlong(decodedForMatching(pattern, decoding).text)) {
     errors.add(where,
-               "gateway.guard.patterns has a pattern holding a control character, which "
-               "targets are matched without");
+               "gateway.guard.patterns has a pattern holding a control character or an "
+               "overlong UTF-8 spelling, which targets are matched without");
     return std::nullopt;
   }
   std::string folded = foldForMatching(pattern);
@@ -366,7 +362,7 @@ void loadGateway(const YAML::Node& node, const YAML::Mark& section, bool jwt_set
 std::vector<std::string> GuardSettings::defaultPatterns() {
   // Lower case; matched as pattern_folding.h reads targets, with runs of blanks and SQL
   // comments as one space, so "UNION/**/SELECT" and "union%20%20select" are the same to the
-  // guard, and MySQL's "SLEEP (5)" reads "sleep (". "..;" climbs a directory on servers that
+  // guard ("SLEEP/**/(5)" is "sleep(5)"). "..;" climbs a directory on servers that
   // drop ";" path parameters (Tomcat, Jetty), whatever the parameter ("..;/", "..;x/").
   return {"<script",
           "javascript:",
@@ -391,9 +387,7 @@ std::vector<std::string> GuardSettings::defaultPatterns() {
           "delete from",
           "information_schema",
           "sleep(",
-          "sleep (",
           "benchmark(",
-          "benchmark (",
           "xp_cmdshell",
           "/etc/passwd"};
 }

@@ -118,13 +118,13 @@ bool isDigit(char c) noexcept { return c >= '0' && c <= '9'; }
 // in place, without a capacity check per character.
 class Folder {
  public:
-  Folder(std::string_view text, Reading reading, std::string& folded)
-      : text_(text), reading_(reading), folded_(folded), query_(text.find('?')) {
-    folded_.resize(text.size());
+  Folder(DecodedTarget decoded, Reading reading, std::string& folded)
+      : text_(decoded.text), reading_(reading), folded_(folded), query_(decoded.query_at) {
+    folded_.resize(text_.size());
     out_ = folded_.data();
   }
 
-  unsigned run() {
+  void run() {
     for (i_ = 0; i_ < text_.size(); ++i_) {
       const char c = text_[i_];
       const auto byte = static_cast<unsigned char>(c);
@@ -135,21 +135,17 @@ class Folder {
       }
     }
     folded_.resize(length_);
-    return met_;
   }
 
  private:
   void step(char c) {
     if (c == '/' && next() == '*') {
-      met_ |= kMetBlockComment;
       if (commentStart()) return;
     } else if (c == '*' && next() == '/') {
       if (commentEnd()) return;
     } else if (c == '#' || (c == '-' && next() == '-')) {
-      met_ |= kMetLineComment;
       if (lineComment()) return;
     } else if (c == '\n' || c == '\r' || c == '\t') {
-      met_ |= c == '\t' ? kMetTab : kMetLineBreak;
       if (reading_.url_blanks_removed) return;
     } else if (i_ < query_) {
       if (const std::size_t spelled = overlongAscii(text_, i_, c); spelled > 0) i_ += spelled - 1;
@@ -181,6 +177,9 @@ class Folder {
       i_ = executable - 1;
     } else {
       i_ = end + 1;  // UNION/**/SELECT
+      // SLEEP/**/(5): no blank before a parenthesis, so that "sleep(" matches it. (A pattern
+      // "sleep (" would match what it takes a blank and a parenthesis to say in plain text.)
+      if (end + 2 < text_.size() && text_[end + 2] == '(') return true;
     }
     blank();
     return true;
@@ -243,7 +242,6 @@ class Folder {
   char* out_ = nullptr;
   std::size_t length_ = 0;
   std::size_t i_ = 0;
-  unsigned met_ = 0;
   bool comments_close_ = true;
   std::size_t executable_end_ = kNone;  // the "*/" of the /*! */ comment being read
   std::size_t line_break_ = 0;
@@ -252,28 +250,78 @@ class Folder {
 
 }  // namespace
 
-std::string_view decodedForMatching(std::string_view target, std::string& buffer) {
-  // Most targets have nothing to decode: then decoding would copy them unchanged.
-  if (target.find_first_of("%+") == kNone) return target;
-  buffer.clear();
+DecodedTarget decodedForMatching(std::string_view target, std::string& buffer) {
   const std::size_t query = target.find('?');
-  decodeOnce(target.substr(0, query), false, buffer);
-  if (query != kNone) {
-    buffer += '?';
-    decodeOnce(target.substr(query + 1), true, buffer);
-  }
+  // Most targets have nothing to decode: then decoding would copy them unchanged.
+  if (target.find_first_of("%+") == kNone) return {target, query};
+  // The path and the query are decoded apart, so that a %3F in the path does not end it.
+  thread_local std::string path;
+  thread_local std::string arguments;
+  thread_local std::string again;
+  path.clear();
+  arguments.clear();
+  decodeOnce(target.substr(0, query), false, path);
+  if (query != kNone) decodeOnce(target.substr(query + 1), true, arguments);
   // Encoded again to slip past a filter that decodes once: %253Cscript, %25253Cscript.
-  thread_local std::string again;  // kept, as the caller's buffer is
-  for (int round = 1; round < kDecodingRounds && hasEscape(buffer); ++round) {
-    again.clear();
-    decodeOnce(buffer, false, again);
-    buffer.swap(again);
+  for (int round = 1; round < kDecodingRounds; ++round) {
+    bool decoded = false;
+    for (std::string* part : {&path, &arguments}) {
+      if (!hasEscape(*part)) continue;
+      again.clear();
+      decodeOnce(*part, false, again);
+      part->swap(again);
+      decoded = true;
+    }
+    if (!decoded) break;
   }
-  return buffer;
+  buffer = path;
+  if (query == kNone) return {buffer, kNone};
+  buffer += '?';
+  buffer += arguments;
+  return {buffer, path.size()};
 }
 
-unsigned foldDecoded(std::string_view decoded, Reading reading, std::string& folded) {
-  return Folder(decoded, reading, folded).run();
+unsigned whatItHolds(std::string_view text) noexcept {
+  unsigned holds = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    switch (text[i]) {
+      case '/':
+        if (next == '*') holds |= kHoldsBlockComment;
+        break;
+      case '-':
+        if (next == '-') holds |= kHoldsLineComment;
+        break;
+      case '#':
+        holds |= kHoldsLineComment;
+        break;
+      case '\r':
+      case '\n':
+        holds |= kHoldsLineBreak;
+        break;
+      case '\t':
+        holds |= kHoldsTab;
+        break;
+      default:
+        break;
+    }
+  }
+  return holds;
+}
+
+bool holdsControlOrOverlong(std::string_view text) noexcept {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    char ascii = 0;
+    if ((byte < 0x20 && !isBlank(text[i])) || byte == 0x7F || overlongAscii(text, i, ascii) > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void foldDecoded(DecodedTarget decoded, Reading reading, std::string& folded) {
+  Folder(decoded, reading, folded).run();
 }
 
 void foldForMatching(std::string_view target, std::string& folded) {

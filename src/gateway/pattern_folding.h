@@ -28,9 +28,18 @@ namespace sluice::gateway {
 // long).
 inline constexpr int kDecodingRounds = 4;
 
-// `target` decoded as above. Returns `target` itself when there is nothing to decode, else a
-// view of `buffer`, which holds the decoding.
-[[nodiscard]] std::string_view decodedForMatching(std::string_view target, std::string& buffer);
+// A target decoded as above, and where its query starts: the '?' that started it in the target,
+// not one decoded from the path's %3F.
+struct DecodedTarget {
+  DecodedTarget(std::string_view decoded, std::size_t query) : text(decoded), query_at(query) {}
+  explicit DecodedTarget(std::string_view decoded) : text(decoded), query_at(decoded.find('?')) {}
+  std::string_view text;
+  std::size_t query_at;  // its '?' in text; npos: no query
+};
+
+// `target` decoded. Its text is `target` itself when there is nothing to decode, else a view of
+// `buffer`, which holds the decoding.
+[[nodiscard]] DecodedTarget decodedForMatching(std::string_view target, std::string& buffer);
 
 enum class Comments {
   kBlockFolded,   // a closed /* */ is a blank; "--" and "#" are text
@@ -43,17 +52,22 @@ struct Reading {
   bool url_blanks_removed = false;  // tab, CR and LF removed rather than a blank
 };
 
-// What a folding met that another reading would read differently.
-enum Met : unsigned {
-  kMetBlockComment = 1,  // "/*"
-  kMetLineComment = 2,   // "--" or "#"
-  kMetLineBreak = 4,     // CR or LF
-  kMetTab = 8,
+// What decoded text holds that the readings read differently.
+enum Holds : unsigned {
+  kHoldsBlockComment = 1,  // "/*"
+  kHoldsLineComment = 2,   // "--" or "#"
+  kHoldsLineBreak = 4,     // CR or LF
+  kHoldsTab = 8,
 };
+[[nodiscard]] unsigned whatItHolds(std::string_view decoded) noexcept;
 
-// Folds decoded text into `folded` (replacing what it held) in one reading. Returns the Met
-// flags, so the caller knows which other readings could differ from this one.
-unsigned foldDecoded(std::string_view decoded, Reading reading, std::string& folded);
+// Folds decoded text into `folded` (replacing what it held) in one reading.
+void foldDecoded(DecodedTarget decoded, Reading reading, std::string& folded);
+
+// Whether decoded text holds a control character other than a blank, or an overlong UTF-8
+// spelling (read as the ASCII it spells, a control character perhaps): what a configured
+// pattern may not hold, since targets are read without them.
+[[nodiscard]] bool holdsControlOrOverlong(std::string_view decoded) noexcept;
 
 // Decoded, then folded in the first reading. Never throws but for allocation.
 [[nodiscard]] std::string foldForMatching(std::string_view target);

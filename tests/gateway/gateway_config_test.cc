@@ -101,10 +101,10 @@ TEST(GatewayConfigTest, CustomPatternsAreFoldedAsTargetsAre) {
     EXPECT_NE(refused.error().find("empty or blank pattern"), std::string::npos) << refused.error();
   }
   // Targets are matched without their control characters: "%00.jpg" would read ".jpg".
-  for (const char* control : {"'%00.jpg'", "'..%2500'", "\"a\\x01b\""}) {
+  for (const char* control : {"'%00.jpg'", "'..%2500'", "\"a\\x01b\"", "'%c0%80.jpg'"}) {
     const auto refused = load(base + "  guard: { patterns: [" + control + "] }\n");
     ASSERT_FALSE(refused.ok()) << control;
-    EXPECT_NE(refused.error().find("holding a control character"), std::string::npos)
+    EXPECT_NE(refused.error().find("holding a control character or an overlong"), std::string::npos)
         << refused.error();
   }
 }

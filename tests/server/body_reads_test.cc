@@ -74,8 +74,12 @@ TEST(BodyReadsTest, ValidBodiesAreReadWholeInReadsOfAnySize) {
 
 // A body ending in a line ending no parser accepts fails, however it was read, instead of
 // waiting (here: instead of reading to the end of stream, which says "partial message").
+// (Each last chunk follows a data chunk: with Boost 1.81, a last chunk first in the body whose
+// next bytes come in a read of their own trips an assertion in Beast's parser, in Debug builds
+// such as the sanitizer tree; Beast issue 2861, fixed in later Boost. Release builds go on.)
 TEST(BodyReadsTest, BadEndingsFailAsBadChunks) {
-  for (const std::string ending : {"0\n\n", "5\r\nhello\r\n0\r\n\n", "0\r\nX: 1\n\r\n"}) {
+  for (const std::string ending :
+       {"0\n\n", "5\r\nhello\r\n0\r\n\n", "1\r\na\r\n0\r\nX: 1\n\r\n", "1\r\na\r\n0\r\n\r\r"}) {
     for (std::size_t read_size = 1; read_size <= 6; ++read_size) {
       EXPECT_EQ(readRequest(kHead + ending, read_size).first, boost::beast::http::error::bad_chunk)
           << ending << " in reads of " << read_size;
