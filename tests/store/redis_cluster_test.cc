@@ -230,7 +230,9 @@ TEST_F(RedisClusterStoreTest, TimedOutCrossSlotRequestConsumesNothing) {
   ASSERT_EQ(admin.command({"CLIENT", "PAUSE", "1000", "ALL"}).text, "OK");
   Outcome outcomes[2];
   EXPECT_EQ(store->apply(checks, clock_, outcomes), StoreStatus::kUnavailable);
-  EXPECT_EQ(store->callsOutOfTime(), 1u);  // the paused slot's; the quick one answered
+  // The paused slot's call at least (the quick one's too, on a machine too loaded to answer it
+  // within 100 ms; its late reply is then refunded, as the polling below shows).
+  EXPECT_GE(store->callsOutOfTime(), 1u);
   // A request answered as failed is let go then, not when the paused node answers: its callback
   // holds the caller's request (in `sluice serve`, a client's session).
   {
