@@ -52,20 +52,16 @@ std::optional<std::string> DdosGuard::suspiciousPattern(std::string_view target)
   };
   // The first reading; the others (pattern_folding.h) only when the target holds what they
   // read differently, which most targets do not.
-  foldDecoded(decoded, Reading{}, folded);
+  const unsigned holds = foldDecoded(decoded, Reading{}, folded);
   const std::string* pattern = found(folded);
   const auto other = [&](bool applies, Reading reading) {
     if (pattern != nullptr || !applies) return;
     foldDecoded(decoded, reading, folded);
     pattern = found(folded);
   };
-  if (pattern == nullptr) {
-    const unsigned holds = whatItHolds(decoded.text);
-    other((holds & kHoldsLineComment) != 0 && (holds & kHoldsLineBreak) != 0,
-          {Comments::kAllFolded});
-    other((holds & (kHoldsBlockComment | kHoldsLineComment)) != 0, {Comments::kMarkersBlank});
-    other((holds & (kHoldsLineBreak | kHoldsTab)) != 0, {Comments::kBlockFolded, true});
-  }
+  other((holds & kHoldsLineComment) != 0 && (holds & kHoldsLineBreak) != 0, {Comments::kAllFolded});
+  other((holds & (kHoldsBlockComment | kHoldsLineComment)) != 0, {Comments::kMarkersBlank});
+  other((holds & (kHoldsLineBreak | kHoldsTab)) != 0, {Comments::kBlockFolded, true});
   // The path as a backend maps it, when that differs: "." segments, doubled slashes and segment
   // parameters would otherwise hide a pattern the limits see through (/etc/./passwd and
   // /etc//passwd are /etc/passwd to the backend and to every limit).

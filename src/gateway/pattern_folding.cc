@@ -53,7 +53,8 @@ void appendUtf8(unsigned code_unit, std::string& out) {
 }
 
 // One level of decoding: %XX and %uXXXX; with `plus_is_space`, '+' is a blank. Anything else,
-// a '%' that starts no escape included, stays as it is.
+// a '%' that starts no escape included, stays as it is. Not policy::percentDecoded, which the
+// limits use: %uXXXX is IIS's alone, and a limit's key must not read it.
 void decodeOnce(std::string_view text, bool plus_is_space, std::string& out) {
   const std::string_view specials = plus_is_space ? "%+" : "%";
   std::size_t i = 0;
@@ -124,7 +125,8 @@ class Folder {
     out_ = folded_.data();
   }
 
-  void run() {
+  // Returns what the text holds (Holds flags), as whatItHolds would say, found along the way.
+  unsigned run() {
     for (i_ = 0; i_ < text_.size(); ++i_) {
       const char c = text_[i_];
       const auto byte = static_cast<unsigned char>(c);
@@ -135,17 +137,21 @@ class Folder {
       }
     }
     folded_.resize(length_);
+    return holds_;
   }
 
  private:
   void step(char c) {
     if (c == '/' && next() == '*') {
+      holds_ |= kHoldsBlockComment;
       if (commentStart()) return;
     } else if (c == '*' && next() == '/') {
       if (commentEnd()) return;
     } else if (c == '#' || (c == '-' && next() == '-')) {
+      holds_ |= kHoldsLineComment;
       if (lineComment()) return;
     } else if (c == '\n' || c == '\r' || c == '\t') {
+      holds_ |= c == '\t' ? kHoldsTab : kHoldsLineBreak;
       if (reading_.url_blanks_removed) return;
     } else if (i_ < query_) {
       if (const std::size_t spelled = overlongAscii(text_, i_, c); spelled > 0) i_ += spelled - 1;
@@ -176,7 +182,8 @@ class Folder {
       executable_end_ = end;  // UNION/*!50000SELECT*/: the content is read
       i_ = executable - 1;
     } else {
-      i_ = end + 1;  // UNION/**/SELECT
+      holds_ |= whatItHolds(text_.substr(i_ + 2, end - i_ - 2));  // what the skip passes over
+      i_ = end + 1;                                               // UNION/**/SELECT
       // SLEEP/**/(5): no blank before a parenthesis, so that "sleep(" matches it. (A pattern
       // "sleep (" would match what it takes a blank and a parenthesis to say in plain text.)
       if (end + 2 < text_.size() && text_[end + 2] == '(') return true;
@@ -242,6 +249,7 @@ class Folder {
   char* out_ = nullptr;
   std::size_t length_ = 0;
   std::size_t i_ = 0;
+  unsigned holds_ = 0;
   bool comments_close_ = true;
   std::size_t executable_end_ = kNone;  // the "*/" of the /*! */ comment being read
   std::size_t line_break_ = 0;
@@ -320,8 +328,8 @@ bool holdsControlOrOverlong(std::string_view text) noexcept {
   return false;
 }
 
-void foldDecoded(DecodedTarget decoded, Reading reading, std::string& folded) {
-  Folder(decoded, reading, folded).run();
+unsigned foldDecoded(DecodedTarget decoded, Reading reading, std::string& folded) {
+  return Folder(decoded, reading, folded).run();
 }
 
 void foldForMatching(std::string_view target, std::string& folded) {

@@ -61,8 +61,9 @@ enum Holds : unsigned {
 };
 [[nodiscard]] unsigned whatItHolds(std::string_view decoded) noexcept;
 
-// Folds decoded text into `folded` (replacing what it held) in one reading.
-void foldDecoded(DecodedTarget decoded, Reading reading, std::string& folded);
+// Folds decoded text into `folded` (replacing what it held) in one reading. Returns what the
+// text holds, as whatItHolds(decoded.text) would, found along the way: no second pass.
+unsigned foldDecoded(DecodedTarget decoded, Reading reading, std::string& folded);
 
 // Whether decoded text holds a control character other than a blank, or an overlong UTF-8
 // spelling (read as the ASCII it spells, a control character perhaps): what a configured
