@@ -167,15 +167,15 @@ void ProxySession::onRequestChunk(beast::error_code ec) {
   if (exchange_->answered_early) return readResponseHeader();  // the rest of the body is not sent
   if (ec == bhttp::error::need_buffer) ec = {};
   if (!ec) return writeUpstream(kChunkBytes - request_->get().body().size);
-  // A body whose framing is broken (a bad chunk size, say) before any of the request went
-  // upstream is the client's error, and it hears so; once part of it has gone, the upstream has
-  // a partial request, and both connections go, as they do when the client leaves mid-body.
+  // A body whose framing is broken (a bad chunk size, say) is the client's error, and it hears
+  // so, even when part of the request already went upstream: the upstream connection, left with
+  // a partial request, is dropped with the exchange (respondLocal), never parked for reuse, and
+  // the upstream sees the connection close mid-body. A client that leaves mid-body
+  // (partial_message, or a socket error) has nobody to answer: both connections just close.
   const bool malformed =
       ec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
       ec != bhttp::error::partial_message;
-  if (malformed && !exchange_->request_head_sent) {
-    return respondLocal(400, "malformed request body", {});
-  }
+  if (malformed) return respondLocal(400, "malformed request body", {});
   close();
 }
 

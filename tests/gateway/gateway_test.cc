@@ -546,6 +546,32 @@ TEST_F(GatewayTest, AMalformedChunkedBodyGets400) {
   EXPECT_EQ(upstream_.requests.load(), 0);
 }
 
+// The same once part of the body went upstream: the client still hears 400, and the upstream
+// connection, holding a partial request, is dropped rather than reused.
+TEST_F(GatewayTest, AChunkedBodyBrokenAfterPartWentUpstreamGets400) {
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(endpoint_);
+  boost::asio::write(stream, boost::asio::buffer(std::string_view(
+                                 "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                 "\r\n5\r\nhello\r\n")));
+  // Bounded wait for the head and first chunk to reach the upstream, so the rest arrives after.
+  for (int i = 0; i < 1000 && upstream_.heads.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(upstream_.heads.load(), 1);
+  boost::asio::write(stream, boost::asio::buffer(std::string_view("zz\r\n")));
+  boost::beast::flat_buffer buffer;
+  const auto reply = sluice::testing::readReply(stream, buffer);
+  EXPECT_EQ(reply.status, 400);
+  EXPECT_EQ(upstream_.requests.load(), 0);  // the upstream never got a whole request
+  // The next request goes on a fresh upstream connection, whole.
+  EXPECT_EQ(get("/hello").status, 200);
+  EXPECT_EQ(upstream_.requests.load(), 1);
+  EXPECT_EQ(upstream_.connections.load(), 2);
+}
+
 // A chunked body's last chunk or trailer ended by a bare LF ("0\n\n") is refused at once (400),
 // as a bare LF elsewhere in its framing is; the parser, looking for CR LF CR LF there, used to
 // leave the client waiting until client_timeout (30 s here; the read below gives up at 10 s).

@@ -38,6 +38,7 @@ struct TestUpstream::Connection : std::enable_shared_from_this<Connection> {
         stream, buffer, *parser,
         [self = shared_from_this()](boost::beast::error_code ec, std::size_t) {
           if (ec) return;
+          ++self->upstream.heads;
           if (self->parser->get().target().starts_with("/early-")) return self->answerEarly();
           boost::beast::http::async_read(self->stream, self->buffer, *self->parser,
                                          [self](boost::beast::error_code read_ec, std::size_t) {
