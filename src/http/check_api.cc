@@ -9,6 +9,7 @@
 #include <boost/json/value.hpp>
 
 #include "policy/client_ip.h"
+#include "policy/origin_form.h"
 
 namespace sluice::http {
 namespace {
@@ -65,7 +66,13 @@ Result<policy::RequestView> parseRequest(const json::value& value,
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
   const std::string path = stringField(object, "path", false, error).value_or("/");
   if (!error.empty()) return Error{"request: " + error};
-  view.setPath(path);
+  // A caller may pass the target as the client sent it, in absolute form, as the auth door's
+  // original URI may be: its path is the path (else no path-matched limit would apply).
+  if (const auto origin = policy::originForm(path)) {
+    view.setPath(origin->target);
+  } else {
+    view.setPath(path);
+  }
   view.peer = peer;
   if (const json::value* ip = object.if_contains("client_ip")) {
     if (!ip->is_string()) return Error{"request: \"client_ip\" must be a string"};

@@ -23,6 +23,20 @@ TEST(CheckApi, HeaderValuesAreTrimmedAsHttpTrimsThem) {
   EXPECT_EQ(view.header("X-Blank"), "");
 }
 
+// A path passed in absolute form, as a client may send a request target, is read by its path,
+// as the auth door reads an original URI: read as a path of its own, "http://app.example/login"
+// matched no /login limit.
+TEST(CheckApi, AnAbsoluteFormPathIsReadByItsPath) {
+  const auto path = [](const std::string& given) {
+    const auto body = parseCheckBody(R"({"request": {"path": ")" + given + R"("}})", kPeer);
+    EXPECT_TRUE(body.ok()) << body.error();
+    return body.ok() ? body.value().items.at(0).request->path : std::string();
+  };
+  EXPECT_EQ(path("http://app.example/login?a=1"), "/login");
+  EXPECT_EQ(path("HTTPS://app.example"), "/");
+  EXPECT_EQ(path("/login"), "/login");
+}
+
 // A field the API does not know is refused, where it was ignored: a misspelt "cots": 5 charged
 // 1, and a "limit" beside "request" was dropped, the request decided on every limit it matched.
 TEST(CheckApi, UnknownFieldsAreRefused) {
