@@ -299,9 +299,11 @@ bool ProxySession::acquirePermits() {
     if (!limit.match.matches(exchange.view)) continue;
     std::string key;
     policy::appendCounterPart(key, limit.name);
-    if (!limit.key.appendKey(*exchange.context, limit.match.describe(), key,
-                             !limit.match.caseSensitive())) {
-      key += 'i';  // a missing key part: count the client address
+    const std::size_t named = key.size();
+    if (limit.key.appendKey(*exchange.context, limit.match.describe(), key,
+                            !limit.match.caseSensitive()) != policy::KeySelector::Read::kKeyed) {
+      key.resize(named);  // what the parts before the missing one appended goes
+      key += 'i';         // a part missing or in doubt: count the client address
       policy::appendCounterPart(key, exchange.context->client_network);
     }
     auto permit = state_->concurrency->tryAcquire(key, limit.max_in_flight);

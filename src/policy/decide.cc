@@ -148,8 +148,13 @@ std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext&
     std::string key = counterPrefix(limit, context.tier);
     const std::size_t identity = key.size();  // the limit's name is not part of the group
     key += 'k';                               // the selector's parts follow
-    if (!limit.key.appendKey(context, limit.match.describe(), key, !limit.match.caseSensitive())) {
-      if (limit.when_missing == WhenMissing::kSkip) continue;
+    const KeySelector::Read read =
+        limit.key.appendKey(context, limit.match.describe(), key, !limit.match.caseSensitive());
+    if (read != KeySelector::Read::kKeyed) {
+      // A part in doubt is never skipped: the client could then skip the limit at will.
+      if (read == KeySelector::Read::kMissing && limit.when_missing == WhenMissing::kSkip) {
+        continue;
+      }
       key.resize(identity);
       key += 'i';  // the address fallback
       appendCounterPart(key, context.client_network);

@@ -92,13 +92,6 @@ Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
 
 namespace {
 
-// A part whose value is in doubt counts by address, behind a marker no value can spell, whatever
-// when_missing says: skipping the limit, or keying either value, would let a client choose.
-void appendInDoubt(const RequestContext& context, std::string& out) {
-  out += 'c';
-  appendCounterPart(out, context.client_network);
-}
-
 // Whether two cookie values read the same once %XX-decoded.
 bool sameCookieValue(std::string_view a, std::string_view b) {
   if (a.find('%') == std::string_view::npos && b.find('%') == std::string_view::npos) return a == b;
@@ -109,8 +102,9 @@ bool sameCookieValue(std::string_view a, std::string_view b) {
 // over lines: reading the first line only, "Cookie: a=b" ahead of the session hid it). Values
 // compare decoded (S%31 is S1 to PHP and Express); an empty one is none, as for a header. Two
 // different values leave the client in doubt: backends take the first or the last, so keying
-// either would let a client vary the other at will. False when there is none.
-bool appendCookiePart(const RequestContext& context, std::string_view name, std::string& out) {
+// either would let a client vary the other at will.
+KeySelector::Read appendCookiePart(const RequestContext& context, std::string_view name,
+                                   std::string& out) {
   std::optional<std::string_view> value;
   bool conflicting = false;
   for (const auto& [field, line] : context.request.headers) {
@@ -125,16 +119,14 @@ bool appendCookiePart(const RequestContext& context, std::string_view name, std:
       }
     }
   }
-  if (conflicting) {
-    appendInDoubt(context, out);
-  } else if (!value) {
-    return false;
-  } else if (value->find('%') == std::string_view::npos) {
+  if (conflicting) return KeySelector::Read::kInDoubt;
+  if (!value) return KeySelector::Read::kMissing;
+  if (value->find('%') == std::string_view::npos) {
     appendCounterPart(out, *value);
   } else {
     appendCounterPart(out, percentDecoded(*value));
   }
-  return true;
+  return KeySelector::Read::kKeyed;
 }
 
 // The folded path: spellings of one resource (%2F, ";..." parameters and, for a limit matching
@@ -148,8 +140,8 @@ void appendPathPart(const RequestView& request, bool fold_case, std::string& out
 
 }  // namespace
 
-bool KeySelector::appendKey(const RequestContext& context, std::string_view route, std::string& out,
-                            bool fold_path_case) const {
+KeySelector::Read KeySelector::appendKey(const RequestContext& context, std::string_view route,
+                                         std::string& out, bool fold_path_case) const {
   for (const Part& part : parts_) {
     switch (part.kind) {
       case Kind::kGlobal:
@@ -159,11 +151,8 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         appendCounterPart(out, context.client_network);
         break;
       case Kind::kApiKey:
-        if (context.api_key_in_doubt) {
-          appendInDoubt(context, out);
-          break;
-        }
-        if (!context.api_key_id) return false;
+        if (context.api_key_in_doubt) return Read::kInDoubt;
+        if (!context.api_key_id) return Read::kMissing;
         appendCounterPart(out, *context.api_key_id);
         break;
       case Kind::kClient:
@@ -181,24 +170,21 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         // are in doubt, as cookies are.
         bool in_doubt = false;
         const auto value = context.request.agreedHeader(part.name, in_doubt);
-        if (in_doubt) {
-          appendInDoubt(context, out);
-          break;
-        }
-        if (!value || value->empty()) return false;
+        if (in_doubt) return Read::kInDoubt;
+        if (!value || value->empty()) return Read::kMissing;
         appendCounterPart(out, *value);
         break;
       }
       case Kind::kCookie:
-        if (!appendCookiePart(context, part.name, out)) return false;
+        if (const Read read = appendCookiePart(context, part.name, out); read != Read::kKeyed) {
+          return read;
+        }
         break;
       case Kind::kJwtClaim: {
-        if (context.token_in_doubt) {
-          appendInDoubt(context, out);
-          break;
-        }
+        if (context.token_in_doubt) return Read::kInDoubt;
+        // An empty claim is none, as an empty header is: one counter for every such token.
         const auto value = context.claims ? claimText(*context.claims, part.name) : std::nullopt;
-        if (!value) return false;
+        if (!value || value->empty()) return Read::kMissing;
         appendCounterPart(out, *value);
         break;
       }
@@ -208,11 +194,12 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         const boost::json::value* found = part.path->find(context.document());
         if (found != nullptr && found->is_null() &&
             part.path->startsWith({"request", "http", "cookies"})) {
-          appendInDoubt(context, out);
-          break;
+          return Read::kInDoubt;
         }
+        // An empty value is none, as for header: and cookie: parts (an empty header line, an
+        // empty claim): else every client sending it empty shares one counter.
         const auto value = part.path->findText(context.document());
-        if (!value) return false;
+        if (!value || value->empty()) return Read::kMissing;
         appendCounterPart(out, *value);
         break;
       }
@@ -227,7 +214,7 @@ bool KeySelector::appendKey(const RequestContext& context, std::string_view rout
         break;
     }
   }
-  return true;
+  return Read::kKeyed;
 }
 
 bool KeySelector::readsJwtClaims() const noexcept {

@@ -42,13 +42,23 @@ class KeySelector {
   // Parses each part; the error names the part and what is accepted.
   static Result<KeySelector> parse(const std::vector<std::string>& parts);
 
+  // What appendKey found.
+  enum class Read {
+    kKeyed,    // every part has a value: `out` holds the key
+    kMissing,  // a part has none (no such header, cookie, claim or API key, or an empty one)
+    // A part has two values (a header on lines that differ, a cookie sent twice, two API keys
+    // or tokens): keying either would let the client choose, and skipping the limit too. The
+    // caller counts the client by address, whatever when_missing says, in the same counter as
+    // a missing part's address fallback (a second one would double an anonymous budget).
+    kInDoubt,
+  };
+
   // Thread-safe. Appends the key for `context` to `out`, each part length-prefixed (see
   // appendCounterPart). `route` is the limit's route description; a `path` part counts the
   // request's folded path (RequestView::foldedPath), in lower case when `fold_path_case` (for a
-  // limit matching paths in any case). Returns false, leaving `out` unspecified, when a part is
-  // missing (no such header, cookie, claim, or API key).
-  bool appendKey(const RequestContext& context, std::string_view route, std::string& out,
-                 bool fold_path_case = false) const;
+  // limit matching paths in any case). Unless it returns kKeyed, `out` is left unspecified.
+  [[nodiscard]] Read appendKey(const RequestContext& context, std::string_view route,
+                               std::string& out, bool fold_path_case = false) const;
 
   // Whether a part is a `jwt:` claim (which only a verified token provides).
   [[nodiscard]] bool readsJwtClaims() const noexcept;

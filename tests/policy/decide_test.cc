@@ -180,6 +180,32 @@ limits:
   EXPECT_FALSE(decideFor(request("/a")).allowed);
 }
 
+// A credential in doubt (two keys on two lines, two tokens) counts by address in the same
+// counter as no credential at all: a counter of its own gave an anonymous client a second budget
+// for the asking. An empty json: value is none, as an empty header is.
+TEST_F(DecideTest, ACredentialInDoubtSharesTheAddressCounterWithNone) {
+  load(R"(
+identity: { api_key_header: X-Api-Key }
+limits:
+  - { name: per-key, key: api_key, rate: 1/min }
+  - { name: per-id, key: "json:$.request.http.headers['X-Id'][0]", rate: 1/min }
+)");
+  RequestView doubted = request("/a");
+  doubted.headers = {{"X-Api-Key", "k1"}, {"X-Api-Key", "k2"}, {"X-Id", "one"}};
+  EXPECT_TRUE(decideFor(doubted).allowed);
+  RequestView none = request("/a");
+  none.headers = {{"X-Id", "two"}};
+  EXPECT_FALSE(decideFor(none).allowed);
+
+  RequestView empty_id = request("/a", "198.51.100.8");
+  empty_id.headers = {{"X-Id", ""}};
+  EXPECT_TRUE(decideFor(empty_id).allowed);
+  // Another address sending it empty has its own counter, not the first one's.
+  RequestView other = request("/a", "198.51.100.9");
+  other.headers = {{"X-Id", ""}};
+  EXPECT_TRUE(decideFor(other).allowed);
+}
+
 // Blanks around a key are not part of it: a backend that splits on whitespace reads one key, and
 // as keys of their own, each spelling was a fresh counter.
 TEST_F(DecideTest, BlanksAroundACredentialAreNotPartOfIt) {

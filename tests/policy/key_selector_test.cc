@@ -7,6 +7,24 @@
 namespace sluice::policy {
 namespace {
 
+// What a test reads for a part in doubt, which the caller counts by address (no key is spelt).
+constexpr std::string_view kInDoubt = "(in doubt)";
+
+// The key, kInDoubt, or nullopt for a missing part.
+std::optional<std::string> keyOrOutcome(const KeySelector& selector, const RequestContext& context,
+                                        std::string_view route) {
+  std::string out;
+  switch (selector.appendKey(context, route, out)) {
+    case KeySelector::Read::kKeyed:
+      return out;
+    case KeySelector::Read::kInDoubt:
+      return std::string(kInDoubt);
+    case KeySelector::Read::kMissing:
+      break;
+  }
+  return std::nullopt;
+}
+
 // "<length>:<text>", as counter keys spell each part.
 std::string part(std::string_view text) {
   std::string out;
@@ -29,9 +47,8 @@ class KeySelectorTest : public ::testing::Test {
                                  std::string_view route = "POST /orders/*") {
     Result<KeySelector> selector = KeySelector::parse(parts);
     EXPECT_TRUE(selector.ok()) << (selector.ok() ? "" : selector.error());
-    std::string out;
-    if (!selector.ok() || !selector.value().appendKey(context_, route, out)) return std::nullopt;
-    return out;
+    if (!selector.ok()) return std::nullopt;
+    return keyOrOutcome(selector.value(), context_, route);
   }
 
   RequestView view_;
@@ -68,14 +85,14 @@ TEST_F(KeySelectorTest, ValuesCannotForgeOtherKeys) {
 
 // Cookies split over several Cookie lines are all read: a line ahead of the session ("Cookie:
 // theme=dark") hid it, and the limit keyed on it saw none. Values compare decoded, as PHP and
-// Express read them. A name sent with two values is keyed by address (marker 'c'): backends take
+// Express read them. A name sent with two values is in doubt, counted by address: backends take
 // the first or the last, and keying either let a client vary the other to mint counters.
 TEST_F(KeySelectorTest, CookiesOnEveryLine) {
   view_.headers = {{"Cookie", "theme=dark"},
                    {"cookie", "session=s2; id=first"},
                    {"Cookie", "id=second; session=s%32"}};
   EXPECT_EQ(key({"cookie:session"}), "2:s2");
-  EXPECT_EQ(key({"cookie:id"}), "c9:192.0.2.5");
+  EXPECT_EQ(key({"cookie:id"}), kInDoubt);
   EXPECT_EQ(key({"cookie:nope"}), std::nullopt);
   view_.headers = {{"Cookie", "session=; session=S%31%"}};  // an empty one is none
   EXPECT_EQ(key({"cookie:session"}), "3:S1%");
@@ -86,15 +103,15 @@ TEST_F(KeySelectorTest, CookiesOnEveryLine) {
 // and its own in the second line, for the backend. Lines that agree are one value.
 TEST_F(KeySelectorTest, AHeaderOnLinesThatDifferCountsByAddress) {
   view_.headers = {{"X-User", "x1"}, {"x-user", "bob"}};
-  EXPECT_EQ(key({"header:X-User"}), "c9:192.0.2.5");
+  EXPECT_EQ(key({"header:X-User"}), kInDoubt);
   view_.headers = {{"X-User", "bob"}, {"X-USER", "bob"}};
   EXPECT_EQ(key({"header:X-User"}), "3:bob");
   // A key or token header in doubt: api_key and jwt: parts count by address, never skipped.
   context_.api_key_id.reset();
   context_.api_key_in_doubt = true;
   context_.token_in_doubt = true;
-  EXPECT_EQ(key({"api_key"}), "c9:192.0.2.5");
-  EXPECT_EQ(key({"jwt:sub"}), "c9:192.0.2.5");
+  EXPECT_EQ(key({"api_key"}), kInDoubt);
+  EXPECT_EQ(key({"jwt:sub"}), kInDoubt);
 }
 
 // The JSON document's cookies read as cookie: key parts read them; a name with two values is
@@ -120,13 +137,29 @@ TEST(RequestDocument, OnlyACookieInDoubtCountsByAddress) {
   context.claims = boost::json::object{{"org", nullptr}};
   const auto key = [&](const std::string& part) -> std::optional<std::string> {
     const Result<KeySelector> selector = KeySelector::parse({part});
-    std::string out;
-    if (!selector.value().appendKey(context, "* *", out)) return std::nullopt;
-    return out;
+    return keyOrOutcome(selector.value(), context, "* *");
   };
-  EXPECT_EQ(key("json:$.request.http.cookies.sid"), "c9:192.0.2.5");
+  EXPECT_EQ(key("json:$.request.http.cookies.sid"), kInDoubt);
   EXPECT_EQ(key("json:$.request.parsed_token.payload.org"), std::nullopt);
   EXPECT_EQ(key("jwt:org"), std::nullopt);
+}
+
+// An empty value is none for json: and jwt: parts too, as for header: and cookie: ones: counted
+// as a value, every client sending it empty would share one counter, which one could spend.
+TEST(RequestDocument, AnEmptyValueIsNone) {
+  RequestView view;
+  view.headers = {{"X-Id", ""}, {"X-Id", "later"}, {"X-Name", "n1"}};
+  RequestContext context(view);
+  context.client_network = "192.0.2.5";
+  context.claims = boost::json::object{{"sub", ""}, {"org", "o1"}};
+  const auto key = [&](const std::string& part) -> std::optional<std::string> {
+    return keyOrOutcome(KeySelector::parse({part}).value(), context, "* *");
+  };
+  EXPECT_EQ(key("json:$.request.http.headers['X-Id'][0]"), std::nullopt);
+  EXPECT_EQ(key("json:$.request.http.headers['X-Name'][0]"), "2:n1");
+  EXPECT_EQ(key("json:$.request.parsed_token.payload.sub"), std::nullopt);
+  EXPECT_EQ(key("jwt:sub"), std::nullopt);
+  EXPECT_EQ(key("jwt:org"), "2:o1");
 }
 
 // A missing part makes the whole key missing; so does an empty header or cookie value, which
