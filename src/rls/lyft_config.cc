@@ -1,6 +1,7 @@
 #include "rls/lyft_config.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -49,6 +50,28 @@ std::optional<std::uint64_t> requestsPerUnit(const YAML::Node& node, Errors& err
   const auto value = goYamlUnsigned(*text, problem);
   if (!value) errors.add(node, "requests_per_unit: \"" + *text + "\" " + problem);
   return value;
+}
+
+// A flag as lyft's YAML library (YAML 1.1) reads one into a bool field: the spellings it lists,
+// each in the three cases it lists (y and n included, tRuE not). A quoted value, or one tagged
+// !!str, is a string, which it refuses for a bool.
+std::optional<bool> lyftFlag(const YAML::Node& node, const std::string& name, Errors& errors) {
+  const auto text = policy::scalar(node, name, errors);
+  if (!text) return std::nullopt;
+  const std::string& tag = node.Tag();
+  if (tag != "?" && tag != "tag:yaml.org,2002:bool") {
+    errors.add(node, name + ": must be true or false, not a string (\"" + *text +
+                         "\" quoted is a string to lyft/ratelimit too)");
+    return std::nullopt;
+  }
+  static constexpr std::string_view kTrue[] = {"y",    "Y",    "yes", "Yes", "YES", "true",
+                                               "True", "TRUE", "on",  "On",  "ON"};
+  static constexpr std::string_view kFalse[] = {"n",     "N",     "no",  "No",  "NO", "false",
+                                                "False", "FALSE", "off", "Off", "OFF"};
+  if (std::find(std::begin(kTrue), std::end(kTrue), *text) != std::end(kTrue)) return true;
+  if (std::find(std::begin(kFalse), std::end(kFalse), *text) != std::end(kFalse)) return false;
+  errors.add(node, name + " must be true or false, not \"" + *text + "\"");
+  return std::nullopt;
 }
 
 const DescriptorNode* findAt(const DescriptorLevel& level, const EntryView& entry) {
@@ -397,7 +420,7 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
     node.pattern = node.value && node.value->find('*') != std::string::npos;
   }
   const auto flag = [&](const char* name) {
-    return yaml[name] ? policy::boolValue(yaml[name], name, errors).value_or(false) : false;
+    return yaml[name] ? lyftFlag(yaml[name], name, errors).value_or(false) : false;
   };
   node.shadow_mode = flag("shadow_mode");
   node.detailed_metric = flag("detailed_metric");
@@ -424,21 +447,25 @@ std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml,
   RateLimitRule rule;
   bool ok = true;
   if (yaml["unlimited"])
-    rule.unlimited = policy::boolValue(yaml["unlimited"], "unlimited", errors).value_or(false);
+    rule.unlimited = lyftFlag(yaml["unlimited"], "unlimited", errors).value_or(false);
   if (yaml["name"]) rule.name = policy::scalar(yaml["name"], "name", errors).value_or("");
   if (yaml["unit"]) {
     const auto text = policy::scalar(yaml["unit"], "unit", errors);
     const auto unit = text ? parseUnit(*text) : std::nullopt;
-    if (text && !unit) {
-      errors.add(
-          yaml["unit"],
-          "unit: \"" + *text + "\" is not a unit (second, minute, hour, day, week, month, year)");
-    }
     if (rule.unlimited) {
-      errors.add(yaml["unit"], "unit: must not be given with unlimited: true");
+      // As lyft reads it: only a real unit contradicts unlimited; an empty or unknown one, as a
+      // template may write (unit: ""), is ignored.
+      if (unit) errors.add(yaml["unit"], "unit: must not be given with unlimited: true");
+      ok = text.has_value() && !unit;
+    } else {
+      if (text && !unit) {
+        errors.add(
+            yaml["unit"],
+            "unit: \"" + *text + "\" is not a unit (second, minute, hour, day, week, month, year)");
+      }
+      ok = unit.has_value();
+      if (unit) rule.unit = *unit;
     }
-    ok = unit.has_value() && !rule.unlimited;
-    if (unit) rule.unit = *unit;
   } else if (!rule.unlimited) {
     errors.add(yaml,
                "rate_limit: needs a unit (second, minute, hour, day, ...) or unlimited: true");

@@ -206,6 +206,51 @@ TEST(LyftConfigErrorsTest, ReportsEveryProblemWithItsPlace) {
   EXPECT_NE(errors[1].find("colour"), std::string::npos);
 }
 
+// Beside unlimited: true, lyft refuses only a real unit: an empty or unknown one, as a templated
+// config tends to write, is ignored, and the rule is unlimited.
+TEST(LyftConfigErrorsTest, AnEmptyOrUnknownUnitBesideUnlimitedIsIgnored) {
+  for (const std::string unit : {"\"\"", "unknown", "fortnight"}) {
+    const LyftSource source{"cfg.yaml",
+                            "domain: d\ndescriptors:\n  - key: a\n    rate_limit: "
+                            "{unlimited: true, unit: " +
+                                unit + "}\n"};
+    const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+    ASSERT_NE(loaded.config, nullptr) << unit << ": " << loaded.errors.at(0);
+    const std::vector<EntryView> entries{{"a", "v"}};
+    const DescriptorNode* node = LyftConfig::match(*loaded.config->domain("d"), entries, nullptr);
+    ASSERT_NE(node, nullptr) << unit;
+    EXPECT_TRUE(node->rate_limit->unlimited) << unit;
+  }
+  // Without unlimited, it is an error as before.
+  EXPECT_TRUE(
+      anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: \"\", "
+                           "requests_per_unit: 1}\n"),
+                  "is not a unit"));
+}
+
+// Flags read as lyft's YAML library reads a bool: its YAML 1.1 spellings (y and Y too), and a
+// quoted value is a string, which it refuses.
+TEST(LyftConfigErrorsTest, FlagsAreReadAsLyftReadsThem) {
+  const auto shadowed = [](const std::string& flag) -> std::optional<bool> {
+    const LyftSource source{"cfg.yaml",
+                            "domain: d\ndescriptors:\n  - key: a\n    shadow_mode: " + flag +
+                                "\n    rate_limit: {unit: second, requests_per_unit: 1}\n"};
+    const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+    if (loaded.config == nullptr) return std::nullopt;
+    const std::vector<EntryView> entries{{"a", "v"}};
+    return LyftConfig::match(*loaded.config->domain("d"), entries, nullptr)->shadow_mode;
+  };
+  for (const std::string yes : {"y", "Y", "yes", "True", "ON"})
+    EXPECT_EQ(shadowed(yes), true) << yes;
+  for (const std::string no : {"n", "NO", "false", "Off"}) EXPECT_EQ(shadowed(no), false) << no;
+  for (const std::string refused : {"\"true\"", "'yes'", "!!str true", "tRuE", "1"}) {
+    EXPECT_EQ(shadowed(refused), std::nullopt) << refused;
+  }
+  EXPECT_TRUE(anyContains(errorsOf("domain: d\ndescriptors:\n  - key: a\n    rate_limit: "
+                                   "{unlimited: \"true\"}\n"),
+                          "quoted is a string"));
+}
+
 // The checks lyft makes at load time are made here too.
 TEST(LyftConfigErrorsTest, RejectsWhatLyftRejects) {
   EXPECT_TRUE(anyContains(errorsOf("descriptors: []\n"), "domain: is required"));
