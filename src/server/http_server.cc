@@ -373,7 +373,11 @@ void accept(const std::shared_ptr<HttpServer::State>& state,
 }  // namespace
 
 std::string endpointText(const tcp::endpoint& endpoint) {
-  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+  // An IPv6 address in brackets, as a URI's authority and a Host field write it: "::1:8080"
+  // could be read as address ::1:8080 with no port.
+  const std::string address = endpoint.address().to_string();
+  const std::string port = std::to_string(endpoint.port());
+  return endpoint.address().is_v6() ? "[" + address + "]:" + port : address + ":" + port;
 }
 
 HttpServer::HttpServer(IoPool& pool, HttpServerLimits limits, Handler handler)

@@ -82,7 +82,8 @@ class HttpServer {
   std::shared_ptr<State> state_;
 };
 
-// "host:port", as the ready line and the logs name a listener.
+// "host:port" ("[v6]:port"), as the ready line and the logs name a listener and a Host field names
+// an upstream or webhook.
 std::string endpointText(const boost::asio::ip::tcp::endpoint& endpoint);
 
 }  // namespace sluice::server

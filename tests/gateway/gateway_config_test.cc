@@ -44,6 +44,8 @@ gateway:
   EXPECT_EQ(settings.websocket_idle_timeout_us, 120 * kMicrosPerSecond);
   ASSERT_EQ(settings.upstreams.size(), 2u);
   EXPECT_EQ(settings.upstreams[1].endpoint.port(), 9001);
+  EXPECT_EQ(settings.upstreams[1].host, "[::1]:9001");  // the Host sent when a request has none
+  EXPECT_EQ(settings.upstreams[0].host, "127.0.0.1:9000");
   EXPECT_EQ(settings.upstreams[1].max_idle_per_thread, 4u);
   EXPECT_EQ(settings.upstreams[1].idle_timeout_us, 5 * kMicrosPerSecond);
   EXPECT_EQ(settings.upstreams[0].idle_timeout_us, 60 * kMicrosPerSecond);  // nginx's default
