@@ -149,10 +149,17 @@ std::optional<std::string> OptionalDoors::openGateway(const std::string& path, s
 }
 #endif
 
-OptionalDoors::~OptionalDoors() {
+OptionalDoors::~OptionalDoors() { join(); }
+
+void OptionalDoors::join() {
 #ifdef SLUICE_WITH_RLS
   rls_watch_loop_.stop();  // a reload under way finishes first
-  if (rls_watcher_.joinable()) rls_watcher_.join();
+  if (rls_watcher_.joinable()) {
+    if (rls_ != nullptr && rls_->reloadUnderWay()) {
+      spdlog::info("waiting for the reload of {} under way to finish", rls_->settings().config_dir);
+    }
+    rls_watcher_.join();
+  }
   if (rls_stopper_.joinable()) rls_stopper_.join();
 #endif
 }

@@ -52,6 +52,11 @@ class OptionalDoors {
   void shutdown();
   // Client connections (for gRPC: a server not yet stopped) still open, for draining.
   [[nodiscard]] std::size_t openConnections() const noexcept;
+  // After shutdown() and the loops' end: waits for the doors' own threads. A reload of the lyft
+  // files under way finishes first (seconds for big files, bounded by their descriptor cap), and
+  // this says so in the log rather than leave a process that said "stopped" running.
+  // Idempotent; the destructor calls it.
+  void join();
 
  private:
 #ifdef SLUICE_WITH_RLS

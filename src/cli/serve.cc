@@ -195,6 +195,7 @@ int serve(const std::string& path) {
   // Now, while the engine and the service still exist: closing a shared store answers the
   // calls it still had out, and their callbacks reach both.
   store.store.reset();
+  optional.join();
   spdlog::info("stopped");
   return 0;
 }

@@ -202,7 +202,9 @@ void RlsServer::watchAgain() {
     }
     if (digest && digest != watched_digest_) {
       watched_digest_ = digest;
+      watch_reloading_.store(true, std::memory_order_relaxed);
       const std::vector<std::string> errors = reload();
+      watch_reloading_.store(false, std::memory_order_relaxed);
       (errors.empty() ? counters_.watch_reloads_ok : counters_.watch_reloads_failed)
           .fetch_add(1, std::memory_order_relaxed);
       if (errors.empty()) {

@@ -74,6 +74,10 @@ class RlsServer {
   // change with errors keeps the old config, as reload() does). Call once, before `loop` runs.
   // `loop` must outlive the server; stop it before destroying the server.
   void watchConfigDir(boost::asio::io_context& loop);
+  // Thread-safe. Whether the watcher is reloading now (reading and parsing the files).
+  [[nodiscard]] bool reloadUnderWay() const noexcept {
+    return watch_reloading_.load(std::memory_order_relaxed);
+  }
 
   // Thread-safe, idempotent. Stops accepting, lets RPCs in flight finish for up to `grace`, then
   // cancels the rest, and returns when the server is down.
@@ -107,6 +111,7 @@ class RlsServer {
   std::unique_ptr<boost::asio::steady_timer> watch_timer_;
   std::optional<std::size_t> watched_digest_;
   int unreadable_looks_ = 0;  // in a row; said once at a few, until it can be read again
+  std::atomic<bool> watch_reloading_{false};  // see reloadUnderWay()
 
   void watchAgain();
 };
