@@ -21,6 +21,7 @@
 
 #include "cli/optional_doors.h"
 #include "cli/port_clashes.h"
+#include "policy/freed_memory.h"
 #include "policy/policy_loader.h"
 #include "server/http_server.h"
 #include "server/io_pool.h"
@@ -186,6 +187,7 @@ int serve(const std::string& path) {
   };
   signals.async_wait(on_signal);
   pthread_sigmask(SIG_SETMASK, &unheld, nullptr);  // a SIGHUP held meanwhile is taken now
+  policy::releaseFreedMemory();                    // what parsing the config files took at start
   service.setReady(true);
   std::printf("sluice listening api=%s admin=%s%s\n",
               server::endpointText(api_endpoint.value()).c_str(),

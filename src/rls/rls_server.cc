@@ -5,13 +5,12 @@
 #include <map>
 #include <set>
 
-#include <malloc.h>
-
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "policy/freed_memory.h"
 #include "policy/utf8.h"
 #include "rls/protobuf_log.h"
 
@@ -153,11 +152,6 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
   return boost::asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port));
 }
 
-// Parsing big lyft files takes hundreds of megabytes (YAML nodes, then the config), which glibc
-// keeps in its free lists once freed: 80,000 descriptors left the process at 450 MB after the
-// file was removed and reloaded. A reload is rare, so handing the free pages back is cheap.
-void RlsServer::releaseFreedMemory() noexcept { ::malloc_trim(0); }
-
 std::vector<std::string> RlsServer::reload() {
   Read read_now = read();
   if (read_now.loaded.config == nullptr) return std::move(read_now.loaded.errors);
@@ -169,7 +163,8 @@ RlsServer::Read RlsServer::read() {
   const std::uint64_t sequence = reads_begun_.fetch_add(1) + 1;
   // Never throws: loading turns any exception (out of memory, say) into a refused load.
   Read read_now{.loaded = loadLyftConfigDir(settings_.config_dir), .sequence = sequence};
-  if (read_now.loaded.config == nullptr) releaseFreedMemory();  // what the refused load parsed
+  // What a refused load parsed is freed by now.
+  if (read_now.loaded.config == nullptr) policy::releaseFreedMemory();
   return read_now;
 }
 
@@ -182,7 +177,7 @@ void RlsServer::install(Read read) {
     read.loaded.config->keepCountsOf(*serving);
   }
   config_.store(std::move(read.loaded.config), std::memory_order_release);
-  releaseFreedMemory();  // the config replaced, unless a call in flight still holds it
+  policy::releaseFreedMemory();  // the config replaced, unless a call in flight still holds it
 }
 
 void RlsServer::watchConfigDir(boost::asio::io_context& loop) {

@@ -113,8 +113,6 @@ class RlsServer {
   int unreadable_looks_ = 0;  // in a row; said once at a few, until it can be read again
   std::atomic<bool> watch_reloading_{false};  // see reloadUnderWay()
 
-  static void releaseFreedMemory() noexcept;
-
   void watchAgain();
 };
 

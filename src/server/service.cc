@@ -12,6 +12,7 @@
 #include "http/auth_subrequest.h"
 #include "http/check_api.h"
 #include "http/json_string.h"
+#include "policy/freed_memory.h"
 #include "policy/own_headers.h"
 #include "policy/policy_loader.h"
 #include "server/dashboard/dashboard_page.h"
@@ -186,6 +187,7 @@ void Service::reloadInBackground(std::function<void(ReloadReport)> done) {
       callers.swap(queued_reload_callers_);
     }
     const ReloadReport report = reload();
+    policy::releaseFreedMemory();  // what the files' parse took, and the policy replaced
     for (const auto& answer : callers) answer(report);
   });
 }
