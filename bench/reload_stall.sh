@@ -61,7 +61,7 @@ envoy_rls:
 EOF
   (cd "$work" && exec "$bin" serve --config sluice.yaml > "$work/serve.log" 2>&1) & pid=$!
   pids+=("$pid")
-  wait_for_port "$port"
+  wait_for_port "$port" 60  # loading the big files first takes seconds
   sleep 1.5
   echo "# edited $(date +%s%N)" >> "$work/lyft/big.yaml"
   watcher=$(slowest_health "$port" 200)

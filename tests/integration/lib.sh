@@ -26,8 +26,8 @@ eventually() {
   return 1
 }
 
-wait_for_port() {
-  for _ in $(seq 1 100); do
+wait_for_port() {  # port [seconds, default 5]
+  for _ in $(seq 1 $((${2:-5} * 20))); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
     sleep 0.05
   done
