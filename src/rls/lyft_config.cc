@@ -379,8 +379,8 @@ bool LyftConfigBuilder::withinBounds(const YAML::Node& list, Errors& errors) {
   if (size > room) {
     errors.add(list, "descriptors: more than " + std::to_string(kMaxNodes) + " descriptors" +
                          (nodes_ > 0 ? " with the files before this one" : "") +
-                         " once YAML aliases are expanded (each use repeats its subtree); the "
-                         "file is refused");
+                         " (counting nested descriptors, and each use of a YAML alias as a "
+                         "copy of its subtree); the file is refused");
     return false;
   }
   nodes_ += size;
