@@ -118,6 +118,7 @@ Result<DynamicLimitsPtr> parseDynamicLimits(std::string_view json) {
       return Error{"limit \"" + printableKey(key->as_string()) + "\": " + limit.error()};
     policy::Limit made = std::move(limit).value();
     made.name = "dynamic:" + printableKey(key->as_string());
+    made.from_webhook = true;
     // 'w' marks the webhook's counters: no policy key begins with it, so none is shared.
     std::string counter = "w";
     policy::appendCounterPart(counter, key->as_string());

@@ -62,6 +62,9 @@ struct Limit {
   bool from_tier = false;
   std::map<std::string, LimitSpec, std::less<>> tier_specs;
   std::map<std::string, LimitSpec, std::less<>> tier_daily_specs;
+  // One of the gateway's dynamic limits, named by a key its webhook gave (often one per user or
+  // address): metrics count these together, as a series per key would grow without bound.
+  bool from_webhook = false;
 };
 
 struct ServerSettings {

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace sluice::server {
@@ -57,6 +58,14 @@ void Metrics::countDecisionLocked(std::string_view limit, Result result) {
   ++found->second[static_cast<std::size_t>(result)];
 }
 
+void Metrics::countCheckLocked(const policy::PlannedCheck& check, Result result) {
+  if (check.limit != nullptr && check.limit->from_webhook) {
+    ++webhook_decisions_[static_cast<std::size_t>(result)];
+  } else {
+    countDecisionLocked(check.label, result);
+  }
+}
+
 void Metrics::observeDecisionLatency(Micros latency_us) noexcept {
   const double seconds = static_cast<double>(latency_us) / 1e6;
   std::size_t bucket = 0;
@@ -72,20 +81,22 @@ void Metrics::countPass(const policy::PolicyDecision& decision, Micros latency_u
   observeDecisionLatency(latency_us);
   if (decision.enforced.degraded || decision.shadow.degraded) countDegraded();
   if (decision.throttle_wait_us > 0) {  // held, to decide again: throttled once per request
-    if (!waited_before) countDecision(decision.binding()->label, Result::kThrottled);
+    if (!waited_before) {
+      std::lock_guard lock(mutex_);
+      countCheckLocked(*decision.binding(), Result::kThrottled);
+    }
     return;
   }
   std::lock_guard lock(mutex_);  // once for the request's every limit
   for (std::size_t i = 0; i < decision.enforced.statuses.size(); ++i) {
     const bool allowed = decision.enforced.statuses[i].allowed;
     if (decision.allowed || !allowed) {
-      countDecisionLocked(decision.enforced_checks[i].label,
-                          allowed ? Result::kAllowed : Result::kDenied);
+      countCheckLocked(decision.enforced_checks[i], allowed ? Result::kAllowed : Result::kDenied);
     }
   }
   for (std::size_t i = 0; i < decision.shadow.statuses.size(); ++i) {
     if (!decision.shadow.statuses[i].allowed) {
-      countDecisionLocked(decision.shadow_checks[i].label, Result::kShadowDenied);
+      countCheckLocked(decision.shadow_checks[i], Result::kShadowDenied);
     }
   }
 }
@@ -101,6 +112,17 @@ std::string Metrics::render(std::size_t keys_held) const {
         if (counts[result] == 0) continue;  // only results that happened
         out << "sluice_decisions_total{limit=\"" << labelValue(limit) << "\",result=\""
             << resultName(static_cast<Result>(result)) << "\"} " << counts[result] << "\n";
+      }
+    }
+    if (std::any_of(webhook_decisions_.begin(), webhook_decisions_.end(),
+                    [](std::uint64_t count) { return count > 0; })) {
+      out << "# HELP sluice_webhook_decisions_total Decisions of the gateway's dynamic limits "
+             "(from its webhook), all keys together, by result.\n"
+          << "# TYPE sluice_webhook_decisions_total counter\n";
+      for (std::size_t result = 0; result < kResults; ++result) {
+        if (webhook_decisions_[result] == 0) continue;
+        out << "sluice_webhook_decisions_total{result=\"" << resultName(static_cast<Result>(result))
+            << "\"} " << webhook_decisions_[result] << "\n";
       }
     }
   }

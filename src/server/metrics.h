@@ -40,13 +40,16 @@ class Metrics {
   static constexpr std::array<double, 12> kLatencyBucketsSeconds{
       0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1};
 
-  void countDecisionLocked(std::string_view limit, Result result);  // mutex_ held
+  void countDecisionLocked(std::string_view limit, Result result);          // mutex_ held
+  void countCheckLocked(const policy::PlannedCheck& check, Result result);  // mutex_ held
 
   mutable std::mutex mutex_;
   // By limit name, then Result. Looked up by the name as it is, with no copy: every decision of
   // every door counts here.
   static constexpr std::size_t kResults = 4;
   std::map<std::string, std::array<std::uint64_t, kResults>, std::less<>> decisions_;
+  // The gateway's dynamic limits (Limit::from_webhook), all together, by Result.
+  std::array<std::uint64_t, kResults> webhook_decisions_{};
   std::array<std::atomic<std::uint64_t>, kLatencyBucketsSeconds.size() + 1> latency_buckets_{};
   std::atomic<std::uint64_t> latency_sum_us_{0};
   std::atomic<std::uint64_t> latency_count_{0};

@@ -52,6 +52,27 @@ policy::PlannedCheck checkNamed(std::string label) {
   return check;
 }
 
+// The gateway's webhook names its limits by key, often one per user: a series each would grow
+// without bound, so they count together in a family of their own (no static limit's name can
+// be taken for it).
+TEST(MetricsTest, WebhookLimitsCountTogether) {
+  Metrics metrics;
+  policy::Limit from_webhook;
+  from_webhook.from_webhook = true;
+  for (const std::string key : {"dynamic:user:1", "dynamic:user:2", "dynamic:user:3"}) {
+    policy::PolicyDecision decision;
+    decision.enforced_checks = {checkNamed("static"), checkNamed(key)};
+    decision.enforced_checks[1].limit = &from_webhook;
+    decision.enforced.statuses = {Outcome{}, Outcome{}};
+    decision.enforced.statuses[0].allowed = decision.enforced.statuses[1].allowed = true;
+    metrics.countPass(decision, 10, false);
+  }
+  const std::string text = metrics.render(0);
+  EXPECT_TRUE(has(text, R"(sluice_decisions_total{limit="static",result="allowed"} 3)")) << text;
+  EXPECT_TRUE(has(text, R"(sluice_webhook_decisions_total{result="allowed"} 3)")) << text;
+  EXPECT_EQ(text.find("user:"), std::string::npos) << text;
+}
+
 Outcome outcome(bool allowed) {
   Outcome status;
   status.allowed = allowed;
