@@ -42,7 +42,10 @@ struct TestUpstream::Connection : std::enable_shared_from_this<Connection> {
           if (self->parser->get().target().starts_with("/early-")) return self->answerEarly();
           boost::beast::http::async_read(self->stream, self->buffer, *self->parser,
                                          [self](boost::beast::error_code read_ec, std::size_t) {
-                                           if (read_ec) return;
+                                           if (read_ec) {
+                                             ++self->upstream.cut_mid_body;
+                                             return;
+                                           }
                                            ++self->upstream.requests;
                                            ++self->upstream.in_flight;
                                            self->handle(self->parser->release());

@@ -58,6 +58,7 @@ class TestUpstream {
   // The webhook answer /limits gives; set before requests arrive.
   std::string limits_answer = R"({"limits": []})";
   std::atomic<int> heads{0};             // request heads received (their bodies may follow)
+  std::atomic<int> cut_mid_body{0};      // connections that ended after a head, its body unread
   std::atomic<int> requests{0};          // requests received
   std::atomic<int> connections{0};       // connections accepted
   std::atomic<int> in_flight{0};         // requests received and not yet answered
