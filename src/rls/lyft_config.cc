@@ -56,6 +56,7 @@ std::optional<std::uint64_t> requestsPerUnit(const YAML::Node& node, Errors& err
 // each in the three cases it lists (y and n included, tRuE not). A quoted value, or one tagged
 // !!str, is a string, which it refuses for a bool.
 std::optional<bool> lyftFlag(const YAML::Node& node, const std::string& name, Errors& errors) {
+  if (node.IsNull()) return false;  // `shadow_mode:` left empty: the field's zero value, to lyft
   const auto text = policy::scalar(node, name, errors);
   if (!text) return std::nullopt;
   const std::string& tag = node.Tag();
@@ -450,7 +451,10 @@ std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml,
     rule.unlimited = lyftFlag(yaml["unlimited"], "unlimited", errors).value_or(false);
   if (yaml["name"]) rule.name = policy::scalar(yaml["name"], "name", errors).value_or("");
   if (yaml["unit"]) {
-    const auto text = policy::scalar(yaml["unit"], "unit", errors);
+    // A null unit (`unit:` or `unit: ~`, as a template that renders nothing writes) is "" to
+    // lyft, as any null is the field's zero value there.
+    const auto text = yaml["unit"].IsNull() ? std::optional<std::string>("")
+                                            : policy::scalar(yaml["unit"], "unit", errors);
     const auto unit = text ? parseUnit(*text) : std::nullopt;
     if (rule.unlimited) {
       // As lyft reads it: only a real unit contradicts unlimited; an empty or unknown one, as a

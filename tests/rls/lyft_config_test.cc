@@ -209,7 +209,7 @@ TEST(LyftConfigErrorsTest, ReportsEveryProblemWithItsPlace) {
 // Beside unlimited: true, lyft refuses only a real unit: an empty or unknown one, as a templated
 // config tends to write, is ignored, and the rule is unlimited.
 TEST(LyftConfigErrorsTest, AnEmptyOrUnknownUnitBesideUnlimitedIsIgnored) {
-  for (const std::string unit : {"\"\"", "unknown", "fortnight"}) {
+  for (const std::string unit : {"\"\"", "unknown", "fortnight", "~", ""}) {
     const LyftSource source{"cfg.yaml",
                             "domain: d\ndescriptors:\n  - key: a\n    rate_limit: "
                             "{unlimited: true, unit: " +
@@ -242,7 +242,9 @@ TEST(LyftConfigErrorsTest, FlagsAreReadAsLyftReadsThem) {
   };
   for (const std::string yes : {"y", "Y", "yes", "True", "ON"})
     EXPECT_EQ(shadowed(yes), true) << yes;
-  for (const std::string no : {"n", "NO", "false", "Off"}) EXPECT_EQ(shadowed(no), false) << no;
+  for (const std::string no : {"n", "NO", "false", "Off", "", "~"}) {
+    EXPECT_EQ(shadowed(no), false) << no;  // a null flag is false, its zero value, to lyft
+  }
   for (const std::string refused : {"\"true\"", "'yes'", "!!str true", "tRuE", "1"}) {
     EXPECT_EQ(shadowed(refused), std::nullopt) << refused;
   }
