@@ -8,7 +8,9 @@
 
 namespace sluice::policy {
 
-// Gives the memory the allocator holds free back to the system (glibc's malloc_trim).
+// Thread-safe. Gives the memory the allocator holds free back to the system (glibc's
+// malloc_trim; nothing elsewhere). It locks each malloc arena in turn while it trims it, so
+// threads allocating meanwhile may wait for it: call it once per load, not per request.
 void releaseFreedMemory() noexcept;
 
 }  // namespace sluice::policy

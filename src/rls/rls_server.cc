@@ -154,18 +154,22 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
 
 std::vector<std::string> RlsServer::reload() {
   Read read_now = read();
-  if (read_now.loaded.config == nullptr) return std::move(read_now.loaded.errors);
-  install(std::move(read_now));
-  return {};
+  std::vector<std::string> errors;
+  if (read_now.loaded.config == nullptr) {
+    errors = std::move(read_now.loaded.errors);
+  } else {
+    install(std::move(read_now));
+  }
+  // What the files' parse took, and the config replaced (unless a call in flight holds it).
+  // (A reload through the service, read() and install() apart, is trimmed there.)
+  policy::releaseFreedMemory();
+  return errors;
 }
 
 RlsServer::Read RlsServer::read() {
   const std::uint64_t sequence = reads_begun_.fetch_add(1) + 1;
   // Never throws: loading turns any exception (out of memory, say) into a refused load.
-  Read read_now{.loaded = loadLyftConfigDir(settings_.config_dir), .sequence = sequence};
-  // What a refused load parsed is freed by now.
-  if (read_now.loaded.config == nullptr) policy::releaseFreedMemory();
-  return read_now;
+  return Read{.loaded = loadLyftConfigDir(settings_.config_dir), .sequence = sequence};
 }
 
 void RlsServer::install(Read read) {
@@ -177,7 +181,6 @@ void RlsServer::install(Read read) {
     read.loaded.config->keepCountsOf(*serving);
   }
   config_.store(std::move(read.loaded.config), std::memory_order_release);
-  policy::releaseFreedMemory();  // the config replaced, unless a call in flight still holds it
 }
 
 void RlsServer::watchConfigDir(boost::asio::io_context& loop) {
@@ -205,6 +208,8 @@ void RlsServer::watchAgain() {
       }
       unreadable_looks_ = 0;
     }
+    // A stop that came while the digest was read: no reload for a process that is ending.
+    if (stopped_.load()) return;
     if (digest && digest != watched_digest_) {
       watched_digest_ = digest;
       watch_reloading_.store(true, std::memory_order_relaxed);
