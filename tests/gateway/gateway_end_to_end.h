@@ -21,11 +21,6 @@
 
 namespace sluice::gateway {
 
-namespace http = boost::beast::http;
-using sluice::testing::bigBody;
-using sluice::testing::httpCall;
-using sluice::testing::HttpReply;
-
 inline constexpr const char* kGatewayConfig = R"(
 limits:
   - { name: limited, match: { path_prefix: /limited }, key: ip, algorithm: fixed_window, rate: 2/min }
@@ -66,9 +61,10 @@ class GatewayTest : public sluice::testing::GatewayFixture {
  protected:
   void SetUp() override { start(kGatewayConfig); }
 
-  HttpReply get(const std::string& target,
-                const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-    return httpCall(endpoint_, http::verb::get, target, "", headers);
+  sluice::testing::HttpReply get(
+      const std::string& target,
+      const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    return sluice::testing::httpCall(endpoint_, boost::beast::http::verb::get, target, "", headers);
   }
 
   // POSTs `body_bytes` to `target` on a new connection the way Python's http.client does (the

@@ -20,6 +20,11 @@
 namespace sluice::gateway {
 namespace {
 
+namespace http = boost::beast::http;
+using sluice::testing::bigBody;
+using sluice::testing::httpCall;
+using sluice::testing::HttpReply;
+
 // An allowed request reaches the upstream and comes back with the rate-limit headers.
 TEST_F(GatewayTest, ForwardsAllowedRequestsWithRateLimitHeaders) {
   const HttpReply reply = get("/hello?x=1");

@@ -27,15 +27,10 @@
 
 namespace sluice::server {
 
-namespace http = boost::beast::http;
-using boost::asio::ip::tcp;
-using testing::httpCall;
-using testing::HttpReply;
-
 // What the server sends until it closes the connection, or nullopt when it stays silent for
 // 10 s: the bound keeps a server that never closes from hanging the test. (SO_RCVTIMEO would
 // not: Asio's blocking read polls again after the receive timeout.)
-inline std::optional<std::string> readUntilClosed(tcp::socket& socket) {
+inline std::optional<std::string> readUntilClosed(boost::asio::ip::tcp::socket& socket) {
   std::string received;
   for (;;) {
     pollfd readable{.fd = socket.native_handle(), .events = POLLIN, .revents = 0};
@@ -111,13 +106,13 @@ class ServiceTest : public ::testing::Test {
 
   void writeConfig(const std::string& text) { std::ofstream(config_path_) << text; }
 
-  HttpReply auth(const std::string& uri, const std::string& client = "203.0.113.5") {
-    return httpCall(
-        api_endpoint_, http::verb::get, "/v1/auth", "",
+  testing::HttpReply auth(const std::string& uri, const std::string& client = "203.0.113.5") {
+    return testing::httpCall(
+        api_endpoint_, boost::beast::http::verb::get, "/v1/auth", "",
         {{"X-Original-URI", uri}, {"X-Original-Method", "GET"}, {"X-Forwarded-For", client}});
   }
-  HttpReply check(const std::string& body) {
-    return httpCall(api_endpoint_, http::verb::post, "/v1/check", body);
+  testing::HttpReply check(const std::string& body) {
+    return testing::httpCall(api_endpoint_, boost::beast::http::verb::post, "/v1/check", body);
   }
 
   IoPool pool_{2};
@@ -126,8 +121,8 @@ class ServiceTest : public ::testing::Test {
   std::unique_ptr<Service> service_;
   std::unique_ptr<HttpServer> api_;
   std::unique_ptr<HttpServer> admin_;
-  tcp::endpoint api_endpoint_;
-  tcp::endpoint admin_endpoint_;
+  boost::asio::ip::tcp::endpoint api_endpoint_;
+  boost::asio::ip::tcp::endpoint admin_endpoint_;
 };
 
 }  // namespace sluice::server

@@ -18,6 +18,11 @@
 namespace sluice::server {
 namespace {
 
+namespace http = boost::beast::http;
+using boost::asio::ip::tcp;
+using testing::httpCall;
+using testing::HttpReply;
+
 // HTTP details: HEAD answers carry no body (so pipelined requests stay framed), 405 says what is
 // allowed, every answer is dated, and Expect: 100-continue is answered before the body is read.
 TEST_F(ServiceTest, HttpDetails) {

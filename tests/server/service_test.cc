@@ -26,6 +26,11 @@
 namespace sluice::server {
 namespace {
 
+namespace http = boost::beast::http;
+using boost::asio::ip::tcp;
+using testing::httpCall;
+using testing::HttpReply;
+
 // Auth subrequests: 200 with exact headers while allowed, then 429 with Retry-After, the JSON
 // body and the marker header; the client address comes from the trusted proxy's header.
 TEST_F(ServiceTest, AuthSubrequestAllowsThenDenies) {
