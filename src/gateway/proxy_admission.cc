@@ -182,12 +182,18 @@ void ProxySession::admit() {
   exchange.context.emplace(
       policy::resolveIdentity(*exchange.policy, view, state_->clock.now() / kMicrosPerSecond));
   if (state_->webhook == nullptr) return decidePass();
+  exchange.awaiting_webhook = true;
   state_->webhook->lookup(view, exchange.context->client_ip, loop_,
                           [self = shared_from_this()](DynamicLimitsPtr limits) {
                             if (self->exchange_ == nullptr) return;  // closed meanwhile
+                            self->exchange_->awaiting_webhook = false;
                             self->exchange_->dynamic = std::move(limits);
                             self->decidePass();
                           });
+  // Not answered from the cache: the webhook is being asked (up to its timeout). The client is
+  // watched meanwhile, as during a throttle hold, so one that leaves is neither forwarded nor
+  // charged. (A cached answer came at once, and the request went on: no watch, no system call.)
+  if (exchange_ != nullptr && exchange_->awaiting_webhook && request_->is_done()) watchClient();
 }
 
 void ProxySession::decidePass() {

@@ -45,6 +45,7 @@ struct ProxySession::Exchange {
   policy::RequestView view;
   std::optional<policy::RequestContext> context;  // refers to `view`
   DynamicLimitsPtr dynamic;
+  bool awaiting_webhook = false;  // its dynamic limits asked for, and not yet answered
   policy::PolicyDecision decision;
   Micros waited_us = 0;
   std::chrono::steady_clock::time_point deciding_since;  // the pass now deciding began (metrics)

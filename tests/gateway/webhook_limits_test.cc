@@ -5,8 +5,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <gtest/gtest.h>
+#include <boost/asio/write.hpp>
 
 #include "gateway/gateway_fixture.h"
 #include "support/http_client.h"
@@ -97,6 +99,33 @@ TEST_F(WebhookLimitsTest, SlowWebhookFallsBackWithinTheTimeout) {
   EXPECT_EQ(get("/a").status, 200);
   EXPECT_EQ(gateway_->stats().webhook.failures, 1u);
   EXPECT_EQ(gateway_->stats().webhook.calls, 1u);
+}
+
+// A client that leaves while the webhook is asked is neither forwarded nor charged, as one that
+// leaves during a throttle hold: the upstream (which plays the webhook too) gets the webhook's
+// call only. Bounded waits: 10 s each.
+TEST_F(WebhookLimitsTest, AClientLeavingWhileTheWebhookIsAskedIsNotForwarded) {
+  start(configWith("/limits-slow?ms=60000"));
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket socket(io);
+    socket.connect(endpoint_);
+    boost::asio::write(socket,
+                       boost::asio::buffer(std::string_view("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")));
+    for (int i = 0; i < 1000 && upstream_.requests.load() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // until the webhook is asked
+    }
+  }  // the client leaves
+  // Until the webhook timed out and the client's leaving was noticed (forwarded, it would be
+  // noticed only once the upstream had the request).
+  for (int i = 0;
+       i < 1000 && (gateway_->stats().webhook.failures == 0 || gateway_->stats().client_gone == 0);
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(gateway_->stats().webhook.failures, 1u);
+  EXPECT_EQ(gateway_->stats().client_gone, 1u);
+  EXPECT_EQ(upstream_.requests.load(), 1);  // the webhook's call, not the request
 }
 
 // A webhook that is down: the static policy decides.
