@@ -1,8 +1,9 @@
 // The gateway end to end, the fixture its tests share: a real upstream on 127.0.0.1
 // (test_upstream.h), the gateway in front of it with the configuration below, and helpers that
 // speak raw HTTP to it. gateway_test.cc covers what goes through (forwarding, limits, streaming,
-// connection reuse, concurrency, pipelining); gateway_framing_test.cc what is refused or mended
-// at the framing level (ambiguous lengths and hosts, broken chunked bodies, bad upstream answers).
+// connection reuse); gateway_client_side_test.cc concurrency slots, hang-ups, pipelining and the
+// guard; gateway_framing_test.cc what is refused or mended at the framing level (ambiguous
+// lengths and hosts, broken chunked bodies, bad upstream answers).
 #pragma once
 
 #include <chrono>
