@@ -140,79 +140,79 @@ void appendPathPart(const RequestView& request, bool fold_case, std::string& out
 
 }  // namespace
 
+namespace {
+
+// A part's value: in doubt, missing (none, or empty: counted as a value, every client sending it
+// empty would share one counter, which one of them could spend for all), or appended.
+template <typename Text>
+KeySelector::Read appendValue(const std::optional<Text>& value, bool in_doubt, std::string& out) {
+  if (in_doubt) return KeySelector::Read::kInDoubt;
+  if (!value || value->empty()) return KeySelector::Read::kMissing;
+  appendCounterPart(out, *value);
+  return KeySelector::Read::kKeyed;
+}
+
+}  // namespace
+
 KeySelector::Read KeySelector::appendKey(const RequestContext& context, std::string_view route,
                                          std::string& out, bool fold_path_case) const {
   for (const Part& part : parts_) {
-    switch (part.kind) {
-      case Kind::kGlobal:
-        appendCounterPart(out, "global");
-        break;
-      case Kind::kIp:
-        appendCounterPart(out, context.client_network);
-        break;
-      case Kind::kApiKey:
-        if (context.api_key_in_doubt) return Read::kInDoubt;
-        if (!context.api_key_id) return Read::kMissing;
-        appendCounterPart(out, *context.api_key_id);
-        break;
-      case Kind::kClient:
-        // An unknown key would let a caller mint fresh counters at will: use the address.
-        appendCounterPart(out, context.api_key_known && context.api_key_id
-                                   ? *context.api_key_id
-                                   : context.client_network);
-        break;
-      case Kind::kTier:
-        appendCounterPart(out, context.tier);
-        break;
-      case Kind::kHeader: {
-        // An empty value is none: counted as a value, every client sending the field empty
-        // would share one counter, which one of them could spend for all. Lines that differ
-        // are in doubt, as cookies are.
-        bool in_doubt = false;
-        const auto value = context.request.agreedHeader(part.name, in_doubt);
-        if (in_doubt) return Read::kInDoubt;
-        if (!value || value->empty()) return Read::kMissing;
-        appendCounterPart(out, *value);
-        break;
-      }
-      case Kind::kCookie:
-        if (const Read read = appendCookiePart(context, part.name, out); read != Read::kKeyed) {
-          return read;
-        }
-        break;
-      case Kind::kJwtClaim: {
-        if (context.token_in_doubt) return Read::kInDoubt;
-        // An empty claim is none, as an empty header is: one counter for every such token.
-        const auto value = context.claims ? claimText(*context.claims, part.name) : std::nullopt;
-        if (!value || value->empty()) return Read::kMissing;
-        appendCounterPart(out, *value);
-        break;
-      }
-      case Kind::kJsonPath: {
-        // A cookie of the document that is null was sent with two values: in doubt, as for
-        // cookie:. (Other nulls, a JWT claim's say, are no value, as jwt: reads them.)
-        const boost::json::value* found = part.path->find(context.document());
-        if (found != nullptr && found->is_null() &&
-            part.path->startsWith({"request", "http", "cookies"})) {
-          return Read::kInDoubt;
-        }
-        // An empty value is none, as for header: and cookie: parts (an empty header line, an
-        // empty claim): else every client sending it empty shares one counter.
-        const auto value = part.path->findText(context.document());
-        if (!value || value->empty()) return Read::kMissing;
-        appendCounterPart(out, *value);
-        break;
-      }
-      case Kind::kMethod:
-        appendCounterPart(out, context.request.method);
-        break;
-      case Kind::kPath:
-        appendPathPart(context.request, fold_path_case, out);
-        break;
-      case Kind::kRoute:
-        appendCounterPart(out, route);
-        break;
+    if (const Read read = appendPart(part, context, route, out, fold_path_case);
+        read != Read::kKeyed) {
+      return read;
     }
+  }
+  return Read::kKeyed;
+}
+
+KeySelector::Read KeySelector::appendPart(const Part& part, const RequestContext& context,
+                                          std::string_view route, std::string& out,
+                                          bool fold_path_case) {
+  switch (part.kind) {
+    case Kind::kGlobal:
+      appendCounterPart(out, "global");
+      break;
+    case Kind::kIp:
+      appendCounterPart(out, context.client_network);
+      break;
+    case Kind::kApiKey:
+      return appendValue(context.api_key_id, context.api_key_in_doubt, out);
+    case Kind::kClient:
+      // An unknown key would let a caller mint fresh counters at will: use the address.
+      appendCounterPart(out, context.api_key_known && context.api_key_id ? *context.api_key_id
+                                                                         : context.client_network);
+      break;
+    case Kind::kTier:
+      appendCounterPart(out, context.tier);
+      break;
+    case Kind::kHeader: {
+      // Lines that differ are in doubt, as cookies are.
+      bool in_doubt = false;
+      const auto value = context.request.agreedHeader(part.name, in_doubt);
+      return appendValue(value, in_doubt, out);
+    }
+    case Kind::kCookie:
+      return appendCookiePart(context, part.name, out);
+    case Kind::kJwtClaim:
+      return appendValue(context.claims ? claimText(*context.claims, part.name) : std::nullopt,
+                         context.token_in_doubt, out);
+    case Kind::kJsonPath: {
+      // A cookie of the document that is null was sent with two values: in doubt, as for
+      // cookie:. (Other nulls, a JWT claim's say, are no value, as jwt: reads them.)
+      const boost::json::value* found = part.path->find(context.document());
+      const bool in_doubt = found != nullptr && found->is_null() &&
+                            part.path->startsWith({"request", "http", "cookies"});
+      return appendValue(part.path->findText(context.document()), in_doubt, out);
+    }
+    case Kind::kMethod:
+      appendCounterPart(out, context.request.method);
+      break;
+    case Kind::kPath:
+      appendPathPart(context.request, fold_path_case, out);
+      break;
+    case Kind::kRoute:
+      appendCounterPart(out, route);
+      break;
   }
   return Read::kKeyed;
 }

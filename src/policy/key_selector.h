@@ -70,6 +70,10 @@ class KeySelector {
     std::string name;              // header, cookie or claim name
     std::optional<JsonPath> path;  // for kJsonPath
   };
+  // One part of appendKey.
+  static Read appendPart(const Part& part, const RequestContext& context, std::string_view route,
+                         std::string& out, bool fold_path_case);
+
   std::vector<Part> parts_;
   std::string text_;
 };
