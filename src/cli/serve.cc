@@ -114,6 +114,43 @@ void drainAndStop(const Doors& doors, server::IoPool& pool) {
                   std::chrono::steady_clock::now() + std::chrono::seconds(10));
 }
 
+// The configuration at `path`, checked for serving; null, with the errors printed, when it
+// cannot be.
+policy::PolicyPtr loadForServing(const std::string& path) {
+  policy::LoadResult loaded = policy::loadPolicy(path);
+  if (loaded.policy == nullptr) {
+    for (const std::string& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
+    return nullptr;
+  }
+  if (const auto clashes = portClashes(path, *loaded.policy); !clashes.empty()) {
+    for (const std::string& clash : clashes) std::fprintf(stderr, "%s\n", clash.c_str());
+    return nullptr;
+  }
+  return std::move(loaded.policy);
+}
+
+// With the doors open: signals handled (SIGHUP, held until now in `unheld`'s complement, reloads;
+// SIGINT and SIGTERM drain and stop), ready, the ready line printed, and the loops run until
+// they stop.
+void runUntilStopped(const Doors& doors, server::IoPool& pool, const std::string& path,
+                     const sigset_t& unheld, const std::string& listening) {
+  net::signal_set signals(pool.first(), SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  on_signal = [&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (signal != SIGHUP) return drainAndStop(doors, pool);
+    reload(doors, path);
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
+  pthread_sigmask(SIG_SETMASK, &unheld, nullptr);  // a SIGHUP held meanwhile is taken now
+  policy::releaseFreedMemory();                    // what parsing the config files took at start
+  doors.service.setReady(true);
+  std::printf("sluice listening %s\n", listening.c_str());
+  std::fflush(stdout);
+  pool.run();
+}
+
 }  // namespace
 
 int serve(const std::string& path) {
@@ -127,16 +164,9 @@ int serve(const std::string& path) {
   sigaddset(&hangup, SIGHUP);
   sigset_t unheld;
   pthread_sigmask(SIG_BLOCK, &hangup, &unheld);
-  const policy::LoadResult loaded = policy::loadPolicy(path);
-  if (loaded.policy == nullptr) {
-    for (const std::string& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
-    return 2;
-  }
-  const policy::Policy& policy = *loaded.policy;
-  if (const auto clashes = portClashes(path, policy); !clashes.empty()) {
-    for (const std::string& clash : clashes) std::fprintf(stderr, "%s\n", clash.c_str());
-    return 2;
-  }
+  const policy::PolicyPtr loaded = loadForServing(path);
+  if (loaded == nullptr) return 2;
+  const policy::Policy& policy = *loaded;
   const unsigned threads = policy.server.threads != 0
                                ? policy.server.threads
                                : std::max(1u, std::thread::hardware_concurrency());
@@ -152,7 +182,7 @@ int serve(const std::string& path) {
   spdlog::info("store: {}", store.description);
   // One store and engine for every front door, so they all count against the same limits.
   Engine engine(*store.store, clock);
-  server::Service service(loaded.policy, path, clock, engine, store.key_count);
+  server::Service service(loaded, path, clock, engine, store.key_count);
   OptionalDoors optional;
   const std::size_t open_files = openFilesForConnections();
   if (const auto error = optional.open(path, pool, engine, clock, service, open_files)) {
@@ -176,24 +206,10 @@ int serve(const std::string& path) {
                  (!api_endpoint.ok() ? api_endpoint : admin_endpoint).error().c_str());
     return 2;
   }
-  const Doors doors{service, api, admin, optional};
-  net::signal_set signals(pool.first(), SIGINT, SIGTERM, SIGHUP);
-  std::function<void(const boost::system::error_code&, int)> on_signal;
-  on_signal = [&](const boost::system::error_code& ec, int signal) {
-    if (ec) return;
-    if (signal != SIGHUP) return drainAndStop(doors, pool);
-    reload(doors, path);
-    signals.async_wait(on_signal);
-  };
-  signals.async_wait(on_signal);
-  pthread_sigmask(SIG_SETMASK, &unheld, nullptr);  // a SIGHUP held meanwhile is taken now
-  policy::releaseFreedMemory();                    // what parsing the config files took at start
-  service.setReady(true);
-  std::printf("sluice listening api=%s admin=%s%s\n",
-              server::endpointText(api_endpoint.value()).c_str(),
-              server::endpointText(admin_endpoint.value()).c_str(), optional.listening().c_str());
-  std::fflush(stdout);
-  pool.run();
+  const std::string listening = "api=" + server::endpointText(api_endpoint.value()) +
+                                " admin=" + server::endpointText(admin_endpoint.value()) +
+                                optional.listening();
+  runUntilStopped(Doors{service, api, admin, optional}, pool, path, unheld, listening);
   // Now, while the engine and the service still exist: closing a shared store answers the
   // calls it still had out, and their callbacks reach both.
   store.store.reset();
