@@ -309,8 +309,7 @@ bool ProxySession::acquirePermits() {
     if (limit.key.appendKey(*exchange.context, limit.match.describe(), key,
                             !limit.match.caseSensitive()) != policy::KeySelector::Read::kKeyed) {
       key.resize(named);  // what the parts before the missing one appended goes
-      key += 'i';         // a part missing or in doubt: count the client address
-      policy::appendCounterPart(key, exchange.context->client_network);
+      policy::appendAddressFallback(*exchange.context, key);
     }
     auto permit = state_->concurrency->tryAcquire(key, limit.max_in_flight);
     if (!permit) {

@@ -17,11 +17,7 @@ policy::RequestView viewFromSubrequest(
   for (char& c : view.method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
   const std::string_view uri = view.header(uri_header).value_or(subrequest.target());
   // A proxy may pass the URI as the client sent it, in absolute form: its path is the path.
-  if (const auto origin = policy::originForm(uri)) {
-    view.setPath(origin->target);
-  } else {
-    view.setPath(uri);
-  }
+  view.setPath(policy::originTarget(uri));
   return view;
 }
 

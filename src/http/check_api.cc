@@ -68,11 +68,7 @@ Result<policy::RequestView> parseRequest(const json::value& value,
   if (!error.empty()) return Error{"request: " + error};
   // A caller may pass the target as the client sent it, in absolute form, as the auth door's
   // original URI may be: its path is the path (else no path-matched limit would apply).
-  if (const auto origin = policy::originForm(path)) {
-    view.setPath(origin->target);
-  } else {
-    view.setPath(path);
-  }
+  view.setPath(policy::originTarget(path));
   view.peer = peer;
   if (const json::value* ip = object.if_contains("client_ip")) {
     if (!ip->is_string()) return Error{"request: \"client_ip\" must be a string"};

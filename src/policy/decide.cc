@@ -156,8 +156,7 @@ std::vector<PlannedCheck> planChecks(const Policy& policy, const RequestContext&
         continue;
       }
       key.resize(identity);
-      key += 'i';  // the address fallback
-      appendCounterPart(key, context.client_network);
+      appendAddressFallback(context, key);
     }
     const std::uint64_t cost = limit.cost.value_or(context.request.cost);
     const std::size_t identity_length = key.size() - identity;

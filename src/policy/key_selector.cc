@@ -49,6 +49,11 @@ void appendCounterPart(std::string& out, std::string_view part) {
   out += part;
 }
 
+void appendAddressFallback(const RequestContext& context, std::string& out) {
+  out += 'i';
+  appendCounterPart(out, context.client_network);
+}
+
 Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
   if (parts.empty()) return Error{"key: at least one part is needed, e.g. ip or header:X-User-Id"};
   KeySelector selector;

@@ -83,4 +83,8 @@ class KeySelector {
 // separator, or "ip=10.1.2.3" could spell the address fallback).
 void appendCounterPart(std::string& out, std::string_view part);
 
+// Appends the address fallback, for a key whose part is missing or in doubt: a marker no
+// length-prefixed part can spell, then the client's address (its network for IPv6).
+void appendAddressFallback(const RequestContext& context, std::string& out);
+
 }  // namespace sluice::policy

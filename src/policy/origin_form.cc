@@ -1,6 +1,7 @@
 #include "policy/origin_form.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "policy/request_view.h"
 
@@ -27,6 +28,11 @@ std::optional<OriginForm> originForm(std::string_view target) {
                     std::string(target.substr(end))};
   if (!origin.target.starts_with('/')) origin.target.insert(0, 1, '/');
   return origin;
+}
+
+std::string originTarget(std::string_view target) {
+  if (auto origin = originForm(target)) return std::move(origin->target);
+  return std::string(target);
 }
 
 }  // namespace sluice::policy

@@ -19,4 +19,9 @@ struct OriginForm {
 // absolute form. The scheme is case-insensitive; a missing path is "/".
 [[nodiscard]] std::optional<OriginForm> originForm(std::string_view target);
 
+// The path and query a target names: an absolute-form target's origin form, else the target as
+// it is. For a passed-on target (the auth door's original URI, the decision API's path), whose
+// authority counts for nothing.
+[[nodiscard]] std::string originTarget(std::string_view target);
+
 }  // namespace sluice::policy
