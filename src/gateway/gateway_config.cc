@@ -80,7 +80,7 @@ void loadUpstreams(const YAML::Node& gateway, const YAML::Mark& section, Gateway
     if (address) {
       if (auto endpoint = endpointValue(address, where, errors)) {
         upstream.endpoint = *endpoint;
-        upstream.host = server::endpointText(*endpoint);
+        upstream.host = server::hostFieldText(*endpoint);
       }
     }
     settings.upstreams.push_back(std::move(upstream));

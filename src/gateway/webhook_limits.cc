@@ -68,7 +68,7 @@ class WebhookCall : public std::enable_shared_from_this<WebhookCall> {
       : stream_(loop), owner_(std::move(owner)), key_(std::move(key)), done_(std::move(done)) {
     const WebhookSettings& settings = owner_->settings_;
     request_ = {bhttp::verb::post, settings.path, 11};
-    request_.set(bhttp::field::host, server::endpointText(settings.server.endpoint));
+    request_.set(bhttp::field::host, server::hostFieldText(settings.server.endpoint));
     request_.set(bhttp::field::content_type, "application/json");
     request_.set(bhttp::field::connection, "close");
     request_.body() = std::move(body);

@@ -380,6 +380,15 @@ std::string endpointText(const tcp::endpoint& endpoint) {
   return endpoint.address().is_v6() ? "[" + address + "]:" + port : address + ":" + port;
 }
 
+std::string hostFieldText(const tcp::endpoint& endpoint) {
+  if (!endpoint.address().is_v6() || endpoint.address().to_v6().scope_id() == 0) {
+    return endpointText(endpoint);
+  }
+  net::ip::address_v6 unzoned = endpoint.address().to_v6();
+  unzoned.scope_id(0);
+  return endpointText(tcp::endpoint(unzoned, endpoint.port()));
+}
+
 HttpServer::HttpServer(IoPool& pool, HttpServerLimits limits, Handler handler)
     : state_(std::make_shared<State>(pool, limits, std::move(handler))) {}
 

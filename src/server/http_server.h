@@ -82,8 +82,12 @@ class HttpServer {
   std::shared_ptr<State> state_;
 };
 
-// "host:port" ("[v6]:port"), as the ready line and the logs name a listener and a Host field names
-// an upstream or webhook.
+// "host:port" ("[v6]:port", with a link-local address's zone: "[fe80::1%eth0]:port"), as the
+// ready line and the logs name a listener or a server.
 std::string endpointText(const boost::asio::ip::tcp::endpoint& endpoint);
+
+// The same as a Host field names an upstream or a webhook: without the zone, which a Host's
+// IP literal cannot carry (RFC 3986), and which says where to route, not what the server is.
+std::string hostFieldText(const boost::asio::ip::tcp::endpoint& endpoint);
 
 }  // namespace sluice::server

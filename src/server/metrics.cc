@@ -45,11 +45,6 @@ std::string exactSeconds(std::uint64_t micros) {
 
 }  // namespace
 
-void Metrics::countDecision(std::string_view limit, Result result) {
-  std::lock_guard lock(mutex_);
-  countDecisionLocked(limit, result);
-}
-
 void Metrics::countDecisionLocked(std::string_view limit, Result result) {
   auto found = decisions_.find(limit);
   if (found == decisions_.end()) {

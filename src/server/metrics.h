@@ -26,7 +26,6 @@ class Metrics {
   // (an allowed check of a denied request is not counted as allowed) and each shadow limit that
   // would have denied.
   void countPass(const policy::PolicyDecision& decision, Micros latency_us, bool waited_before);
-  void countDecision(std::string_view limit, Result result);
   void observeDecisionLatency(Micros latency_us) noexcept;
   void countDegraded() noexcept { degraded_decisions_.fetch_add(1, std::memory_order_relaxed); }
   // A request held by a throttle whose client hung up before its turn.

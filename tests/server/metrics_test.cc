@@ -34,22 +34,26 @@ TEST(MetricsTest, SmallLatencySum) {
   EXPECT_TRUE(has(text, "sluice_keys 3")) << text;
 }
 
+policy::PlannedCheck checkNamed(std::string label) {
+  policy::PlannedCheck check;
+  check.label = std::move(label);
+  return check;
+}
+
 TEST(MetricsTest, CountersAndEscapedLabels) {
   Metrics metrics;
-  metrics.countDecision("per\"ip", Metrics::Result::kDenied);
-  metrics.countDecision("per\"ip", Metrics::Result::kDenied);
+  policy::PolicyDecision denied;
+  denied.allowed = false;
+  denied.enforced_checks = {checkNamed("per\"ip")};
+  denied.enforced.statuses = {Outcome{}};  // not allowed
+  metrics.countPass(denied, 10, false);
+  metrics.countPass(denied, 10, false);
   metrics.countDegraded();
   metrics.countReload(false);
   const std::string text = metrics.render(0);
   EXPECT_TRUE(has(text, R"(sluice_decisions_total{limit="per\"ip",result="denied"} 2)")) << text;
   EXPECT_TRUE(has(text, "sluice_degraded_decisions_total 1")) << text;
   EXPECT_TRUE(has(text, "sluice_config_reloads_total{result=\"failed\"} 1")) << text;
-}
-
-policy::PlannedCheck checkNamed(std::string label) {
-  policy::PlannedCheck check;
-  check.label = std::move(label);
-  return check;
 }
 
 // The gateway's webhook names its limits by key, often one per user: a series each would grow
