@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cerrno>
 
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
 #include "server/loop_io.h"
@@ -13,7 +15,7 @@ namespace {
 
 // A parked connection is dead when the upstream has closed it (recv sees end of stream) or has
 // sent something unasked (there is no request to answer); only "nothing to read yet" is alive.
-// One non-blocking peek, so a stale connection is noticed before a request is written to it.
+// One non-blocking peek: what the loop has not collected yet, which the watch cannot see.
 bool looksAlive(server::LoopSocket& socket) {
   if (!socket.is_open()) return false;
   const ssize_t got = server::peekOneByte(socket.native_handle());
@@ -33,21 +35,20 @@ UpstreamPool::UpstreamPool(boost::asio::io_context& loop, const std::vector<Upst
 
 UpstreamConnection UpstreamPool::takeIdle(std::size_t upstream, bool verify) {
   std::vector<Parked>& idle = idle_[upstream];
-  if (idle.empty()) return nullptr;
-  const auto now = Clock::now();
-  const auto quiet_since = now - kQuietCheckAfter;
   // Parked before this, a connection is past its idle timeout (the timer may not have run yet).
-  const auto expired_before = now - idle_timeout_[upstream];
+  const auto expired_before = Clock::now() - idle_timeout_[upstream];
   while (!idle.empty()) {
     Parked parked = std::move(idle.back());
     idle.pop_back();
+    boost::system::error_code ignored;
     const bool expired = parked.since <= expired_before;
-    const bool peek = verify || parked.since <= quiet_since;
-    if (!expired && (peek ? looksAlive(*parked.connection) : parked.connection->is_open())) {
+    const bool spoke = parked.watch->spoke || !parked.connection->is_open() ||
+                       (verify && !looksAlive(*parked.connection));
+    if (!expired && !spoke) {
+      parked.connection->cancel(ignored);  // the watch's handler then runs, aborted
       return std::move(parked.connection);
     }
-    if (!expired && peek) parked_closed_->fetch_add(1, std::memory_order_relaxed);
-    boost::system::error_code ignored;
+    if (!expired) parked_closed_->fetch_add(1, std::memory_order_relaxed);
     parked.connection->close(ignored);
   }
   return nullptr;
@@ -61,7 +62,15 @@ void UpstreamPool::giveBack(std::size_t upstream, UpstreamConnection connection)
     return;
   }
   const auto now = Clock::now();
-  idle.push_back({std::move(connection), now});
+  auto watch = std::make_shared<Watch>();
+  connection->expectEndOfStream(false);  // wait for the reactor's next event, no recv first
+  connection->async_read_some(boost::asio::buffer(&watch->byte, 1),
+                              [watch](const boost::system::error_code& ec, std::size_t) {
+                                if (ec != boost::asio::error::operation_aborted) {
+                                  watch->spoke = true;
+                                }
+                              });
+  idle.push_back({std::move(connection), now, std::move(watch)});
   expireAt(now + idle_timeout_[upstream]);
 }
 

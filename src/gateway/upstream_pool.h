@@ -33,12 +33,21 @@ using ParkedClosedCount = std::shared_ptr<std::atomic<std::uint64_t>>;
 // Nothing may arrive on a parked connection while no request is out on it. Whatever does (an
 // end of stream, a reset, or bytes an upstream sent late, such as a body behind a HEAD answer or
 // past its Content-Length) would be read as the next request's answer, and every answer on that
-// connection after it would be one behind: one client's answer sent to another. So a connection
-// parked for kQuietCheckAfter or longer is peeked at before reuse, and closed if anything came.
-// One parked for less is reused unpeeked: under load connections come back within a fraction of
-// a millisecond, and a peek per request (a system call) cost more than the check is worth there;
-// bytes that come that soon, or after the connection is taken, are not caught (nor by nginx's
-// keepalive module, which watches parked connections for the same purpose).
+// connection after it would be one behind: one client's answer sent to another. So a parked
+// connection is watched, as nginx's keepalive module watches its parked connections: a read of
+// one byte waits on it in the loop's reactor, and whatever ends that read (bytes, end of stream,
+// an error) marks the connection spoken, to be closed instead of reused. The watch costs no
+// system call: the connection's last read emptied the socket (DrainAwareSocket), so the reactor
+// only waits for the next event, and taking the connection cancels the watch in user space. An
+// earlier version peeked (a recv) only at connections parked for a millisecond or more, since a
+// peek per request cost a system call, and so let through bytes that came sooner. (Under the
+// gateway benchmark's load both cost the same CPU per request, within this VM's noise.)
+//
+// What the watch cannot see is an event the loop has not collected yet (epoll_wait runs once per
+// pass over the loop's ready handlers): a connection the upstream closed just then is reused,
+// its request fails, and one without a body is sent again on a fresh connection
+// (ProxySession::retryOnFreshConnection). A request that could not be sent again is checked by
+// a peek as well (takeIdle's `verify`).
 //
 // A connection parked for its upstream's idle_timeout is closed: by one timer per pool, set for
 // the oldest parked connection, so an idle gateway does not hold its upstreams' connections (or,
@@ -48,13 +57,11 @@ class UpstreamPool {
   UpstreamPool(boost::asio::io_context& loop, const std::vector<Upstream>& upstreams,
                ParkedClosedCount parked_closed);
 
-  // A parked connection to `upstream`, or null. The newest first: it is the least likely to have
-  // been closed by the upstream's idle timeout. With `verify`, one that still looks open (the
-  // peer has not closed it) however briefly it was parked, at the cost of a system call: for a
+  // A parked connection to `upstream` on which nothing arrived, or null. The newest first: it is
+  // the least likely to have been closed by the upstream's idle timeout. With `verify`, also
+  // peeked at, at the cost of a system call, for what the loop has not collected yet: for a
   // request that could not be sent again on a fresh connection if this one turned out dead.
   [[nodiscard]] UpstreamConnection takeIdle(std::size_t upstream, bool verify);
-
-  static constexpr std::chrono::milliseconds kQuietCheckAfter{1};
 
   // Parks a connection whose last response was complete and kept alive; closes it when the
   // upstream already has max_idle_per_thread parked.
@@ -69,9 +76,15 @@ class UpstreamPool {
 
  private:
   using Clock = std::chrono::steady_clock;
+  // A parked connection's watch: the byte its read waits for, and whether that read ended.
+  struct Watch {
+    char byte = 0;
+    bool spoke = false;
+  };
   struct Parked {
     UpstreamConnection connection;
     Clock::time_point since;
+    std::shared_ptr<Watch> watch;  // shared with the watch's handler, which may run after a take
   };
 
   // Sets the timer for the earliest moment a parked connection reaches its idle timeout, if

@@ -328,9 +328,9 @@ TEST_F(GatewayTest, BytesOnAParkedConnectionCloseIt) {
   EXPECT_EQ(upstream_.connections.load(), 2);
 }
 
-// A parked connection the upstream has closed: a request without a body is written to it, fails,
-// and is sent again on a fresh connection; the client sees only the answer.
-TEST_F(GatewayTest, RequestOnAClosedParkedConnectionIsSentAgain) {
+// A parked connection the upstream has closed is not reused (its watch saw the end of stream):
+// the next request goes out on a fresh connection, and the client sees only the answer.
+TEST_F(GatewayTest, RequestAfterAClosedParkedConnectionGetsAFreshOne) {
   const HttpReply reply =
       afterAClosedParkedConnection(endpoint_, upstream_, {http::verb::get, "/hello", 11});
   EXPECT_EQ(reply.status, 200);
@@ -370,6 +370,20 @@ TEST_F(GatewayTest, ABodylessPostIsCheckedNotRetried) {
   EXPECT_EQ(client.send(http::request<http::empty_body>{http::verb::post, "/fail", 11}).status,
             502);
   EXPECT_EQ(upstream_.requests.load() - before, 2) << "the POST was sent again";
+}
+
+// A reused connection that fails on first use (the upstream closed it as it was taken, before the
+// loop could see it; here /fail reads the request and hangs up) has a GET sent again, once, on
+// a fresh connection: the upstream sees it twice, and the client one answer.
+TEST_F(GatewayTest, AGetFailingOnAReusedConnectionIsSentOnceMore) {
+  ClientConnection client(endpoint_);
+  EXPECT_EQ(client.send(http::request<http::empty_body>{http::verb::get, "/hello", 11}).status,
+            200);
+  const int before = upstream_.requests.load();
+  EXPECT_EQ(client.send(http::request<http::empty_body>{http::verb::get, "/fail", 11}).status, 502);
+  EXPECT_EQ(upstream_.requests.load() - before, 2) << "sent once on the reused connection, "
+                                                      "once on a fresh one";
+  EXPECT_EQ(upstream_.connections.load(), 2);
 }
 
 // Nothing listens upstream: 502. The upstream hangs up without answering: 502.

@@ -3,12 +3,14 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 
 namespace sluice::gateway {
 namespace {
@@ -39,16 +41,18 @@ class UpstreamPoolTest : public ::testing::Test {
     return list;
   }
 
-  // Runs the loop until the far end of connection `index` reads an end of stream (the pool
-  // closed the near end), for at most 10 s. True when it did.
+  // Runs the loop until the far end of connection `index` reads an end of stream or a reset (the
+  // pool closed the near end), for at most 10 s. True when it did.
   bool farEndCloses(std::size_t index) {
     bool closed = false;
     char byte = 0;
-    far_ends_[index]->async_read_some(net::buffer(&byte, 1),
-                                      [&](const boost::system::error_code& ec, std::size_t) {
-                                        closed = ec == net::error::eof;
-                                        finished_ = true;
-                                      });
+    far_ends_[index]->async_read_some(
+        net::buffer(&byte, 1), [&](const boost::system::error_code& ec, std::size_t) {
+          // A reset when the near end closed with
+          // bytes unread (the far end sent some).
+          closed = ec == net::error::eof || ec == net::error::connection_reset;
+          finished_ = true;
+        });
     finished_ = false;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!finished_ && std::chrono::steady_clock::now() < give_up) {
@@ -56,6 +60,30 @@ class UpstreamPoolTest : public ::testing::Test {
       loop_.restart();
     }
     return closed;
+  }
+
+  // Reads `size` bytes from `socket` (on loop_), running the loop for at most 10 s: what came
+  // by then, so that a missing byte fails the test instead of hanging it.
+  template <typename Socket>
+  std::string readBytes(Socket& socket, std::size_t size) {
+    std::string bytes(size, '\0');
+    std::size_t got = 0;
+    bool done = false;
+    net::async_read(socket, net::buffer(bytes),
+                    [&](const boost::system::error_code&, std::size_t transferred) {
+                      got = transferred;
+                      done = true;
+                    });
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done && std::chrono::steady_clock::now() < give_up) {
+      loop_.run_for(std::chrono::milliseconds(20));
+      loop_.restart();
+    }
+    if (!done) socket.cancel();
+    loop_.poll();  // the cancelled read's handler, before `got` and `done` go away
+    loop_.restart();
+    bytes.resize(got);
+    return bytes;
   }
 
   ParkedClosedCount parked_closed_ = std::make_shared<std::atomic<std::uint64_t>>(0);
@@ -119,6 +147,55 @@ TEST_F(UpstreamPoolTest, TheTimerMovesOnToTheNextOldest) {
   EXPECT_TRUE(farEndCloses(0));
   EXPECT_TRUE(farEndCloses(1));
   EXPECT_EQ(pool.idleCount(0), 0U);
+}
+
+// Runs the loop for a moment, so that it collects what arrived on the parked connections' sockets.
+void collectEvents(net::io_context& loop) {
+  loop.run_for(std::chrono::milliseconds(50));
+  loop.restart();
+}
+
+// Bytes the upstream sends on a parked connection (a body past its Content-Length, say) end the
+// watch's read: the connection is closed, not handed out, with no peek asked for (verify false).
+TEST_F(UpstreamPoolTest, BytesOnAParkedConnectionCloseIt) {
+  UpstreamPool pool(loop_, upstreams({60 * kMicrosPerSecond}), parked_closed_);
+  pool.giveBack(0, connect());
+  net::write(*far_ends_[0], net::buffer("late", 4));
+  collectEvents(loop_);
+  EXPECT_EQ(pool.takeIdle(0, /*verify=*/false), nullptr);
+  EXPECT_EQ(parked_closed_->load(), 1U);
+  EXPECT_TRUE(farEndCloses(0));
+}
+
+// So does the upstream closing it (its own idle timeout, a restart).
+TEST_F(UpstreamPoolTest, AParkedConnectionTheUpstreamClosedIsNotHandedOut) {
+  UpstreamPool pool(loop_, upstreams({60 * kMicrosPerSecond}), parked_closed_);
+  pool.giveBack(0, connect());
+  pool.giveBack(0, connect());
+  far_ends_[1]->close();  // the newer one, which a take tries first
+  collectEvents(loop_);
+  UpstreamConnection taken = pool.takeIdle(0, /*verify=*/false);
+  ASSERT_NE(taken, nullptr);
+  EXPECT_EQ(parked_closed_->load(), 1U);
+  EXPECT_EQ(pool.idleCount(0), 0U);
+  // The one handed out is the older, still open, connection: its far end hears what it writes.
+  net::write(*taken, net::buffer("ping", 4));
+  EXPECT_EQ(readBytes(*far_ends_[0], 4), "ping");
+}
+
+// A connection taken from the pool reads the upstream's next answer whole: its watch was called
+// off, and took no byte of it.
+TEST_F(UpstreamPoolTest, ATakenConnectionsWatchTakesNoByteOfTheAnswer) {
+  UpstreamPool pool(loop_, upstreams({60 * kMicrosPerSecond}), parked_closed_);
+  pool.giveBack(0, connect());
+  collectEvents(loop_);
+  UpstreamConnection taken = pool.takeIdle(0, /*verify=*/false);
+  ASSERT_NE(taken, nullptr);
+  collectEvents(loop_);  // the called-off watch's handler runs
+  net::write(*far_ends_[0], net::buffer("answer", 6));
+  collectEvents(loop_);
+  EXPECT_EQ(readBytes(*taken, 6), "answer");
+  EXPECT_EQ(parked_closed_->load(), 0U);
 }
 
 }  // namespace
