@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -23,6 +24,22 @@ inline std::vector<std::string> errorsOf(const std::string& yaml,
   policy::LoadResult loaded = policy::loadPolicyText(yaml, "test.yaml", base_dir);
   EXPECT_EQ(loaded.policy, nullptr);
   return loaded.errors;
+}
+
+// True if some error is exactly at `line` of test.yaml and mentions `text`.
+inline bool hasError(const std::vector<std::string>& errors, int line, const std::string& text) {
+  const std::string place = "test.yaml:" + std::to_string(line) + ":";
+  for (const std::string& error : errors) {
+    if (error.starts_with(place) && error.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The errors one to a line, for a failing test's message.
+inline std::string describeErrors(const std::vector<std::string>& errors) {
+  std::string out;
+  for (const std::string& error : errors) out += error + "\n";
+  return out;
 }
 
 }  // namespace sluice::testing
