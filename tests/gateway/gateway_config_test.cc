@@ -65,17 +65,17 @@ gateway:
   EXPECT_EQ(settings.webhook->timeout_us, 50 * kMicrosPerMilli);
 }
 
-
 // A link-local upstream keeps its zone for routing, but the Host sent for a request without one
 // names the address alone: an IP literal in a Host field has no room for a zone.
 TEST(GatewayConfigTest, AZonedUpstreamsHostHasNoZone) {
-  const auto loaded = load(
-      "gateway:\n  upstreams: { a: \"[fe80::1%lo]:9000\" }\n  routes: [ { upstream: a } ]\n");
+  const auto loaded =
+      load("gateway:\n  upstreams: { a: \"[fe80::1%lo]:9000\" }\n  routes: [ { upstream: a } ]\n");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   const Upstream& upstream = loaded.value()->upstreams.at(0);
   EXPECT_NE(upstream.endpoint.address().to_v6().scope_id(), 0u);
   EXPECT_EQ(upstream.host, "[fe80::1]:9000");
 }
+
 // No gateway: section is not an error: the gateway is simply off.
 TEST(GatewayConfigTest, AbsentSectionIsNullopt) {
   const auto loaded = load("limits: []\n");

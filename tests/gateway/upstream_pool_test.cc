@@ -48,18 +48,22 @@ class UpstreamPoolTest : public ::testing::Test {
     char byte = 0;
     far_ends_[index]->async_read_some(
         net::buffer(&byte, 1), [&](const boost::system::error_code& ec, std::size_t) {
-          // A reset when the near end closed with
-          // bytes unread (the far end sent some).
+          // A reset when the near end closed with bytes unread (the far end sent some).
           closed = ec == net::error::eof || ec == net::error::connection_reset;
           finished_ = true;
         });
     finished_ = false;
+    runLoopUntil(finished_);
+    return closed;
+  }
+
+  // Runs the loop until `done` is set, for at most 10 s.
+  void runLoopUntil(const bool& done) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!finished_ && std::chrono::steady_clock::now() < give_up) {
+    while (!done && std::chrono::steady_clock::now() < give_up) {
       loop_.run_for(std::chrono::milliseconds(20));
       loop_.restart();
     }
-    return closed;
   }
 
   // Reads `size` bytes from `socket` (on loop_), running the loop for at most 10 s: what came
@@ -74,11 +78,7 @@ class UpstreamPoolTest : public ::testing::Test {
                       got = transferred;
                       done = true;
                     });
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!done && std::chrono::steady_clock::now() < give_up) {
-      loop_.run_for(std::chrono::milliseconds(20));
-      loop_.restart();
-    }
+    runLoopUntil(done);
     if (!done) socket.cancel();
     loop_.poll();  // the cancelled read's handler, before `got` and `done` go away
     loop_.restart();
