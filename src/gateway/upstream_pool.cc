@@ -63,13 +63,18 @@ void UpstreamPool::giveBack(std::size_t upstream, UpstreamConnection connection)
   }
   const auto now = Clock::now();
   auto watch = std::make_shared<Watch>();
-  connection->expectEndOfStream(false);  // wait for the reactor's next event, no recv first
+  // The watch's read first tries a recv: an end of stream the upstream sent right behind its
+  // answer (a lingering close, shutdown after the last write) came with the answer's own event,
+  // and raises none of its own (DrainAwareSocket), so only a recv sees it. Then it waits for
+  // the reactor's next event. Later reads of the connection wait for an event first again.
+  connection->expectEndOfStream(true);
   connection->async_read_some(boost::asio::buffer(&watch->byte, 1),
                               [watch](const boost::system::error_code& ec, std::size_t) {
                                 if (ec != boost::asio::error::operation_aborted) {
                                   watch->spoke = true;
                                 }
                               });
+  connection->expectEndOfStream(false);
   idle.push_back({std::move(connection), now, std::move(watch)});
   expireAt(now + idle_timeout_[upstream]);
 }

@@ -36,12 +36,13 @@ using ParkedClosedCount = std::shared_ptr<std::atomic<std::uint64_t>>;
 // connection after it would be one behind: one client's answer sent to another. So a parked
 // connection is watched, as nginx's keepalive module watches its parked connections: a read of
 // one byte waits on it in the loop's reactor, and whatever ends that read (bytes, end of stream,
-// an error) marks the connection spoken, to be closed instead of reused. The watch costs no
-// system call: the connection's last read emptied the socket (DrainAwareSocket), so the reactor
-// only waits for the next event, and taking the connection cancels the watch in user space. An
-// earlier version peeked (a recv) only at connections parked for a millisecond or more, since a
-// peek per request cost a system call, and so let through bytes that came sooner. (Under the
-// gateway benchmark's load both cost the same CPU per request, within this VM's noise.)
+// an error) marks the connection spoken, to be closed instead of reused. The watch costs one
+// recv as it starts, for an end of stream that came right behind the answer and so raises no
+// event of its own (see giveBack); after that the reactor only waits for the next event, and
+// taking the connection cancels the watch in user space. An earlier version peeked (a recv) only
+// at connections parked for a millisecond or more, and so let through what came sooner,
+// including that end of stream: the next request sent on the connection then waited for
+// response_timeout.
 //
 // What the watch cannot see is an event the loop has not collected yet (epoll_wait runs once per
 // pass over the loop's ready handlers): a connection the upstream closed just then is reused,

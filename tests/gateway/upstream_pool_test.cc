@@ -183,6 +183,33 @@ TEST_F(UpstreamPoolTest, AParkedConnectionTheUpstreamClosedIsNotHandedOut) {
   EXPECT_EQ(readBytes(*far_ends_[0], 4), "ping");
 }
 
+// An upstream that closes its side right behind its answer (a lingering close) sends no event
+// after the one the answer came with, so only a recv sees that end of stream: the watch tries
+// one as it starts. A connection reused without that sent its next request to an upstream that
+// would never answer it, and the client waited for response_timeout.
+TEST_F(UpstreamPoolTest, AnEndOfStreamRightBehindTheAnswerIsSeen) {
+  UpstreamPool pool(loop_, upstreams({60 * kMicrosPerSecond}), parked_closed_);
+  UpstreamConnection connection = connect();
+  // The answer's read waits in the reactor, with room to spare, as the gateway's does; the
+  // answer and the end of stream behind it come before the loop looks, so with one event.
+  char answer[64] = {};
+  std::size_t got = 0;
+  bool read = false;
+  connection->async_read_some(net::buffer(answer),
+                              [&](const boost::system::error_code&, std::size_t transferred) {
+                                got = transferred;
+                                read = true;
+                              });
+  net::write(*far_ends_[0], net::buffer("answer", 6));
+  far_ends_[0]->shutdown(tcp::socket::shutdown_send);
+  runLoopUntil(read);
+  ASSERT_EQ(std::string(answer, got), "answer");
+  pool.giveBack(0, std::move(connection));
+  collectEvents(loop_);
+  EXPECT_EQ(pool.takeIdle(0, /*verify=*/false), nullptr);
+  EXPECT_EQ(parked_closed_->load(), 1U);
+}
+
 // A connection taken from the pool reads the upstream's next answer whole: its watch was called
 // off, and took no byte of it.
 TEST_F(UpstreamPoolTest, ATakenConnectionsWatchTakesNoByteOfTheAnswer) {
