@@ -18,23 +18,23 @@ namespace {
 // For a door the process started without: a reload that finds its section added says the door
 // opens at restart, and one that finds it added with errors (which would stop the next start)
 // reports them, unless the file as a whole already failed (then its errors say it).
-// `load(path)` is the door's section loader.
+// `load(file)` is the door's section loader.
 template <typename Load>
 [[maybe_unused]] void watchForAddedSection(server::Service& service, const std::string& section,
-                                           const std::string& path, Load load) {
-  service.addReloadHook(
-      [section, path, load](server::ReloadReport& report) -> std::function<void()> {
-        const auto now = load(path);
-        if (now.ok() && now.value()) {
-          report.warnings.push_back(section + ": the section was added; the door opens at restart");
-        } else if (!now.ok() && report.errors.empty()) {
-          report.errors.push_back(section +
-                                  ": the section was added with errors, which would stop the "
-                                  "next start:\n" +
-                                  now.error());
-        }
-        return {};
-      });
+                                           Load load) {
+  service.addReloadHook([section, load](const policy::ConfigFile& file,
+                                        server::ReloadReport& report) -> std::function<void()> {
+    const auto now = load(file);
+    if (now.ok() && now.value()) {
+      report.warnings.push_back(section + ": the section was added; the door opens at restart");
+    } else if (!now.ok() && report.errors.empty()) {
+      report.errors.push_back(section +
+                              ": the section was added with errors, which would stop the "
+                              "next start:\n" +
+                              now.error());
+    }
+    return {};
+  });
 }
 
 // A running door's section as a reload found it: a change is a warning (it waits for a
@@ -76,10 +76,11 @@ std::optional<std::string> OptionalDoors::openRls(const std::string& path, Engin
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " rls=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return rls_->metricsText(); });
-    service.addReloadHook([this, path](server::ReloadReport& report) -> std::function<void()> {
+    service.addReloadHook([this](const policy::ConfigFile& file,
+                                 server::ReloadReport& report) -> std::function<void()> {
       // Live reconfiguration of the door (its port, shadow mode, ...) is not done: say so
       // rather than report a reload that silently left the section's edits unapplied.
-      reportSectionChange(report, rls::restartOnlyChange(rls_->settings(), path));
+      reportSectionChange(report, rls::restartOnlyChange(rls_->settings(), file));
       auto read = std::make_shared<rls::RlsServer::Read>(rls_->read());
       if (read->loaded.config == nullptr) {
         for (std::string& error : read->loaded.errors) {
@@ -92,7 +93,7 @@ std::optional<std::string> OptionalDoors::openRls(const std::string& path, Engin
     rls_->watchConfigDir(rls_watch_loop_);
     rls_watcher_ = std::thread([this] { rls_watch_loop_.run(); });
   } else {
-    watchForAddedSection(service, "envoy_rls", path, [](const std::string& file) {
+    watchForAddedSection(service, "envoy_rls", [](const policy::ConfigFile& file) {
       auto settings = rls::loadRlsSettings(file);
       // The door loads its lyft files when it opens: files it cannot load would stop the start.
       if (settings.ok() && settings.value()) {
@@ -135,13 +136,14 @@ std::optional<std::string> OptionalDoors::openGateway(const std::string& path, s
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " gateway=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return gateway::metricsText(gateway_->stats()); });
-    service.addReloadHook([running = *gateway_settings.value(),
-                           path](server::ReloadReport& report) -> std::function<void()> {
-      reportSectionChange(report, gateway::restartOnlyChange(running, path));
-      return {};
-    });
+    service.addReloadHook(
+        [running = *gateway_settings.value()](
+            const policy::ConfigFile& file, server::ReloadReport& report) -> std::function<void()> {
+          reportSectionChange(report, gateway::restartOnlyChange(running, file));
+          return {};
+        });
   } else {
-    watchForAddedSection(service, "gateway", path, [](const std::string& file) {
+    watchForAddedSection(service, "gateway", [](const policy::ConfigFile& file) {
       return gateway::loadGatewaySettings(file);
     });
   }

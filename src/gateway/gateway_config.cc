@@ -418,16 +418,20 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
   return Error{message};
 }
 
+Result<std::optional<GatewaySettings>> loadGatewaySettings(const policy::ConfigFile& file) {
+  return loadGatewaySettingsText(file.text, file.path);
+}
+
 Result<std::optional<GatewaySettings>> loadGatewaySettings(const std::string& path) {
-  Result<std::string> text = policy::readFile(path);
-  if (!text.ok()) return Error{text.error()};
-  return loadGatewaySettingsText(text.value(), path);
+  const Result<policy::ConfigFile> file = policy::readConfigFile(path);
+  if (!file.ok()) return Error{file.error()};
+  return loadGatewaySettings(file.value());
 }
 
 std::optional<policy::SectionChange> restartOnlyChange(const GatewaySettings& running,
-                                                       const std::string& path) {
+                                                       const policy::ConfigFile& file) {
   return policy::sectionRestartChange("gateway", "the gateway", "the limits it enforces reload",
-                                      running.section_text, loadGatewaySettings(path));
+                                      running.section_text, loadGatewaySettings(file));
 }
 
 }  // namespace sluice::gateway

@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "policy/key_selector.h"
+#include "policy/policy_loader.h"
 #include "policy/route_match.h"
 #include "policy/section_change.h"
 #include "sluice/result.h"
@@ -91,16 +92,19 @@ struct GatewaySettings {
 // nullopt when the file has no such section; an error lists every problem as
 // "file:line:col: message", one a line. Never throws.
 [[nodiscard]] Result<std::optional<GatewaySettings>> loadGatewaySettings(const std::string& path);
+// The same from the file already read.
+[[nodiscard]] Result<std::optional<GatewaySettings>> loadGatewaySettings(
+    const policy::ConfigFile& file);
 
 // The same from YAML text; `source` names it in messages.
 [[nodiscard]] Result<std::optional<GatewaySettings>> loadGatewaySettingsText(
     const std::string& yaml, const std::string& source);
 
 // For a reload, which takes in the limits the gateway enforces but not its own settings: a
-// warning when the gateway section of the config at `path` is no longer the one `running` was
+// warning when the gateway section of the config `file` is no longer the one `running` was
 // read from (changed or removed), saying it takes effect at restart, or an error when it now has
 // errors; nullopt when it is the same. Never throws.
-[[nodiscard]] std::optional<policy::SectionChange> restartOnlyChange(const GatewaySettings& running,
-                                                                     const std::string& path);
+[[nodiscard]] std::optional<policy::SectionChange> restartOnlyChange(
+    const GatewaySettings& running, const policy::ConfigFile& file);
 
 }  // namespace sluice::gateway

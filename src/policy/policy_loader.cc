@@ -431,12 +431,25 @@ LoadResult loadPolicyText(const std::string& yaml, const std::string& source,
   return {std::move(policy), {}};
 }
 
-LoadResult loadPolicy(const std::string& path, const StoreSettings* running_store) {
-  const Result<std::string> text = readFile(path);
-  if (!text.ok()) return {nullptr, {text.error()}};
+std::string ConfigFile::baseDir() const {
   const std::size_t slash = path.rfind('/');
-  return loadPolicyText(text.value(), path, slash == std::string::npos ? "" : path.substr(0, slash),
-                        running_store);
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+Result<ConfigFile> readConfigFile(const std::string& path) {
+  Result<std::string> text = readFile(path);
+  if (!text.ok()) return Error{text.error()};
+  return ConfigFile{path, std::move(text).value()};
+}
+
+LoadResult loadPolicy(const ConfigFile& file, const StoreSettings* running_store) {
+  return loadPolicyText(file.text, file.path, file.baseDir(), running_store);
+}
+
+LoadResult loadPolicy(const std::string& path, const StoreSettings* running_store) {
+  const Result<ConfigFile> file = readConfigFile(path);
+  if (!file.ok()) return {nullptr, {file.error()}};
+  return loadPolicy(file.value(), running_store);
 }
 
 }  // namespace sluice::policy

@@ -104,19 +104,21 @@ Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
   return std::optional<RlsSettings>(std::move(settings));
 }
 
+Result<std::optional<RlsSettings>> loadRlsSettings(const policy::ConfigFile& file) {
+  return loadRlsSettingsText(file.text, file.path, file.baseDir());
+}
+
 Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path) {
-  Result<std::string> text = policy::readFile(path);
-  if (!text.ok()) return Error{text.error()};
-  const std::size_t slash = path.rfind('/');
-  return loadRlsSettingsText(text.value(), path,
-                             slash == std::string::npos ? "" : path.substr(0, slash));
+  const Result<policy::ConfigFile> file = policy::readConfigFile(path);
+  if (!file.ok()) return Error{file.error()};
+  return loadRlsSettings(file.value());
 }
 
 std::optional<policy::SectionChange> restartOnlyChange(const RlsSettings& running,
-                                                       const std::string& path) {
+                                                       const policy::ConfigFile& file) {
   return policy::sectionRestartChange("envoy_rls", "the Envoy door",
                                       "only the lyft files under config_dir reload",
-                                      running.section_text, loadRlsSettings(path));
+                                      running.section_text, loadRlsSettings(file));
 }
 
 }  // namespace sluice::rls

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "policy/policy_loader.h"
 #include "policy/section_change.h"
 #include "rls/rls_decider.h"
 #include "sluice/result.h"
@@ -34,6 +35,8 @@ struct RlsSettings {
 // such section (the Envoy door is off). Errors are "file:line:column: message" lines joined by
 // '\n'. Never throws.
 [[nodiscard]] Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path);
+// The same from the file already read.
+[[nodiscard]] Result<std::optional<RlsSettings>> loadRlsSettings(const policy::ConfigFile& file);
 
 // The same from YAML text; `source` names it in messages, `base_dir` resolves config_dir.
 [[nodiscard]] Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
@@ -41,10 +44,10 @@ struct RlsSettings {
                                                                      const std::string& base_dir);
 
 // For a reload, which reloads the lyft files but not these settings: a warning when the
-// envoy_rls section of the config at `path` is no longer the one `running` was read from
+// envoy_rls section of the config `file` is no longer the one `running` was read from
 // (changed or removed), saying it takes effect at restart, or an error when it now has errors;
 // nullopt when it is the same. Never throws.
-[[nodiscard]] std::optional<policy::SectionChange> restartOnlyChange(const RlsSettings& running,
-                                                                     const std::string& path);
+[[nodiscard]] std::optional<policy::SectionChange> restartOnlyChange(
+    const RlsSettings& running, const policy::ConfigFile& file);
 
 }  // namespace sluice::rls

@@ -154,12 +154,17 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
 
 ReloadReport Service::reload() {
   const std::lock_guard lock(reload_mutex_);
-  policy::LoadResult loaded = policy::loadPolicy(config_path_, &initial_->store);
+  const Result<policy::ConfigFile> file = policy::readConfigFile(config_path_);
+  if (!file.ok()) {
+    metrics_.countReload(false);
+    return ReloadReport{.errors = {file.error()}, .warnings = {}};
+  }
+  policy::LoadResult loaded = policy::loadPolicy(file.value(), &initial_->store);
   ReloadReport report{.errors = std::move(loaded.errors), .warnings = {}};
   if (loaded.policy != nullptr) report.warnings = restartOnlyChanges(*initial_, *loaded.policy);
   std::vector<std::function<void()>> commits;
   for (const auto& hook : reload_hooks_) {
-    if (auto commit = hook(report)) commits.push_back(std::move(commit));
+    if (auto commit = hook(file.value(), report)) commits.push_back(std::move(commit));
   }
   const bool taken = loaded.policy != nullptr && report.errors.empty();
   metrics_.countReload(taken);

@@ -17,6 +17,7 @@
 #include "http/rate_limit_headers.h"
 #include "policy/decide.h"
 #include "policy/policy.h"
+#include "policy/policy_loader.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/throttle_lines.h"
@@ -68,7 +69,9 @@ class Service {
   // POST /admin/reload alike. A hook reads its files and adds their errors and warnings to the
   // report; it returns what puts them in force (or nothing), which runs only when the whole
   // reload is taken. Add before serving.
-  using ReloadHook = std::function<std::function<void()>(ReloadReport&)>;
+  // `file` is the configuration as this reload read it, once for the policy and every hook.
+  using ReloadHook =
+      std::function<std::function<void()>(const policy::ConfigFile& file, ReloadReport&)>;
   void addReloadHook(ReloadHook hook) { reload_hooks_.push_back(std::move(hook)); }
 
   [[nodiscard]] policy::PolicyPtr policy() const { return active_.load()->policy; }

@@ -1,0 +1,225 @@
+// Reloads of the service end to end (POST /admin/reload, and reloadInBackground as SIGHUP uses
+// it): all or nothing with the other doors' hooks, one read of the file for all of them, off the
+// I/O loops, shared by the requests that wait, and warnings for edits that wait for a restart.
+#include "server/service.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/beast/http.hpp>
+#include <boost/json/parse.hpp>
+
+#include "server/service_fixture.h"
+#include "support/http_client.h"
+
+namespace sluice::server {
+namespace {
+
+namespace http = boost::beast::http;
+using testing::httpCall;
+using testing::HttpReply;
+
+// Reload: a broken file is refused with its errors and the old policy keeps serving; a good
+// one takes effect.
+TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
+  writeConfig("limits:\n  - { name: per-ip, rate: 3/fortnight }\n");
+  const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(refused.status, 422);
+  EXPECT_NE(refused.body.find("fortnight"), std::string::npos);
+  EXPECT_NE(refused.body.find(":2:"), std::string::npos);  // file:line
+  EXPECT_EQ(auth("/z", "192.0.2.90").header("x-ratelimit-limit"), "3");
+
+  writeConfig("limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n");
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(auth("/z", "192.0.2.91").header("x-ratelimit-limit"), "7");
+}
+
+// A reload error that quotes the file's bytes, here half of a UTF-8 é after a backslash (YAML's
+// unknown escape) and a Latin-1 byte from a hook, still gives a body that is JSON.
+TEST_F(ServiceTest, ReloadErrorsQuotingRawBytesAreValidJson) {
+  service_->addReloadHook(
+      [](const policy::ConfigFile&, ReloadReport& report) -> std::function<void()> {
+        report.errors.push_back("hook: name \"caf\xe9\"");
+        return {};
+      });
+  writeConfig("limits: \"\\\xc3\xa9\"\n");
+  const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(refused.status, 422);
+  boost::system::error_code ec;
+  const boost::json::value body = boost::json::parse(refused.body, ec);
+  ASSERT_FALSE(ec) << ec.message() << ": " << refused.body;
+  const boost::json::array& errors = body.at("errors").as_array();
+  ASSERT_EQ(errors.size(), 2u) << refused.body;
+  EXPECT_EQ(errors[1].as_string(), "hook: name \"caf\xef\xbf\xbd\"");  // U+FFFD for the é
+}
+
+// POST /admin/reload runs the other doors' reload hooks as SIGHUP does, and is taken whole or
+// not at all: a hook's errors make it a 422, listed, and neither the policy nor the hook's
+// files take effect. The policy was put in force anyway, the answer saying it was refused.
+TEST_F(ServiceTest, AdminReloadRunsTheReloadHooksAllOrNothing) {
+  int hook_calls = 0;
+  int commits = 0;
+  std::vector<std::string> hook_errors;
+  service_->addReloadHook(
+      [&](const policy::ConfigFile&, ReloadReport& report) -> std::function<void()> {
+        ++hook_calls;
+        report.errors.insert(report.errors.end(), hook_errors.begin(), hook_errors.end());
+        return [&commits] { ++commits; };
+      });
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(hook_calls, 1);
+  EXPECT_EQ(commits, 1);
+
+  hook_errors = {"envoy_rls: envoy.yaml:3:1: unknown unit"};
+  writeConfig("limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n");
+  const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(hook_calls, 2);
+  EXPECT_EQ(commits, 1);
+  EXPECT_EQ(refused.status, 422);
+  EXPECT_NE(refused.body.find("envoy.yaml:3:1"), std::string::npos) << refused.body;
+  EXPECT_EQ(auth("/z", "192.0.2.92").header("x-ratelimit-limit"), "3");  // the old policy
+
+  hook_errors.clear();
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(commits, 2);
+  EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");
+}
+
+// A reload reads the file once: the policy and every hook judge the same text, even when the file
+// is replaced while the reload runs (here by the first hook, standing for a deploy that writes
+// the next version). A hook that read the file again judged the next version instead, and a
+// valid reload was refused for its errors.
+TEST_F(ServiceTest, AReloadsPolicyAndHooksReadTheFileOnce) {
+  const std::string valid =
+      "limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n";
+  writeConfig(valid);
+  std::string second_hook_read;
+  service_->addReloadHook([&](const policy::ConfigFile&, ReloadReport&) -> std::function<void()> {
+    writeConfig("limits: [ { name: broken\n");  // the next version, written mid-reload
+    return {};
+  });
+  service_->addReloadHook(
+      [&](const policy::ConfigFile& file, ReloadReport& report) -> std::function<void()> {
+        second_hook_read = file.text;
+        const policy::LoadResult again = policy::loadPolicy(file);
+        report.errors.insert(report.errors.end(), again.errors.begin(), again.errors.end());
+        return {};
+      });
+  const HttpReply reloaded = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(reloaded.status, 200) << reloaded.body;
+  EXPECT_EQ(second_hook_read, valid);
+  EXPECT_EQ(auth("/z", "192.0.2.94").header("x-ratelimit-limit"), "7");
+}
+
+// POST /admin/reload reads and parses files off the I/O loops, on the service's reload thread:
+// a keys file of megabytes held a loop for seconds, and its listeners and connections with it.
+TEST_F(ServiceTest, AdminReloadRunsOffTheIoLoops) {
+  std::atomic<int> on_a_loop{0};
+  std::atomic<int> hook_calls{0};
+  service_->addReloadHook([&](const policy::ConfigFile&, ReloadReport&) -> std::function<void()> {
+    ++hook_calls;
+    for (boost::asio::io_context* loop : pool_.loops()) {
+      if (loop->get_executor().running_in_this_thread()) ++on_a_loop;
+    }
+    return {};
+  });
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(hook_calls.load(), 1);
+  EXPECT_EQ(on_a_loop.load(), 0);
+}
+
+// Reload requests that arrive while one reload waits to start share it, and each caller still
+// hears of a reload that began after it asked: 100 requests made while a reload runs cost one
+// more reload, not 100.
+TEST_F(ServiceTest, ReloadsRequestedMeanwhileShareOneReload) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool first_started = false;
+  bool release_first = false;
+  int hook_calls = 0;
+  int answered = 0;
+  service_->addReloadHook([&](const policy::ConfigFile&, ReloadReport&) -> std::function<void()> {
+    std::unique_lock lock(mutex);
+    if (++hook_calls == 1) {
+      first_started = true;
+      changed.notify_all();
+      changed.wait_for(lock, std::chrono::seconds(10), [&] { return release_first; });
+    }
+    return {};
+  });
+  const auto count_answer = [&](const ReloadReport& report) {
+    EXPECT_TRUE(report.errors.empty());
+    const std::lock_guard lock(mutex);
+    ++answered;
+    changed.notify_all();
+  };
+  service_->reloadInBackground(count_answer);
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return first_started; }));
+  }
+  for (int i = 0; i < 100; ++i) service_->reloadInBackground(count_answer);
+  std::unique_lock lock(mutex);
+  release_first = true;
+  changed.notify_all();
+  ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return answered == 101; }))
+      << answered << " of 101 callers answered";
+  EXPECT_EQ(hook_calls, 2);
+}
+
+// Settings read only at start (listeners, HTTP limits, the store) are not applied by a reload,
+// which says so for each one edited, while the rest of the file takes effect; the warnings stay
+// while the file differs from what the process started with, and go when it is put back.
+TEST_F(ServiceTest, ReloadWarnsOfEditsThatWaitForRestart) {
+  const std::string limits =
+      "limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n";
+  writeConfig(
+      "server: { listen: 127.0.0.1:18999, request_timeout: 2s, max_connections: 8, "
+      "max_body_bytes: 4096 }\n"
+      "store: { type: redis, address: 127.0.0.1:6390, password: hunter2-redis }\n" +
+      limits);
+  const HttpReply reloaded = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(reloaded.status, 200) << reloaded.body;
+  boost::system::error_code ec;
+  const boost::json::value body = boost::json::parse(reloaded.body, ec);
+  ASSERT_FALSE(ec) << reloaded.body;
+  EXPECT_TRUE(body.at("reloaded").as_bool());
+  EXPECT_TRUE(body.at("errors").as_array().empty());
+  const boost::json::array& warnings = body.at("warnings").as_array();
+  ASSERT_EQ(warnings.size(), 5u) << reloaded.body;
+  EXPECT_EQ(warnings[0].as_string(),
+            "server.listen changed from 127.0.0.1:8080 to 127.0.0.1:18999; it takes effect at "
+            "restart");
+  EXPECT_EQ(warnings[1].as_string(),
+            "server.request_timeout changed from 300ms to 2s; it takes effect at restart");
+  EXPECT_EQ(warnings[2].as_string(),
+            "store.type changed from memory to redis; it takes effect at restart");
+  EXPECT_NE(warnings[3].as_string().find("store.addresses changed"), std::string::npos);
+  EXPECT_EQ(warnings[4].as_string(), "store.password changed; it takes effect at restart");
+  EXPECT_EQ(reloaded.body.find("hunter2"), std::string::npos);           // a secret is never quoted
+  EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");  // the limits did
+  // /admin/config shows the file, headed by what of it is not in force.
+  const std::string config = httpCall(admin_endpoint_, http::verb::get, "/admin/config").body;
+  EXPECT_EQ(config.rfind("# Not in force until a restart", 0), 0u) << config;
+  EXPECT_NE(config.find("\n#   server.listen changed from 127.0.0.1:8080 to 127.0.0.1:18999"),
+            std::string::npos)
+      << config;
+  EXPECT_NE(config.find("\n#   store.password changed"), std::string::npos) << config;
+  EXPECT_EQ(config.find("hunter2"), std::string::npos) << config;
+
+  writeConfig("server: { request_timeout: 300ms, max_connections: 8, max_body_bytes: 4096 }\n" +
+              limits);
+  const HttpReply restored = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
+  EXPECT_EQ(restored.status, 200);
+  EXPECT_NE(restored.body.find(R"("warnings":[])"), std::string::npos) << restored.body;
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/admin/config").body.find("Not in force"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::server
