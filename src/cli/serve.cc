@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -87,6 +88,11 @@ struct Doors {
 // On the service's reload thread: reading files must not hold the loop that took the signal.
 void reload(const Doors& doors, const std::string& path) {
   doors.service.reloadInBackground([path](const server::ReloadReport& report) {
+    // SIGHUPs that came while one reload waited to start shared it: said once, not once each.
+    // (Only the service's reload thread runs this.)
+    static std::uint64_t last_said = 0;
+    if (report.number == last_said) return;
+    last_said = report.number;
     // The service logs the warnings.
     if (report.errors.empty()) spdlog::info("reloaded {}", path);
     for (const std::string& error : report.errors)

@@ -154,13 +154,14 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
 
 ReloadReport Service::reload() {
   const std::lock_guard lock(reload_mutex_);
+  const std::uint64_t number = ++reloads_run_;
   const Result<policy::ConfigFile> file = policy::readConfigFile(config_path_);
   if (!file.ok()) {
     metrics_.countReload(false);
-    return ReloadReport{.errors = {file.error()}, .warnings = {}};
+    return ReloadReport{.errors = {file.error()}, .warnings = {}, .number = number};
   }
   policy::LoadResult loaded = policy::loadPolicy(file.value(), &initial_->store);
-  ReloadReport report{.errors = std::move(loaded.errors), .warnings = {}};
+  ReloadReport report{.errors = std::move(loaded.errors), .warnings = {}, .number = number};
   if (loaded.policy != nullptr) report.warnings = restartOnlyChanges(*initial_, *loaded.policy);
   std::vector<std::function<void()>> commits;
   for (const auto& hook : reload_hooks_) {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,9 @@ namespace sluice::server {
 struct ReloadReport {
   std::vector<std::string> errors;
   std::vector<std::string> warnings;
+  // Which reload this was, counting from 1. Callers that shared one reload (reloadInBackground)
+  // get the same number, so a burst of SIGHUPs is logged once.
+  std::uint64_t number = 0;
 };
 
 class Service {
@@ -134,6 +138,7 @@ class Service {
   // Held by reload(): SIGHUP (on the first loop) and POST /admin/reload (on any) can overlap,
   // and a slower reload that read an older file must not store it after a newer one.
   std::mutex reload_mutex_;
+  std::uint64_t reloads_run_ = 0;  // under reload_mutex_
   LogThrottle missing_uri_logged_{std::chrono::minutes(1)};
   // reloadInBackground's callers waiting for the reload queued and not yet started (none when
   // nothing is queued).
