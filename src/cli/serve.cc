@@ -103,14 +103,16 @@ void reload(const Doors& doors, const std::string& path) {
 // SIGINT or SIGTERM: not ready, no new connections, the requests in flight finished (for at
 // most 10 s), then the loops stop. The admin listener keeps serving meanwhile, so health
 // checks and load balancers read /readyz 503 for the whole drain rather than a refused
-// connection; its own connections (a metrics scraper's keep-alive) are not waited for.
+// connection; its own connections (a metrics scraper's keep-alive) are not waited for, but a
+// reload under way is, so that a POST /admin/reload in flight is answered.
 void drainAndStop(const Doors& doors, server::IoPool& pool) {
   spdlog::info("stopping: finishing requests in flight");
   doors.service.setReady(false);
   doors.api.shutdown();
   doors.optional.shutdown();
   const auto open_connections = [doors] {
-    return doors.api.openConnections() + doors.optional.openConnections();
+    return doors.api.openConnections() + doors.optional.openConnections() +
+           (doors.service.reloadUnderWay() ? 1 : 0);
   };
   const auto stop = [doors, &pool] {
     doors.admin.shutdown();
@@ -220,6 +222,8 @@ int serve(const std::string& path) {
   // calls it still had out, and their callbacks reach both.
   store.store.reset();
   optional.join();
+  if (service.reloadUnderWay()) spdlog::info("waiting for the reload under way to finish");
+  service.finishReloads();
   spdlog::info("stopped");
   return 0;
 }

@@ -184,6 +184,7 @@ void Service::reloadInBackground(std::function<void(ReloadReport)> done) {
     const std::lock_guard lock(queued_reload_mutex_);
     queued_reload_callers_.push_back(std::move(done));
     if (queued_reload_callers_.size() > 1) return;  // joins the reload already queued
+    ++reloads_under_way_;
   }
   net::post(reload_thread_, [this] {
     std::vector<std::function<void(ReloadReport)>> callers;
@@ -195,6 +196,7 @@ void Service::reloadInBackground(std::function<void(ReloadReport)> done) {
     const ReloadReport report = reload();
     policy::releaseFreedMemory();  // what the files' parse took, and the policy replaced
     for (const auto& answer : callers) answer(report);
+    --reloads_under_way_;
   });
 }
 

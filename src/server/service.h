@@ -69,6 +69,12 @@ class Service {
   // that began after it asked, but a burst of SIGHUPs (one per file a deploy tool touched)
   // costs one more reload, not one each.
   void reloadInBackground(std::function<void(ReloadReport)> done);
+  // Thread-safe. Whether a reloadInBackground is queued or running, its callers not answered yet:
+  // a drain waits for it, so that the reload's answer still goes out (POST /admin/reload).
+  [[nodiscard]] bool reloadUnderWay() const noexcept { return reloads_under_way_.load() > 0; }
+  // Waits for the reload under way, if any, and takes no more. Before the service goes away,
+  // so that "stopped" is said after the reload's own lines.
+  void finishReloads() { reload_thread_.join(); }
   // More configuration reloaded with the policy (other front doors' own files), by SIGHUP and
   // POST /admin/reload alike. A hook reads its files and adds their errors and warnings to the
   // report; it returns what puts them in force (or nothing), which runs only when the whole
@@ -143,6 +149,7 @@ class Service {
   // reloadInBackground's callers waiting for the reload queued and not yet started (none when
   // nothing is queued).
   std::mutex queued_reload_mutex_;
+  std::atomic<int> reloads_under_way_{0};  // posted to the reload thread, callers not answered
   std::vector<std::function<void(ReloadReport)>> queued_reload_callers_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};

@@ -227,5 +227,36 @@ TEST_F(ServiceTest, ReloadWarnsOfEditsThatWaitForRestart) {
             std::string::npos);
 }
 
+// A reload queued or running is under way until its callers are answered: a drain waits for it,
+// so that a POST /admin/reload in flight is still answered, and the process says "stopped" only
+// after finishReloads() has waited for it.
+TEST_F(ServiceTest, AReloadIsUnderWayUntilItsCallersAreAnswered) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool started = false;
+  bool release = false;
+  service_->addReloadHook([&](const policy::ConfigFile&, ReloadReport&) -> std::function<void()> {
+    std::unique_lock lock(mutex);
+    started = true;
+    changed.notify_all();
+    changed.wait_for(lock, std::chrono::seconds(10), [&] { return release; });
+    return {};
+  });
+  EXPECT_FALSE(service_->reloadUnderWay());
+  std::atomic<bool> answered{false};
+  service_->reloadInBackground([&](const ReloadReport&) { answered = true; });
+  EXPECT_TRUE(service_->reloadUnderWay());  // queued, before it starts
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return started; }));
+    EXPECT_TRUE(service_->reloadUnderWay());  // running
+    release = true;
+    changed.notify_all();
+  }
+  service_->finishReloads();
+  EXPECT_TRUE(answered.load());
+  EXPECT_FALSE(service_->reloadUnderWay());
+}
+
 }  // namespace
 }  // namespace sluice::server
