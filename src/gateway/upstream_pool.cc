@@ -15,7 +15,8 @@ namespace {
 
 // A parked connection is dead when the upstream has closed it (recv sees end of stream) or has
 // sent something unasked (there is no request to answer); only "nothing to read yet" is alive.
-// One non-blocking peek: what the loop has not collected yet, which the watch cannot see.
+// One non-blocking peek, as a connection is parked (for what came with the answer's own event)
+// and before a request that cannot be sent again (for what the loop has not collected yet).
 bool looksAlive(server::LoopSocket& socket) {
   if (!socket.is_open()) return false;
   const ssize_t got = server::peekOneByte(socket.native_handle());
@@ -61,20 +62,27 @@ void UpstreamPool::giveBack(std::size_t upstream, UpstreamConnection connection)
     connection->close(ignored);
     return;
   }
+  // An end of stream the upstream sent right behind its answer (a lingering close: shutdown
+  // after the last write) came with the answer's own event and raises none of its own
+  // (DrainAwareSocket), so only a recv sees it: one peek, now. (A watch that began with that
+  // recv would have its handler queued behind the loop's other ready work, and a take meanwhile
+  // could hand the connection out.)
+  if (!looksAlive(*connection)) {
+    parked_closed_->fetch_add(1, std::memory_order_relaxed);
+    boost::system::error_code ignored;
+    connection->close(ignored);
+    return;
+  }
+  // Then the watch waits for the reactor's next event, with no recv first.
   const auto now = Clock::now();
   auto watch = std::make_shared<Watch>();
-  // The watch's read first tries a recv: an end of stream the upstream sent right behind its
-  // answer (a lingering close, shutdown after the last write) came with the answer's own event,
-  // and raises none of its own (DrainAwareSocket), so only a recv sees it. Then it waits for
-  // the reactor's next event. Later reads of the connection wait for an event first again.
-  connection->expectEndOfStream(true);
+  connection->expectEndOfStream(false);
   connection->async_read_some(boost::asio::buffer(&watch->byte, 1),
                               [watch](const boost::system::error_code& ec, std::size_t) {
                                 if (ec != boost::asio::error::operation_aborted) {
                                   watch->spoke = true;
                                 }
                               });
-  connection->expectEndOfStream(false);
   idle.push_back({std::move(connection), now, std::move(watch)});
   expireAt(now + idle_timeout_[upstream]);
 }

@@ -36,19 +36,20 @@ using ParkedClosedCount = std::shared_ptr<std::atomic<std::uint64_t>>;
 // connection after it would be one behind: one client's answer sent to another. So a parked
 // connection is watched, as nginx's keepalive module watches its parked connections: a read of
 // one byte waits on it in the loop's reactor, and whatever ends that read (bytes, end of stream,
-// an error) marks the connection spoken, to be closed instead of reused. The watch costs one
-// recv as it starts, for an end of stream that came right behind the answer and so raises no
-// event of its own (see giveBack); after that the reactor only waits for the next event, and
-// taking the connection cancels the watch in user space. An earlier version peeked (a recv) only
-// at connections parked for a millisecond or more, and so let through what came sooner,
-// including that end of stream: the next request sent on the connection then waited for
-// response_timeout.
+// an error) marks the connection spoken, to be closed instead of reused. Parking costs one peek
+// (a recv), for an end of stream that came right behind the answer and so raises no event of its
+// own (see giveBack); after that the reactor only waits for the next event, and taking the
+// connection cancels the watch in user space. An earlier version peeked only at connections
+// parked for a millisecond or more, and so let through what came sooner, including that end of
+// stream: the next request sent on the connection then waited for response_timeout.
 //
 // What the watch cannot see is an event the loop has not collected yet (epoll_wait runs once per
-// pass over the loop's ready handlers): a connection the upstream closed just then is reused,
-// its request fails, and one without a body is sent again on a fresh connection
-// (ProxySession::retryOnFreshConnection). A request that could not be sent again is checked by
-// a peek as well (takeIdle's `verify`).
+// pass over the loop's ready handlers), or whose handler waits in the loop's queue: a connection
+// the upstream closed (or reset) just then is reused, its request fails with that end of stream
+// or reset, and one without a body is sent again on a fresh connection
+// (ProxySession::retryOnFreshConnection). Late bytes in that window are read as the answer (a
+// 502 if they do not parse), as by nginx. A request that could not be sent again is checked by a
+// peek as well (takeIdle's `verify`).
 //
 // A connection parked for its upstream's idle_timeout is closed: by one timer per pool, set for
 // the oldest parked connection, so an idle gateway does not hold its upstreams' connections (or,

@@ -23,8 +23,8 @@
 //  - what HTTP otherwise waits for (the next request, the upstream's answer) raises its own
 //    event. A client that sends its request and closes at once is noticed when the answer is
 //    written (a reset comes back) or at its deadline, not before; an upstream that closes a
-//    kept-alive connection right after answering, without saying so, is noticed when the next
-//    request sent on it is reset.
+//    kept-alive connection right after answering, without saying so, is noticed by the peek the
+//    gateway's pool makes as it parks the connection (upstream_pool.h).
 //
 // This reaches into Asio's reactor (boost::asio::detail), as Asio's own socket services do;
 // the static_assert and #error below tie it to the Asio this project builds with (Boost 1.81,

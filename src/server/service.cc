@@ -500,15 +500,19 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
       response.set(http::field::allow, "POST");
       return respond(std::move(response));
     }
-    // Answered on the connection's loop once the reload thread is done.
-    return reloadInBackground(
-        [respond = std::move(respond), version, &loop](ReloadReport report) mutable {
-          net::post(loop, [respond = std::move(respond), version, report = std::move(report)] {
-            respond(jsonResponse(
-                report.errors.empty() ? http::status::ok : http::status::unprocessable_entity,
-                reloadBody(report), version));
-          });
-        });
+    // Answered on the connection's loop once the reload thread is done. The reload stays under
+    // way until the answer is handed to the connection, so that a drain does not stop the loops
+    // between the two.
+    return reloadInBackground([this, respond = std::move(respond), version,
+                               &loop](ReloadReport report) mutable {
+      ++reloads_under_way_;
+      net::post(loop, [this, respond = std::move(respond), version, report = std::move(report)] {
+        respond(jsonResponse(
+            report.errors.empty() ? http::status::ok : http::status::unprocessable_entity,
+            reloadBody(report), version));
+        --reloads_under_way_;
+      });
+    });
   }
   respond(errorResponse(http::status::not_found, "unknown admin path", version));
 }

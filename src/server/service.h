@@ -69,17 +69,19 @@ class Service {
   // that began after it asked, but a burst of SIGHUPs (one per file a deploy tool touched)
   // costs one more reload, not one each.
   void reloadInBackground(std::function<void(ReloadReport)> done);
-  // Thread-safe. Whether a reloadInBackground is queued or running, its callers not answered yet:
-  // a drain waits for it, so that the reload's answer still goes out (POST /admin/reload).
+  // Thread-safe. Whether a reloadInBackground is queued or running, its callers not answered yet
+  // (for POST /admin/reload: until the answer is handed to the connection): a drain waits for
+  // it, so that the reload's answer still goes out.
   [[nodiscard]] bool reloadUnderWay() const noexcept { return reloads_under_way_.load() > 0; }
   // Waits for the reload under way, if any, and takes no more. Before the service goes away,
   // so that "stopped" is said after the reload's own lines.
   void finishReloads() { reload_thread_.join(); }
   // More configuration reloaded with the policy (other front doors' own files), by SIGHUP and
-  // POST /admin/reload alike. A hook reads its files and adds their errors and warnings to the
-  // report; it returns what puts them in force (or nothing), which runs only when the whole
-  // reload is taken. Add before serving.
-  // `file` is the configuration as this reload read it, once for the policy and every hook.
+  // POST /admin/reload alike. A hook reads its section of the configuration (and any files of
+  // its own, such as the lyft files) and adds their errors and warnings to the report; it returns
+  // what puts them in force (or nothing), which runs only when the whole reload is taken. Add
+  // before serving. `file` is the configuration as this reload read it, once for the policy and
+  // every hook.
   using ReloadHook =
       std::function<std::function<void()>(const policy::ConfigFile& file, ReloadReport&)>;
   void addReloadHook(ReloadHook hook) { reload_hooks_.push_back(std::move(hook)); }
@@ -149,7 +151,9 @@ class Service {
   // reloadInBackground's callers waiting for the reload queued and not yet started (none when
   // nothing is queued).
   std::mutex queued_reload_mutex_;
-  std::atomic<int> reloads_under_way_{0};  // posted to the reload thread, callers not answered
+  // Reloads posted to the reload thread whose callers are not answered, and admin answers not
+  // yet handed to their connections.
+  std::atomic<int> reloads_under_way_{0};
   std::vector<std::function<void(ReloadReport)>> queued_reload_callers_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};

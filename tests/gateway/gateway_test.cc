@@ -336,6 +336,7 @@ TEST_F(GatewayTest, RequestAfterAClosedParkedConnectionGetsAFreshOne) {
   EXPECT_EQ(reply.status, 200);
   EXPECT_EQ(reply.body, "ok");
   EXPECT_EQ(upstream_.connections.load(), 2);
+  EXPECT_EQ(gateway_->stats().upstream_idle_closed, 1u);  // seen while parked, not by a retry
 }
 
 // A request with a body cannot be sent twice: the gateway checks a parked connection before

@@ -10,9 +10,11 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <boost/asio/post.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
 
@@ -62,7 +64,8 @@ TEST_F(ServiceTest, ReloadErrorsQuotingRawBytesAreValidJson) {
 
 // POST /admin/reload runs the other doors' reload hooks as SIGHUP does, and is taken whole or
 // not at all: a hook's errors make it a 422, listed, and neither the policy nor the hook's
-// files take effect. The policy was put in force anyway, the answer saying it was refused.
+// files take effect. (An earlier version put the policy in force anyway, the answer saying it
+// was refused.)
 TEST_F(ServiceTest, AdminReloadRunsTheReloadHooksAllOrNothing) {
   int hook_calls = 0;
   int commits = 0;
@@ -255,6 +258,61 @@ TEST_F(ServiceTest, AReloadIsUnderWayUntilItsCallersAreAnswered) {
   }
   service_->finishReloads();
   EXPECT_TRUE(answered.load());
+  EXPECT_FALSE(service_->reloadUnderWay());
+}
+
+// POST /admin/reload is under way until its answer is handed to the connection, not only until
+// the reload thread is done: a drain that saw nothing under way in between stopped the loops, and
+// the caller got an empty reply. Here the I/O loops are held busy while the reload ends.
+TEST_F(ServiceTest, AnAdminReloadIsUnderWayUntilItsAnswerIsHandedOver) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool hook_started = false;
+  bool release_hook = false;
+  bool release_loops = false;
+  int loops_held = 0;
+  service_->addReloadHook([&](const policy::ConfigFile&, ReloadReport&) -> std::function<void()> {
+    std::unique_lock lock(mutex);
+    hook_started = true;
+    changed.notify_all();
+    changed.wait_for(lock, std::chrono::seconds(10), [&] { return release_hook; });
+    return {};
+  });
+  int status = 0;
+  std::thread caller(
+      [&] { status = httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status; });
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return hook_started; }));
+  }
+  for (boost::asio::io_context* loop : pool_.loops()) {
+    boost::asio::post(*loop, [&] {
+      std::unique_lock lock(mutex);
+      ++loops_held;
+      changed.notify_all();
+      changed.wait_for(lock, std::chrono::seconds(10), [&] { return release_loops; });
+    });
+  }
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] {
+      return loops_held == static_cast<int>(pool_.loops().size());
+    }));
+    release_hook = true;
+    changed.notify_all();
+  }
+  service_->finishReloads();  // the reload and its callers are done; the answer waits for a loop
+  EXPECT_TRUE(service_->reloadUnderWay());
+  {
+    const std::lock_guard lock(mutex);
+    release_loops = true;
+    changed.notify_all();
+  }
+  caller.join();
+  EXPECT_EQ(status, 200);
+  for (int i = 0; i < 500 && service_->reloadUnderWay(); ++i) {  // bounded: 5 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_FALSE(service_->reloadUnderWay());
 }
 
