@@ -230,32 +230,55 @@ TEST_F(ServiceTest, ReloadWarnsOfEditsThatWaitForRestart) {
             std::string::npos);
 }
 
+// A gate that threads wait at until it opens (for at most 10 s), counting those that arrived:
+// it holds a reload (in a hook) or an I/O loop where a test wants it held.
+class Gate {
+ public:
+  void wait() {
+    std::unique_lock lock(mutex_);
+    ++arrived_;
+    changed_.notify_all();
+    changed_.wait_for(lock, std::chrono::seconds(10), [&] { return open_; });
+  }
+  // True once `count` have arrived, false after 10 s.
+  bool waitForArrivals(int count) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return arrived_ >= count; });
+  }
+  void open() {
+    const std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int arrived_ = 0;
+  bool open_ = false;
+};
+
+// A reload hook that holds each reload at `gate`.
+Service::ReloadHook hookWaitingAt(Gate& gate) {
+  return [&gate](const policy::ConfigFile&, ReloadReport&) -> std::function<void()> {
+    gate.wait();
+    return {};
+  };
+}
+
 // A reload queued or running is under way until its callers are answered: a drain waits for it,
 // so that a POST /admin/reload in flight is still answered, and the process says "stopped" only
 // after finishReloads() has waited for it.
 TEST_F(ServiceTest, AReloadIsUnderWayUntilItsCallersAreAnswered) {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool started = false;
-  bool release = false;
-  service_->addReloadHook([&](const policy::ConfigFile&, ReloadReport&) -> std::function<void()> {
-    std::unique_lock lock(mutex);
-    started = true;
-    changed.notify_all();
-    changed.wait_for(lock, std::chrono::seconds(10), [&] { return release; });
-    return {};
-  });
+  Gate reload;
+  service_->addReloadHook(hookWaitingAt(reload));
   EXPECT_FALSE(service_->reloadUnderWay());
   std::atomic<bool> answered{false};
   service_->reloadInBackground([&](const ReloadReport&) { answered = true; });
   EXPECT_TRUE(service_->reloadUnderWay());  // queued, before it starts
-  {
-    std::unique_lock lock(mutex);
-    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return started; }));
-    EXPECT_TRUE(service_->reloadUnderWay());  // running
-    release = true;
-    changed.notify_all();
-  }
+  ASSERT_TRUE(reload.waitForArrivals(1));
+  EXPECT_TRUE(service_->reloadUnderWay());  // running
+  reload.open();
   service_->finishReloads();
   EXPECT_TRUE(answered.load());
   EXPECT_FALSE(service_->reloadUnderWay());
@@ -265,49 +288,21 @@ TEST_F(ServiceTest, AReloadIsUnderWayUntilItsCallersAreAnswered) {
 // the reload thread is done: a drain that saw nothing under way in between stopped the loops, and
 // the caller got an empty reply. Here the I/O loops are held busy while the reload ends.
 TEST_F(ServiceTest, AnAdminReloadIsUnderWayUntilItsAnswerIsHandedOver) {
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool hook_started = false;
-  bool release_hook = false;
-  bool release_loops = false;
-  int loops_held = 0;
-  service_->addReloadHook([&](const policy::ConfigFile&, ReloadReport&) -> std::function<void()> {
-    std::unique_lock lock(mutex);
-    hook_started = true;
-    changed.notify_all();
-    changed.wait_for(lock, std::chrono::seconds(10), [&] { return release_hook; });
-    return {};
-  });
+  Gate reload;
+  Gate loops;
+  service_->addReloadHook(hookWaitingAt(reload));
   int status = 0;
   std::thread caller(
       [&] { status = httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status; });
-  {
-    std::unique_lock lock(mutex);
-    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return hook_started; }));
-  }
+  ASSERT_TRUE(reload.waitForArrivals(1));
   for (boost::asio::io_context* loop : pool_.loops()) {
-    boost::asio::post(*loop, [&] {
-      std::unique_lock lock(mutex);
-      ++loops_held;
-      changed.notify_all();
-      changed.wait_for(lock, std::chrono::seconds(10), [&] { return release_loops; });
-    });
+    boost::asio::post(*loop, [&loops] { loops.wait(); });
   }
-  {
-    std::unique_lock lock(mutex);
-    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] {
-      return loops_held == static_cast<int>(pool_.loops().size());
-    }));
-    release_hook = true;
-    changed.notify_all();
-  }
+  ASSERT_TRUE(loops.waitForArrivals(static_cast<int>(pool_.loops().size())));
+  reload.open();
   service_->finishReloads();  // the reload and its callers are done; the answer waits for a loop
   EXPECT_TRUE(service_->reloadUnderWay());
-  {
-    const std::lock_guard lock(mutex);
-    release_loops = true;
-    changed.notify_all();
-  }
+  loops.open();
   caller.join();
   EXPECT_EQ(status, 200);
   for (int i = 0; i < 500 && service_->reloadUnderWay(); ++i) {  // bounded: 5 s
