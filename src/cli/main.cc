@@ -40,11 +40,17 @@ int validate(const std::string& path) {
     }
     report_one(errors.substr(start));
   };
-  const sluice::policy::LoadResult loaded = sluice::policy::loadPolicy(path);
+  // Read once, as `serve` reads it: every section is judged from the same text.
+  const sluice::Result<sluice::policy::ConfigFile> file = sluice::policy::readConfigFile(path);
+  if (!file.ok()) {
+    std::fprintf(stderr, "%s\n1 error(s)\n", file.error().c_str());
+    return 1;
+  }
+  const sluice::policy::LoadResult loaded = sluice::policy::loadPolicy(file.value());
   for (const std::string& error : loaded.errors) report(error);
 #ifdef SLUICE_WITH_RLS
   // The Envoy door's section and its lyft config directory, when present.
-  const auto rls = sluice::rls::loadRlsSettings(path);
+  const auto rls = sluice::rls::loadRlsSettings(file.value());
   if (!rls.ok()) {
     report(rls.error());
   } else if (rls.value()) {  // the lyft files, read as `serve` reads them
@@ -54,13 +60,14 @@ int validate(const std::string& path) {
   }
 #endif
 #ifdef SLUICE_WITH_GATEWAY
-  const auto gateway = sluice::gateway::loadGatewaySettings(path);
+  const auto gateway = sluice::gateway::loadGatewaySettings(file.value());
   if (!gateway.ok()) report(gateway.error());
 #endif
   // The doors' listeners against each other: `serve` could not bind the second of two on one
   // port.
   if (loaded.policy != nullptr) {
-    for (const std::string& clash : sluice::cli::portClashes(path, *loaded.policy)) report(clash);
+    for (const std::string& clash : sluice::cli::portClashes(file.value(), *loaded.policy))
+      report(clash);
   }
   if (error_count > 0 || loaded.policy == nullptr) {
     std::fprintf(stderr, "%zu error(s)\n", printed.size());

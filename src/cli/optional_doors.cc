@@ -49,26 +49,26 @@ template <typename Load>
 
 }  // namespace
 
-std::optional<std::string> OptionalDoors::open([[maybe_unused]] const std::string& path,
+std::optional<std::string> OptionalDoors::open([[maybe_unused]] const policy::ConfigFile& config,
                                                [[maybe_unused]] server::IoPool& pool,
                                                [[maybe_unused]] Engine& engine,
                                                [[maybe_unused]] const Clock& clock,
                                                [[maybe_unused]] server::Service& service,
                                                [[maybe_unused]] std::size_t open_files) {
 #ifdef SLUICE_WITH_RLS
-  if (auto error = openRls(path, engine, clock, service)) return error;
+  if (auto error = openRls(config, engine, clock, service)) return error;
 #endif
 #ifdef SLUICE_WITH_GATEWAY
-  if (auto error = openGateway(path, pool, engine, clock, service, open_files)) return error;
+  if (auto error = openGateway(config, pool, engine, clock, service, open_files)) return error;
 #endif
   return std::nullopt;
 }
 
 #ifdef SLUICE_WITH_RLS
-std::optional<std::string> OptionalDoors::openRls(const std::string& path, Engine& engine,
+std::optional<std::string> OptionalDoors::openRls(const policy::ConfigFile& config, Engine& engine,
                                                   const Clock& clock, server::Service& service) {
   // gRPC runs its own threads.
-  auto rls_settings = rls::loadRlsSettings(path);
+  auto rls_settings = rls::loadRlsSettings(config);
   if (!rls_settings.ok()) return rls_settings.error();
   if (rls_settings.value()) {
     rls_ = std::make_unique<rls::RlsServer>(engine, clock, *rls_settings.value());
@@ -113,11 +113,11 @@ std::optional<std::string> OptionalDoors::openRls(const std::string& path, Engin
 #endif
 
 #ifdef SLUICE_WITH_GATEWAY
-std::optional<std::string> OptionalDoors::openGateway(const std::string& path, server::IoPool& pool,
-                                                      Engine& engine, const Clock& clock,
-                                                      server::Service& service,
+std::optional<std::string> OptionalDoors::openGateway(const policy::ConfigFile& config,
+                                                      server::IoPool& pool, Engine& engine,
+                                                      const Clock& clock, server::Service& service,
                                                       std::size_t open_files) {
-  auto gateway_settings = gateway::loadGatewaySettings(path);
+  auto gateway_settings = gateway::loadGatewaySettings(config);
   if (!gateway_settings.ok()) return gateway_settings.error();
   if (gateway_settings.value()) {
     gateway::GatewaySettings settings = *gateway_settings.value();

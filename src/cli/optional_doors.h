@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "policy/policy_loader.h"
 #include "server/io_pool.h"
 #include "server/service.h"
 #include "sluice/time.h"
@@ -29,15 +30,16 @@ namespace sluice::cli {
 
 class OptionalDoors {
  public:
-  // Opens the doors the config at `path` names, sharing the engine (and so the limits) with the
+  // Opens the doors the config names, sharing the engine (and so the limits) with the
   // decision API. Returns what failed (a config error or a port that cannot be bound), or
   // nothing. Call once, before the pool runs. The doors' own configs are reloaded with the
   // service's policy (a reload hook), by SIGHUP and POST /admin/reload alike. `open_files` is
   // what connections may hold open (SIZE_MAX: no limit): the gateway, two files per connection,
   // takes at most two thirds of it, its max_connections lowered to fit.
-  [[nodiscard]] std::optional<std::string> open(const std::string& path, server::IoPool& pool,
-                                                Engine& engine, const Clock& clock,
-                                                server::Service& service, std::size_t open_files);
+  [[nodiscard]] std::optional<std::string> open(const policy::ConfigFile& config,
+                                                server::IoPool& pool, Engine& engine,
+                                                const Clock& clock, server::Service& service,
+                                                std::size_t open_files);
   // The open files the doors' connections may hold at most (the gateway's two per connection).
   [[nodiscard]] std::size_t openFilesHeld() const noexcept { return open_files_held_; }
   // " rls=host:port gateway=host:port" for the doors that are open, for the ready line.
@@ -61,12 +63,12 @@ class OptionalDoors {
  private:
 #ifdef SLUICE_WITH_RLS
   // The Envoy door, when the config has an envoy_rls: section; else a watch for one added.
-  std::optional<std::string> openRls(const std::string& path, Engine& engine, const Clock& clock,
-                                     server::Service& service);
+  std::optional<std::string> openRls(const policy::ConfigFile& config, Engine& engine,
+                                     const Clock& clock, server::Service& service);
 #endif
 #ifdef SLUICE_WITH_GATEWAY
   // The gateway, when the config has a gateway: section; else a watch for one added.
-  std::optional<std::string> openGateway(const std::string& path, server::IoPool& pool,
+  std::optional<std::string> openGateway(const policy::ConfigFile& config, server::IoPool& pool,
                                          Engine& engine, const Clock& clock,
                                          server::Service& service, std::size_t open_files);
 #endif

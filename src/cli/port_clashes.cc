@@ -24,12 +24,10 @@ struct Listener {
 };
 
 // Where `section.key` is written in the file, as "line:column: ", or "" when it is not there
-// (a default) or the file does not read.
-std::string placeOf(const std::string& path, const Listener& listener) {
-  const auto text = policy::readFile(path);
-  if (!text.ok()) return "";
+// (a default) or the text does not parse.
+std::string placeOf(const policy::ConfigFile& file, const Listener& listener) {
   try {
-    const YAML::Node root = YAML::Load(text.value());
+    const YAML::Node root = YAML::Load(file.text);
     const auto mark =
         root.IsMap() ? policy::keyMark(root[listener.section], listener.key) : std::nullopt;
     if (!mark) return "";
@@ -41,15 +39,15 @@ std::string placeOf(const std::string& path, const Listener& listener) {
 
 }  // namespace
 
-std::vector<std::string> portClashes(const std::string& path, const policy::Policy& policy) {
+std::vector<std::string> portClashes(const policy::ConfigFile& file, const policy::Policy& policy) {
   std::vector<Listener> listeners{{"server", "listen", policy.server.listen},
                                   {"server", "admin", policy.server.admin}};
 #ifdef SLUICE_WITH_RLS
-  if (const auto rls = rls::loadRlsSettings(path); rls.ok() && rls.value())
+  if (const auto rls = rls::loadRlsSettings(file); rls.ok() && rls.value())
     listeners.push_back({"envoy_rls", "listen", rls.value()->listen});
 #endif
 #ifdef SLUICE_WITH_GATEWAY
-  if (const auto gateway = gateway::loadGatewaySettings(path); gateway.ok() && gateway.value())
+  if (const auto gateway = gateway::loadGatewaySettings(file); gateway.ok() && gateway.value())
     listeners.push_back({"gateway", "listen", gateway.value()->listen});
 #endif
   std::vector<std::string> clashes;
@@ -60,11 +58,11 @@ std::vector<std::string> portClashes(const std::string& path, const policy::Poli
       const auto b = policy::parseEndpoint(listeners[j].endpoint);
       if (!a.ok() || !b.ok() || !policy::sameListeningPort(a.value(), b.value())) continue;
       // At the later of the two as written; server.admin may be a default, written nowhere.
-      std::string place = placeOf(path, listeners[i]);
-      if (place.empty()) place = placeOf(path, listeners[j]);
-      clashes.push_back(path + ":" + (place.empty() ? " " : place) + listeners[i].section + "." +
-                        listeners[i].key + " and " + listeners[j].section + "." + listeners[j].key +
-                        " name the same port");
+      std::string place = placeOf(file, listeners[i]);
+      if (place.empty()) place = placeOf(file, listeners[j]);
+      clashes.push_back(file.path + ":" + (place.empty() ? " " : place) + listeners[i].section +
+                        "." + listeners[i].key + " and " + listeners[j].section + "." +
+                        listeners[j].key + " name the same port");
     }
   }
   return clashes;

@@ -7,13 +7,15 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "policy/policy_loader.h"
 
 namespace sluice::cli {
 
 // One error per pair of doors (envoy_rls, gateway, the server's two) on one port, as
 // "file:line:column: a and b name the same port". server.listen against server.admin is the
 // policy loader's own check, and a door section that does not load is its loader's to report.
-[[nodiscard]] std::vector<std::string> portClashes(const std::string& path,
+// `policy` is what `file` loaded to: the doors' sections are read from the same text.
+[[nodiscard]] std::vector<std::string> portClashes(const policy::ConfigFile& file,
                                                    const policy::Policy& policy);
 
 }  // namespace sluice::cli

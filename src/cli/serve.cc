@@ -122,15 +122,15 @@ void drainAndStop(const Doors& doors, server::IoPool& pool) {
                   std::chrono::steady_clock::now() + std::chrono::seconds(10));
 }
 
-// The configuration at `path`, checked for serving; null, with the errors printed, when it
+// The configuration in `file`, checked for serving; null, with the errors printed, when it
 // cannot be.
-policy::PolicyPtr loadForServing(const std::string& path) {
-  policy::LoadResult loaded = policy::loadPolicy(path);
+policy::PolicyPtr loadForServing(const policy::ConfigFile& file) {
+  policy::LoadResult loaded = policy::loadPolicy(file);
   if (loaded.policy == nullptr) {
     for (const std::string& error : loaded.errors) std::fprintf(stderr, "%s\n", error.c_str());
     return nullptr;
   }
-  if (const auto clashes = portClashes(path, *loaded.policy); !clashes.empty()) {
+  if (const auto clashes = portClashes(file, *loaded.policy); !clashes.empty()) {
     for (const std::string& clash : clashes) std::fprintf(stderr, "%s\n", clash.c_str());
     return nullptr;
   }
@@ -172,7 +172,14 @@ int serve(const std::string& path) {
   sigaddset(&hangup, SIGHUP);
   sigset_t unheld;
   pthread_sigmask(SIG_BLOCK, &hangup, &unheld);
-  const policy::PolicyPtr loaded = loadForServing(path);
+  // Read once: the policy and every door's section come from the same text, so a file replaced
+  // while the service starts is judged as one version, not half of each (as a reload does).
+  const Result<policy::ConfigFile> file = policy::readConfigFile(path);
+  if (!file.ok()) {
+    std::fprintf(stderr, "%s\n", file.error().c_str());
+    return 2;
+  }
+  const policy::PolicyPtr loaded = loadForServing(file.value());
   if (loaded == nullptr) return 2;
   const policy::Policy& policy = *loaded;
   const unsigned threads = policy.server.threads != 0
@@ -193,7 +200,7 @@ int serve(const std::string& path) {
   server::Service service(loaded, path, clock, engine, store.key_count);
   OptionalDoors optional;
   const std::size_t open_files = openFilesForConnections();
-  if (const auto error = optional.open(path, pool, engine, clock, service, open_files)) {
+  if (const auto error = optional.open(file.value(), pool, engine, clock, service, open_files)) {
     std::fprintf(stderr, "%s\n", error->c_str());
     return 2;
   }
