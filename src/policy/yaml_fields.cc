@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -164,8 +166,10 @@ Result<std::string> readFile(const std::string& path) {
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec) return Error{cannot + ": " + ec.message()};
   if (size > kMaxConfigFileBytes) return Error{cannot + ": larger than 64 MiB"};
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{cannot};
+  // The stream keeps no reason, but its open(2) leaves one in errno (a permission, mostly).
+  if (!in) return Error{cannot + (errno != 0 ? ": " + std::string(std::strerror(errno)) : "")};
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
