@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -84,20 +83,11 @@ struct Doors {
 };
 
 // SIGHUP: the policy and the doors' own configs reloaded (the service runs the doors' reload
-// hooks, as for POST /admin/reload); a part with errors keeps its old config.
-// On the service's reload thread: reading files must not hold the loop that took the signal.
-void reload(const Doors& doors, const std::string& path) {
-  doors.service.reloadInBackground([path](const server::ReloadReport& report) {
-    // SIGHUPs that came while one reload waited to start shared it: said once, not once each.
-    // (Only the service's reload thread runs this.)
-    static std::uint64_t last_said = 0;
-    if (report.number == last_said) return;
-    last_said = report.number;
-    // The service logs the warnings.
-    if (report.errors.empty()) spdlog::info("reloaded {}", path);
-    for (const std::string& error : report.errors)
-      spdlog::error("reload refused, keeping the old config: {}", error);
-  });
+// hooks, as for POST /admin/reload); a part with errors keeps its old config. The service logs
+// the outcome. On the service's reload thread: reading files must not hold the loop that took
+// the signal.
+void reload(const Doors& doors) {
+  doors.service.reloadInBackground([](const server::ReloadReport&) {});
 }
 
 // SIGINT or SIGTERM: not ready, no new connections, the requests in flight finished (for at
@@ -140,14 +130,14 @@ policy::PolicyPtr loadForServing(const policy::ConfigFile& file) {
 // With the doors open: signals handled (SIGHUP, held until now in `unheld`'s complement, reloads;
 // SIGINT and SIGTERM drain and stop), ready, the ready line printed, and the loops run until
 // they stop.
-void runUntilStopped(const Doors& doors, server::IoPool& pool, const std::string& path,
-                     const sigset_t& unheld, const std::string& listening) {
+void runUntilStopped(const Doors& doors, server::IoPool& pool, const sigset_t& unheld,
+                     const std::string& listening) {
   net::signal_set signals(pool.first(), SIGINT, SIGTERM, SIGHUP);
   std::function<void(const boost::system::error_code&, int)> on_signal;
   on_signal = [&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     if (signal != SIGHUP) return drainAndStop(doors, pool);
-    reload(doors, path);
+    reload(doors);
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);
@@ -224,7 +214,7 @@ int serve(const std::string& path) {
   const std::string listening = "api=" + server::endpointText(api_endpoint.value()) +
                                 " admin=" + server::endpointText(admin_endpoint.value()) +
                                 optional.listening();
-  runUntilStopped(Doors{service, api, admin, optional}, pool, path, unheld, listening);
+  runUntilStopped(Doors{service, api, admin, optional}, pool, unheld, listening);
   // Now, while the engine and the service still exist: closing a shared store answers the
   // calls it still had out, and their callbacks reach both.
   store.store.reset();

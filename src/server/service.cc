@@ -158,7 +158,7 @@ ReloadReport Service::reload() {
   const Result<policy::ConfigFile> file = policy::readConfigFile(config_path_);
   if (!file.ok()) {
     metrics_.countReload(false);
-    return ReloadReport{.errors = {file.error()}, .warnings = {}, .number = number};
+    return logged(ReloadReport{.errors = {file.error()}, .warnings = {}, .number = number});
   }
   policy::LoadResult loaded = policy::loadPolicy(file.value(), &initial_->store);
   ReloadReport report{.errors = std::move(loaded.errors), .warnings = {}, .number = number};
@@ -171,11 +171,20 @@ ReloadReport Service::reload() {
   metrics_.countReload(taken);
   if (!taken) {
     report.warnings.clear();  // of changes that were not made
-    return report;
+    return logged(std::move(report));
   }
   active_.store(std::make_shared<const Active>(loaded.policy, report.warnings));
   for (const auto& commit : commits) commit();
+  return logged(std::move(report));
+}
+
+ReloadReport Service::logged(ReloadReport report) const {
+  // Here rather than by each caller: a reload refused over HTTP left no trace in the log, and
+  // SIGHUPs that shared one reload each logged it again.
   for (const std::string& warning : report.warnings) spdlog::warn("reload: {}", warning);
+  if (report.errors.empty()) spdlog::info("reloaded {}", config_path_);
+  for (const std::string& error : report.errors)
+    spdlog::error("reload refused, keeping the old config: {}", error);
   return report;
 }
 

@@ -59,8 +59,9 @@ class Service {
   // files. Taken whole or not at all: on any error anywhere, nothing changes and the report
   // lists the errors. Limits must fit the store running now (store settings change at restart
   // only). A reload taken whose restart-only settings (restart_only_settings.h) differ from the
-  // initial policy's gets a warning for each, also logged. Reloads run one at a time, so the
-  // last one to start is the one left in force.
+  // initial policy's gets a warning for each. The outcome is logged, whoever asked: "reloaded"
+  // and the warnings, or each error. Reloads run one at a time, so the last one to start is the
+  // one left in force.
   ReloadReport reload();
   // reload() on the service's own reload thread, then `done(report)` there. Reading and parsing
   // files (a keys file of megabytes takes seconds) must not hold an I/O loop, whose listeners
@@ -120,6 +121,8 @@ class Service {
   // would show it.
   void warnOfMissingOriginalUri(const HttpRequest& request, const std::string& header);
   void onTurnInLine(const std::shared_ptr<Pending>& pending, std::uint64_t place);
+  // `report` as reload() returns it, its outcome logged.
+  ReloadReport logged(ReloadReport report) const;
 
   // The policy in force and what is derived from it once rather than per response; swapped
   // whole on reload.

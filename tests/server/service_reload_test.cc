@@ -19,28 +19,38 @@
 #include <boost/json/parse.hpp>
 
 #include "server/service_fixture.h"
+#include "support/captured_log.h"
 #include "support/http_client.h"
 
 namespace sluice::server {
 namespace {
 
 namespace http = boost::beast::http;
+using testing::CapturedLog;
+using testing::countOf;
 using testing::httpCall;
 using testing::HttpReply;
 
 // Reload: a broken file is refused with its errors and the old policy keeps serving; a good
-// one takes effect.
+// one takes effect. Both are logged, as a SIGHUP's are: an operator reading the log learns of a
+// reload refused over HTTP too.
 TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
+  const CapturedLog log;
   writeConfig("limits:\n  - { name: per-ip, rate: 3/fortnight }\n");
   const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload");
   EXPECT_EQ(refused.status, 422);
   EXPECT_NE(refused.body.find("fortnight"), std::string::npos);
   EXPECT_NE(refused.body.find(":2:"), std::string::npos);  // file:line
   EXPECT_EQ(auth("/z", "192.0.2.90").header("x-ratelimit-limit"), "3");
+  EXPECT_NE(log.text().find("reload refused, keeping the old config: " + config_path_ + ":2:"),
+            std::string::npos)
+      << log.text();
+  EXPECT_EQ(countOf(log.text(), "reloaded"), 0u) << log.text();
 
   writeConfig("limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n");
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
   EXPECT_EQ(auth("/z", "192.0.2.91").header("x-ratelimit-limit"), "7");
+  EXPECT_EQ(countOf(log.text(), "reloaded " + config_path_), 1u) << log.text();
 }
 
 // A reload error that quotes the file's bytes, here half of a UTF-8 é after a backslash (YAML's
@@ -142,6 +152,7 @@ TEST_F(ServiceTest, AdminReloadRunsOffTheIoLoops) {
 // hears of a reload that began after it asked: 100 requests made while a reload runs cost one
 // more reload, not 100.
 TEST_F(ServiceTest, ReloadsRequestedMeanwhileShareOneReload) {
+  const CapturedLog log;
   std::mutex mutex;
   std::condition_variable changed;
   bool first_started = false;
@@ -177,8 +188,9 @@ TEST_F(ServiceTest, ReloadsRequestedMeanwhileShareOneReload) {
   ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(10), [&] { return answered == 101; }))
       << answered << " of 101 callers answered";
   EXPECT_EQ(hook_calls, 2);
-  // The 100 that shared a reload hear of one reload (logged once for a burst of SIGHUPs).
+  // The 100 that shared a reload hear of one reload, logged once (as for a burst of SIGHUPs).
   EXPECT_EQ(numbers.size(), 2u);
+  EXPECT_EQ(countOf(log.text(), "reloaded "), 2u) << log.text();
 }
 
 // Settings read only at start (listeners, HTTP limits, the store) are not applied by a reload,
