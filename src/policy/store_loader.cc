@@ -1,5 +1,6 @@
 #include "policy/store_loader.h"
 
+#include <array>
 #include <charconv>
 #include <cstdlib>
 #include <limits>
@@ -9,6 +10,24 @@
 
 namespace sluice::policy {
 namespace {
+
+constexpr std::array<std::string_view, 17> kStoreKeys = {"type",
+                                                         "max_keys",
+                                                         "address",
+                                                         "addresses",
+                                                         "connections",
+                                                         "calls_in_flight",
+                                                         "timeout",
+                                                         "on_error",
+                                                         "sluice_nodes",
+                                                         "sync_interval",
+                                                         "key_prefix",
+                                                         "breaker_failures",
+                                                         "breaker_cooldown",
+                                                         "username",
+                                                         "password",
+                                                         "password_env",
+                                                         "database"};
 
 std::optional<StoreSettings::Type> storeType(const YAML::Node& node, Errors& errors) {
   const std::string name = scalar(node, "store.type", errors).value_or("");
@@ -100,14 +119,25 @@ void loadAuth(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   }
 }
 
+bool storeSettingApplies(StoreSettings::Type type, std::string_view key) {
+  if (key == "type" || key == "max_keys") return true;  // max_keys: the memory store's own
+  switch (type) {
+    case StoreSettings::Type::kMemory:
+      return false;
+    case StoreSettings::Type::kRedis:
+      return true;
+    case StoreSettings::Type::kRedisCluster:
+      return key != "calls_in_flight";
+    case StoreSettings::Type::kSynced:
+      return key != "on_error" && key != "connections" && key != "calls_in_flight" &&
+             key != "breaker_failures" && key != "breaker_cooldown";
+  }
+  return false;
+}
+
 void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (!isMap(node, "store", errors)) return;
-  checkKeys(
-      node, "store",
-      {"type", "max_keys", "address", "addresses", "connections", "calls_in_flight", "timeout",
-       "on_error", "sluice_nodes", "sync_interval", "key_prefix", "breaker_failures",
-       "breaker_cooldown", "username", "password", "password_env", "database"},
-      errors);
+  checkKeys(node, "store", kStoreKeys, errors);
   // A type misspelt leaves the store memory: no word then of Redis settings beside it.
   bool type_read = true;
   if (node["type"]) {
@@ -174,14 +204,12 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   // Redis settings on the memory store (type left out, or commented out above them): the
   // process would run alone, its limits per node, with every Redis setting ignored.
   if (store.type == StoreSettings::Type::kMemory && type_read) {
-    for (const char* key :
-         {"address", "addresses", "connections", "calls_in_flight", "timeout", "on_error",
-          "sluice_nodes", "sync_interval", "key_prefix", "breaker_failures", "breaker_cooldown",
-          "username", "password", "password_env", "database"}) {
-      if (node[key]) {
-        errors.add(node[key], std::string("store.") + key +
-                                  " is a Redis setting, and this store is memory (type: redis, "
-                                  "redis_cluster or synced shares limits through Redis)");
+    for (const std::string_view key : kStoreKeys) {
+      const YAML::Node setting = node[std::string(key)];
+      if (setting && !storeSettingApplies(store.type, key)) {
+        errors.add(setting, "store." + std::string(key) +
+                                " is a Redis setting, and this store is memory (type: redis, "
+                                "redis_cluster or synced shares limits through Redis)");
       }
     }
   }
@@ -193,17 +221,18 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   }
   // Settings a store type has no use for would read as if they held.
   if (store.type == StoreSettings::Type::kSynced) {
-    for (const char* key :
-         {"connections", "calls_in_flight", "breaker_failures", "breaker_cooldown"}) {
-      if (node[key]) {
-        errors.add(node[key], std::string("store.") + key +
-                                  " does not apply to the synced store, which syncs over one "
-                                  "connection from its own thread and decides alone while Redis "
-                                  "is unreachable (type: redis uses it)");
+    for (const std::string_view key : kStoreKeys) {
+      const YAML::Node setting = node[std::string(key)];
+      if (key != "on_error" && setting && !storeSettingApplies(store.type, key)) {
+        errors.add(setting, "store." + std::string(key) +
+                                " does not apply to the synced store, which syncs over one "
+                                "connection from its own thread and decides alone while Redis "
+                                "is unreachable (type: redis uses it)");
       }
     }
   }
-  if (store.type == StoreSettings::Type::kRedisCluster && node["calls_in_flight"]) {
+  if (store.type == StoreSettings::Type::kRedisCluster && node["calls_in_flight"] &&
+      !storeSettingApplies(store.type, "calls_in_flight")) {
     errors.add(node["calls_in_flight"],
                "store.calls_in_flight does not apply to redis_cluster, which sends each call as "
                "it comes over `connections` per master (type: redis uses it)");

@@ -2,6 +2,8 @@
 // shared store is slow or gone.
 #pragma once
 
+#include <string_view>
+
 #include <yaml-cpp/yaml.h>
 
 #include "policy/policy.h"
@@ -10,6 +12,11 @@
 namespace sluice::policy {
 
 void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors);
+
+// Whether the store: section may set `key` (as written: "address", "password_env") for a store
+// of `type`. The loader refuses the others, which so hold their defaults; a reload reports edits
+// only to the settings the new type takes.
+[[nodiscard]] bool storeSettingApplies(StoreSettings::Type type, std::string_view key);
 
 // "allow" | "deny" | "local"; nullopt (and an error naming `what`) for anything else.
 std::optional<OnStoreError> onStoreErrorValue(const YAML::Node& node, const std::string& what,

@@ -22,7 +22,7 @@ namespace sluice::policy {
 
 // Reports keys of `map` not in `allowed`: a misspelt key would otherwise be silently ignored.
 void checkKeys(const YAML::Node& map, const std::string& where,
-               std::initializer_list<std::string_view> allowed, Errors& errors) {
+               std::span<const std::string_view> allowed, Errors& errors) {
   for (const auto& entry : map) {
     const std::string key = entry.first.Scalar();
     bool known = false;

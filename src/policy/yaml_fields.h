@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,7 +72,11 @@ void checkDuplicateKeys(const YAML::Node& root, Errors& errors);
 // Each reader reports a problem (naming `what`) and returns nullopt / a default, so loading goes on
 // and one run of `sluice validate` lists every problem.
 void checkKeys(const YAML::Node& map, const std::string& where,
-               std::initializer_list<std::string_view> allowed, Errors& errors);
+               std::span<const std::string_view> allowed, Errors& errors);
+inline void checkKeys(const YAML::Node& map, const std::string& where,
+                      std::initializer_list<std::string_view> allowed, Errors& errors) {
+  checkKeys(map, where, std::span(allowed.begin(), allowed.size()), errors);
+}
 bool isMap(const YAML::Node& node, const std::string& what, Errors& errors);
 std::optional<std::string> scalar(const YAML::Node& node, const std::string& what, Errors& errors);
 std::optional<std::uint64_t> unsignedValue(const YAML::Node& node, const std::string& what,

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "policy/store_loader.h"
+
 namespace sluice::server {
 namespace {
 
@@ -72,27 +74,45 @@ void compareServer(const ServerSettings& running, const ServerSettings& reloaded
   changes.compare("server.max_header_bytes", running.max_header_bytes, reloaded.max_header_bytes);
 }
 
-// Every store setting but on_error, which the limits copy when they are loaded.
+// Every store setting but on_error, which the limits copy when they are loaded. Only the ones
+// the reloaded type takes: the loader leaves the others at their defaults, so a switch from
+// redis to memory would otherwise also report store.addresses "changed" to none.
 void compareStore(const StoreSettings& running, const StoreSettings& reloaded, Changes& changes) {
   changes.compare("store.type", running.type, reloaded.type);
+  const auto takes = [&reloaded](std::string_view key) {
+    return policy::storeSettingApplies(reloaded.type, key);
+  };
   changes.compare("store.max_keys", running.max_keys, reloaded.max_keys);
-  changes.compare("store.addresses", running.addresses, reloaded.addresses);
-  changes.compare("store.connections", running.connections, reloaded.connections);
-  changes.compare("store.calls_in_flight", running.calls_in_flight, reloaded.calls_in_flight);
-  changes.compareDuration("store.timeout", running.timeout_us, reloaded.timeout_us);
-  changes.compare("store.sluice_nodes", running.sluice_nodes, reloaded.sluice_nodes);
-  changes.compareDuration("store.sync_interval", running.sync_interval_us,
-                          reloaded.sync_interval_us);
-  changes.compare("store.key_prefix", running.key_prefix, reloaded.key_prefix);
-  changes.compare("store.database", static_cast<std::size_t>(running.database),
-                  static_cast<std::size_t>(reloaded.database));
-  changes.compare("store.username", running.username, reloaded.username);
-  if (running.password != reloaded.password) {  // never the secret itself, in a log
+  if (takes("address")) changes.compare("store.addresses", running.addresses, reloaded.addresses);
+  if (takes("connections"))
+    changes.compare("store.connections", running.connections, reloaded.connections);
+  if (takes("calls_in_flight"))
+    changes.compare("store.calls_in_flight", running.calls_in_flight, reloaded.calls_in_flight);
+  if (takes("timeout"))
+    changes.compareDuration("store.timeout", running.timeout_us, reloaded.timeout_us);
+  if (takes("sluice_nodes"))
+    changes.compare("store.sluice_nodes", running.sluice_nodes, reloaded.sluice_nodes);
+  if (takes("sync_interval")) {
+    changes.compareDuration("store.sync_interval", running.sync_interval_us,
+                            reloaded.sync_interval_us);
+  }
+  if (takes("key_prefix"))
+    changes.compare("store.key_prefix", running.key_prefix, reloaded.key_prefix);
+  if (takes("database")) {
+    changes.compare("store.database", static_cast<std::size_t>(running.database),
+                    static_cast<std::size_t>(reloaded.database));
+  }
+  if (takes("username")) changes.compare("store.username", running.username, reloaded.username);
+  if (takes("password") && running.password != reloaded.password) {  // never the secret, in a log
     changes.lines.push_back("store.password changed; it takes effect at restart");
   }
-  changes.compare("store.breaker_failures", running.breaker_failures, reloaded.breaker_failures);
-  changes.compareDuration("store.breaker_cooldown", running.breaker_cooldown_us,
-                          reloaded.breaker_cooldown_us);
+  if (takes("breaker_failures")) {
+    changes.compare("store.breaker_failures", running.breaker_failures, reloaded.breaker_failures);
+  }
+  if (takes("breaker_cooldown")) {
+    changes.compareDuration("store.breaker_cooldown", running.breaker_cooldown_us,
+                            reloaded.breaker_cooldown_us);
+  }
 }
 
 }  // namespace
