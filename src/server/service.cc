@@ -11,14 +11,9 @@
 
 #include "http/auth_subrequest.h"
 #include "http/check_api.h"
-#include "http/json_string.h"
-#include "policy/freed_memory.h"
 #include "policy/own_headers.h"
-#include "policy/policy_loader.h"
-#include "server/dashboard/dashboard_page.h"
-#include "server/dashboard/dashboard_security_policy.h"
+#include "server/json_responses.h"
 #include "server/loop_io.h"
-#include "server/restart_only_settings.h"
 
 namespace sluice::server {
 
@@ -31,74 +26,6 @@ Micros steadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-HttpResponse jsonResponse(http::status status, std::string body, unsigned version) {
-  HttpResponse response{status, version};
-  response.set(http::field::content_type, "application/json");
-  response.body() = std::move(body);
-  response.prepare_payload();
-  return response;
-}
-
-// {"error":…,"message":…}. Written with appendJsonString, which makes any bytes valid UTF-8:
-// a message can quote a file's or a client's bytes, and boost::json::serialize passes them on
-// as they are, which makes the body invalid JSON.
-std::string errorBody(std::string_view error, std::string_view message) {
-  std::string body = R"({"error":)";
-  sluice::http::appendJsonString(body, error);
-  body += R"(,"message":)";
-  sluice::http::appendJsonString(body, message);
-  body += '}';
-  return body;
-}
-
-HttpResponse errorResponse(http::status status, std::string_view message, unsigned version) {
-  return jsonResponse(status, errorBody(http::obsolete_reason(status), message), version);
-}
-
-void appendJsonStrings(std::string& body, const std::vector<std::string>& strings) {
-  body += '[';
-  for (std::size_t i = 0; i < strings.size(); ++i) {
-    if (i > 0) body += ',';
-    sluice::http::appendJsonString(body, strings[i]);
-  }
-  body += ']';
-}
-
-// {"reloaded":…,"errors":[…],"warnings":[…]}; the messages quote the configuration files, in
-// whatever encoding.
-// /admin/config: the file in force, secrets redacted, headed by YAML comments naming its edits
-// that wait for a restart (the process still runs with the values it started with).
-std::string configBody(const std::string& redacted_yaml,
-                       const std::vector<std::string>& restart_pending) {
-  std::string body;
-  if (!restart_pending.empty()) {
-    body = "# Not in force until a restart (the process runs with its start-up values):\n";
-    for (const std::string& pending : restart_pending) body += "#   " + pending + "\n";
-  }
-  return body + redacted_yaml;
-}
-
-HttpResponse dashboardResponse(unsigned version) {
-  HttpResponse response{http::status::ok, version};
-  response.set(http::field::content_type, "text/html; charset=utf-8");
-  response.set(http::field::cache_control, "no-store");
-  response.set("Content-Security-Policy", dashboardSecurityPolicy());
-  response.set("X-Content-Type-Options", "nosniff");
-  response.body() = dashboardPage();
-  response.prepare_payload();
-  return response;
-}
-
-std::string reloadBody(const ReloadReport& report) {
-  std::string body =
-      report.errors.empty() ? R"({"reloaded":true,"errors":)" : R"({"reloaded":false,"errors":)";
-  appendJsonStrings(body, report.errors);
-  body += R"(,"warnings":)";
-  appendJsonStrings(body, report.warnings);
-  body += '}';
-  return body;
 }
 
 std::int64_t unixSeconds(const Clock& clock) { return clock.now() / kMicrosPerSecond; }
@@ -151,63 +78,6 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
       clock_(clock),
       engine_(engine),
       key_count_(std::move(key_count)) {}
-
-ReloadReport Service::reload() {
-  const std::lock_guard lock(reload_mutex_);
-  const std::uint64_t number = ++reloads_run_;
-  const Result<policy::ConfigFile> file = policy::readConfigFile(config_path_);
-  if (!file.ok()) {
-    metrics_.countReload(false);
-    return logged(ReloadReport{.errors = {file.error()}, .warnings = {}, .number = number});
-  }
-  policy::LoadResult loaded = policy::loadPolicy(file.value(), &initial_->store);
-  ReloadReport report{.errors = std::move(loaded.errors), .warnings = {}, .number = number};
-  if (loaded.policy != nullptr) report.warnings = restartOnlyChanges(*initial_, *loaded.policy);
-  std::vector<std::function<void()>> commits;
-  for (const auto& hook : reload_hooks_) {
-    if (auto commit = hook(file.value(), report)) commits.push_back(std::move(commit));
-  }
-  const bool taken = loaded.policy != nullptr && report.errors.empty();
-  metrics_.countReload(taken);
-  if (!taken) {
-    report.warnings.clear();  // of changes that were not made
-    return logged(std::move(report));
-  }
-  active_.store(std::make_shared<const Active>(loaded.policy, report.warnings));
-  for (const auto& commit : commits) commit();
-  return logged(std::move(report));
-}
-
-ReloadReport Service::logged(ReloadReport report) const {
-  // Here rather than by each caller: a reload refused over HTTP left no trace in the log, and
-  // SIGHUPs that shared one reload each logged it again.
-  for (const std::string& warning : report.warnings) spdlog::warn("reload: {}", warning);
-  if (report.errors.empty()) spdlog::info("reloaded {}", config_path_);
-  for (const std::string& error : report.errors)
-    spdlog::error("reload refused, keeping the old config: {}", error);
-  return report;
-}
-
-void Service::reloadInBackground(std::function<void(ReloadReport)> done) {
-  {
-    const std::lock_guard lock(queued_reload_mutex_);
-    queued_reload_callers_.push_back(std::move(done));
-    if (queued_reload_callers_.size() > 1) return;  // joins the reload already queued
-    ++reloads_under_way_;
-  }
-  net::post(reload_thread_, [this] {
-    std::vector<std::function<void(ReloadReport)>> callers;
-    {
-      // Taken before reading any file: a caller that asks from here on gets a reload of its own.
-      const std::lock_guard lock(queued_reload_mutex_);
-      callers.swap(queued_reload_callers_);
-    }
-    const ReloadReport report = reload();
-    policy::releaseFreedMemory();  // what the files' parse took, and the policy replaced
-    for (const auto& answer : callers) answer(report);
-    --reloads_under_way_;
-  });
-}
 
 void Service::warnOfMissingOriginalUri(const HttpRequest& request, const std::string& header) {
   if (request.find(header) != request.end()) return;
@@ -461,69 +331,6 @@ void Service::respondCheck(const std::shared_ptr<Pending>& pending) {
   for (std::size_t i = 0; i < rendered.size(); ++i) body += (i == 0 ? "" : ",") + rendered[i];
   body += "]}";
   pending->respond(jsonResponse(http::status::ok, std::move(body), pending->version));
-}
-
-void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /*peer*/,
-                          net::io_context& loop, Respond respond) {
-  const std::string_view target(request.target().data(), request.target().size());
-  const std::string_view path = target.substr(0, target.find('?'));
-  const unsigned version = request.version();
-  // The read-only paths answer GET and HEAD; a DELETE of /metrics answered 200 as if it had
-  // done something.
-  const bool reads = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
-                     path == "/admin/config" || path == "/dashboard";
-  if (reads && request.method() != http::verb::get && request.method() != http::verb::head) {
-    HttpResponse response =
-        errorResponse(http::status::method_not_allowed, "use GET or HEAD", version);
-    response.set(http::field::allow, "GET, HEAD");
-    return respond(std::move(response));
-  }
-  if (path == "/healthz") {
-    return respond(jsonResponse(http::status::ok, R"({"status":"ok"})", version));
-  }
-  if (path == "/readyz") {
-    return respond(ready_.load() ? jsonResponse(http::status::ok, R"({"status":"ready"})", version)
-                                 : errorResponse(http::status::service_unavailable,
-                                                 "starting or stopping", version));
-  }
-  if (path == "/metrics") {
-    HttpResponse response{http::status::ok, version};
-    response.set(http::field::content_type, "text/plain; version=0.0.4");
-    response.body() = metrics_.render(key_count_());
-    for (const auto& extra : extra_metrics_) response.body() += extra();
-    response.prepare_payload();
-    return respond(std::move(response));
-  }
-  if (path == "/dashboard") return respond(dashboardResponse(version));
-  if (path == "/admin/config") {
-    HttpResponse response{http::status::ok, version};
-    response.set(http::field::content_type, "application/yaml");
-    const auto active = active_.load();
-    response.body() = configBody(active->policy->redacted_yaml, active->restart_pending);
-    response.prepare_payload();
-    return respond(std::move(response));
-  }
-  if (path == "/admin/reload") {
-    if (request.method() != http::verb::post) {
-      HttpResponse response = errorResponse(http::status::method_not_allowed, "use POST", version);
-      response.set(http::field::allow, "POST");
-      return respond(std::move(response));
-    }
-    // Answered on the connection's loop once the reload thread is done. The reload stays under
-    // way until the answer is handed to the connection, so that a drain does not stop the loops
-    // between the two.
-    return reloadInBackground([this, respond = std::move(respond), version,
-                               &loop](ReloadReport report) mutable {
-      ++reloads_under_way_;
-      net::post(loop, [this, respond = std::move(respond), version, report = std::move(report)] {
-        respond(jsonResponse(
-            report.errors.empty() ? http::status::ok : http::status::unprocessable_entity,
-            reloadBody(report), version));
-        --reloads_under_way_;
-      });
-    });
-  }
-  respond(errorResponse(http::status::not_found, "unknown admin path", version));
 }
 
 }  // namespace sluice::server
