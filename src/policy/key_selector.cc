@@ -143,10 +143,6 @@ void appendPathPart(const RequestView& request, bool fold_case, std::string& out
   appendCounterPart(out, lower);
 }
 
-}  // namespace
-
-namespace {
-
 // A part's value: in doubt, missing (none, or empty: counted as a value, every client sending it
 // empty would share one counter, which one of them could spend for all), or appended.
 template <typename Text>
