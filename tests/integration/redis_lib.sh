@@ -38,6 +38,10 @@ kill_redis() {  # SIGKILL: the server vanishes as in a crash
 
 start_node() {  # binary config: appends to node_pids and node_ports
   local index=${#node_pids[@]}
+  # Made here first: the background job opens them itself, and a read before it had (sed on a
+  # missing file, under set -e) ended the test.
+  : > "$work/node$index.out"
+  : > "$work/node$index.err"
   "$1" serve --config "$2" > "$work/node$index.out" 2> "$work/node$index.err" &
   node_pids+=($!)
   local port=""
