@@ -139,7 +139,7 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
     if (const auto receiving = flight->connection.lock()) receiving->readArrived();
     if (flight->finished) return;  // that read finished it
     logTimeout(timeout);
-    onCallTimedOut();  // first: the caller's handler may go on to anything
+    probeIfSilent();  // first: the caller's handler may go on to anything
     flight->finish(nullptr, kTimedOut);
   });
   return flight;
@@ -295,7 +295,7 @@ void ServerPool::logRefusal(const redisReply* reply) {
       address_, error.substr(0, 300), LogThrottle::droppedNote(*dropped, "refused"));
 }
 
-void ServerPool::onCallTimedOut() {
+void ServerPool::probeIfSilent() {
   if (probe_ != nullptr) return;
   const auto now = std::chrono::steady_clock::now();
   for (const auto& connection : connections_) {

@@ -66,6 +66,11 @@ class ServerPool {
   void command(std::vector<std::string> argv, std::chrono::microseconds timeout,
                CallHandler handler);
 
+  // Probes when a connection has gone silent (see the top of this file). A timed-out call does
+  // this by itself; a caller that holds its calls back while one is overdue (so none can time
+  // out meanwhile) calls it instead, or a silent path would never be replaced.
+  void probeIfSilent();
+
  private:
   struct InFlight;
   struct Probe;
@@ -74,8 +79,6 @@ class ServerPool {
   // Finishes the call as failed at `timeout` unless its reply has come.
   std::shared_ptr<InFlight> startDeadline(std::chrono::microseconds timeout,
                                           RedisConnection& connection, CallHandler handler);
-  // A call timed out: probe when a connection has gone silent (see the top of this file).
-  void onCallTimedOut();
   void openProbe();
   void endProbe(const std::shared_ptr<Probe>& probe, bool answered);
   void resetSilentConnections();

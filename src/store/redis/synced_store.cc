@@ -282,8 +282,10 @@ void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
     // Nothing due and nothing to pull: the shared view is as current as it needs to be, unless
     // the last sync failed: a round that asked Redis nothing cannot say it is back, so that
     // verdict stands (decisions stay degraded) until a sync that reaches Redis succeeds. The
-    // next request's key is due a pull, so such a sync comes with the next use.
-    const bool failed = last_sync_failed_.load(std::memory_order_relaxed);
+    // next request's key is due a pull, so such a sync comes with the next use. Nor can such a
+    // round say Redis is there while no connection is up (refused at start, or dropped in a
+    // quiet spell): the first decisions after it would not have been marked degraded.
+    const bool failed = last_sync_failed_.load(std::memory_order_relaxed) || !pool_->connected();
     if (!collected.held_back && !failed) last_sync_ok_us_.store(steady_us);
     return finished(!failed);
   }
@@ -292,9 +294,12 @@ void SyncedStore::sync(Push push, std::function<void(bool)> finished) {
     // silent). Another would queue behind it with the same units again, and the connection's
     // buffers would grow for as long as that lasts. So this round counts as failed without
     // asking: its units stay pending, folded into the node's view, until that call is answered
-    // (its late reply settles what it carried) or its connection drops.
+    // (its late reply settles what it carried) or its connection drops. With no call going
+    // out, none can time out and make the pool look for a silent path: look here, or a path
+    // that went silent would hold the node degraded for as long as the kernel kept it open.
     for (const std::shared_ptr<Batch>& batch : collected.batches) (void)applyReply(*batch, nullptr);
     last_sync_failed_.store(true, std::memory_order_relaxed);
+    pool_->probeIfSilent();
     return finished(false);
   }
   sync_running_ = true;
