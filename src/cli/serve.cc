@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -164,12 +165,15 @@ int serve(const std::string& path) {
   pthread_sigmask(SIG_BLOCK, &hangup, &unheld);
   // Read once: the policy and every door's section come from the same text, so a file replaced
   // while the service starts is judged as one version, not half of each (as a reload does).
-  const Result<policy::ConfigFile> file = policy::readConfigFile(path);
-  if (!file.ok()) {
-    std::fprintf(stderr, "%s\n", file.error().c_str());
+  Result<policy::ConfigFile> read = policy::readConfigFile(path);
+  if (!read.ok()) {
+    std::fprintf(stderr, "%s\n", read.error().c_str());
     return 2;
   }
-  const policy::PolicyPtr loaded = loadForServing(file.value());
+  // Dropped once the doors have read it: a file of thousands of limits (up to 64 MiB) is not
+  // kept for the process's life.
+  std::optional<policy::ConfigFile> file(std::move(read).value());
+  const policy::PolicyPtr loaded = loadForServing(*file);
   if (loaded == nullptr) return 2;
   const policy::Policy& policy = *loaded;
   const unsigned threads = policy.server.threads != 0
@@ -190,10 +194,11 @@ int serve(const std::string& path) {
   server::Service service(loaded, path, clock, engine, store.key_count);
   OptionalDoors optional;
   const std::size_t open_files = openFilesForConnections();
-  if (const auto error = optional.open(file.value(), pool, engine, clock, service, open_files)) {
+  if (const auto error = optional.open(*file, pool, engine, clock, service, open_files)) {
     std::fprintf(stderr, "%s\n", error->c_str());
     return 2;
   }
+  file.reset();
   const server::HttpServerLimits limits =
       serverLimits(policy, open_files - std::min(open_files, optional.openFilesHeld()));
   HttpServer api(pool, limits,
