@@ -52,7 +52,9 @@ if [[ "$doors" == *" gateway "* ]]; then
     fail "serve did not name the port clash: $(cat "$work/err")"
 fi
 # A file the user may not read says why. Only an unprivileged user is refused, so as root the
-# check runs as nobody, when nobody can run the binary from where it was built.
+# check runs as nobody, when nobody can reach the file (else the path's lookup, not the file's
+# open, would be what fails) and cannot read it.
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 unreadable=""
 printf 'limits:\n  - { name: a, key: ip, rate: 1/s }\n' > "$work/secret.yaml"
 chmod 600 "$work/secret.yaml"
@@ -61,14 +63,17 @@ if [ "$(id -u)" -ne 0 ]; then
   chmod 000 "$work/secret.yaml"
   "$sluice_bin" validate "$work/secret.yaml" > "$work/out" 2> "$work/err" && fail "an unreadable file validated"
   unreadable=checked
-elif command -v setpriv > /dev/null && setpriv --reuid=nobody --regid=nogroup --clear-groups "$sluice_bin" --help > /dev/null 2>&1; then
-  setpriv --reuid=nobody --regid=nogroup --clear-groups "$sluice_bin" validate "$work/secret.yaml" > "$work/out" 2> "$work/err" &&
+elif command -v setpriv > /dev/null && as_nobody test -e "$work/secret.yaml" 2> /dev/null &&
+    ! as_nobody test -r "$work/secret.yaml"; then
+  as_nobody "$sluice_bin" validate "$work/secret.yaml" > "$work/out" 2> "$work/err" &&
     fail "an unreadable file validated"
   unreadable=checked
+else
+  echo "SKIPPED: the unreadable-file check (root without setpriv, or nobody cannot reach $work)" >&2
 fi
 if [ -n "$unreadable" ]; then
   grep -q "secret.yaml: cannot read the file: Permission denied" "$work/err" ||
     fail "the reason an unreadable file fails is missing: $(cat "$work/err")"
 fi
-echo "validate: the examples pass; a broken lyft file is refused with file:line, as serve refuses it; every section's errors are listed; two doors on one port are refused by both${unreadable:+; an unreadable file says why}"
+echo "validate: the examples pass; a broken lyft file is refused with file:line, as serve refuses it; every section's errors are listed; two doors on one port are refused by both; $([ -n "$unreadable" ] && echo "an unreadable file says why" || echo "the unreadable-file check SKIPPED")"
 echo "1 passed, 0 failed"
