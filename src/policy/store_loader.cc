@@ -120,14 +120,16 @@ void loadAuth(const YAML::Node& node, StoreSettings& store, Errors& errors) {
 }
 
 bool storeSettingApplies(StoreSettings::Type type, std::string_view key) {
-  if (key == "type" || key == "max_keys") return true;  // max_keys: the memory store's own
+  // max_keys bounds every type's keys in this process: the memory store, the synced store's
+  // table, on_error: local.
+  if (key == "type" || key == "max_keys") return true;
   switch (type) {
     case StoreSettings::Type::kMemory:
       return false;
     case StoreSettings::Type::kRedis:
-      return true;
+      return key != "sync_interval";
     case StoreSettings::Type::kRedisCluster:
-      return key != "calls_in_flight";
+      return key != "calls_in_flight" && key != "sync_interval";
     case StoreSettings::Type::kSynced:
       return key != "on_error" && key != "connections" && key != "calls_in_flight" &&
              key != "breaker_failures" && key != "breaker_cooldown";
@@ -230,6 +232,13 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
                                 "is unreachable (type: redis uses it)");
       }
     }
+  }
+  // Only a synced store syncs: on another, the interval would read as if it held.
+  if (store.shared() && store.type != StoreSettings::Type::kSynced && node["sync_interval"] &&
+      !storeSettingApplies(store.type, "sync_interval")) {
+    errors.add(node["sync_interval"],
+               "store.sync_interval applies to the synced store only, which pushes and pulls "
+               "at that interval (type: synced)");
   }
   if (store.type == StoreSettings::Type::kRedisCluster && node["calls_in_flight"] &&
       !storeSettingApplies(store.type, "calls_in_flight")) {

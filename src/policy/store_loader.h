@@ -13,9 +13,9 @@ namespace sluice::policy {
 
 void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors);
 
-// Whether the store: section may set `key` (as written: "address", "password_env") for a store
-// of `type`. The loader refuses the others, which so hold their defaults; a reload reports edits
-// only to the settings the new type takes.
+// Whether a store of `type` takes the store: setting `key` (as written: "address",
+// "password_env"). The loader refuses the others, which so hold their defaults; a reload reports
+// edits only to the settings the new type takes.
 [[nodiscard]] bool storeSettingApplies(StoreSettings::Type type, std::string_view key);
 
 // "allow" | "deny" | "local"; nullopt (and an error naming `what`) for anything else.

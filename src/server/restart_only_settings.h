@@ -12,7 +12,8 @@
 namespace sluice::server {
 
 // One line per restart-only setting that differs between the settings the process started with
-// and a newly loaded file, naming the setting with both values; empty when none does.
+// and a newly loaded file, naming the setting with both values; empty when none does. Of the
+// store's settings, only those the reloaded store type takes (policy::storeSettingApplies).
 [[nodiscard]] std::vector<std::string> restartOnlyChanges(const policy::Policy& running,
                                                           const policy::Policy& reloaded);
 

@@ -33,7 +33,7 @@ struct ReloadReport {
   std::vector<std::string> errors;
   std::vector<std::string> warnings;
   // Which reload this was, counting from 1. Callers that shared one reload (reloadInBackground)
-  // get the same number, so a burst of SIGHUPs is logged once.
+  // get the same number.
   std::uint64_t number = 0;
 };
 

@@ -264,6 +264,11 @@ TEST(PolicyRefusals, StoreSettingsOfAnotherStoreAreRefused) {
   }
   refused("store: { type: redis_cluster, address: 127.0.0.1:7000, calls_in_flight: 2 }\n" + limit,
           1, "store.calls_in_flight does not apply to redis_cluster");
+  for (const std::string type : {"redis", "redis_cluster"}) {
+    refused(
+        "store: { type: " + type + ", address: 127.0.0.1:7000,\n  sync_interval: 50ms }\n" + limit,
+        2, "store.sync_interval applies to the synced store only");
+  }
   EXPECT_NE(policyFrom("store: { type: redis, address: 127.0.0.1:6379, calls_in_flight: 2,\n"
                        "  breaker_failures: 3 }\n"
                        "limits: [{ name: a, rate: 1/s, on_error: deny }]\n"),

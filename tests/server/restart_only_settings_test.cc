@@ -51,6 +51,15 @@ TEST(RestartOnlySettingsTest, ASwitchToSyncedNamesWhatSyncedTakes) {
                 "store.sync_interval changed from 100ms to 50ms; it takes effect at restart"}));
 }
 
+// From synced to redis: the sync interval, which redis does not take, is not "changed" to its
+// default.
+TEST(RestartOnlySettingsTest, ASwitchFromSyncedLeavesOutItsInterval) {
+  EXPECT_EQ(changes("store: { type: synced, address: 10.0.0.5:6390, sync_interval: 50ms }",
+                    "store: { type: redis, address: 10.0.0.5:6390 }"),
+            (std::vector<std::string>{
+                "store.type changed from synced to redis; it takes effect at restart"}));
+}
+
 // The same type: every edit is named, the password without its value.
 TEST(RestartOnlySettingsTest, EditsWithinOneTypeAreEachNamed) {
   EXPECT_EQ(changes("store: { type: redis, address: 10.0.0.5:6390, password: old-secret }",
