@@ -20,32 +20,36 @@ FailoverStore::~FailoverStore() {
 
 StoreStatus FailoverStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
                                  std::span<Outcome> outcomes) noexcept {
-  if (!mayCallShared(clock.now())) return on_error_->decide(checks, clock, outcomes);
-  return settle(shared_->apply(checks, clock, outcomes), checks, clock, outcomes);
+  const Micros started_us = clock.now();
+  if (!mayCallShared(started_us)) return on_error_->decide(checks, clock, outcomes);
+  return settle(shared_->apply(checks, clock, outcomes), started_us, checks, clock, outcomes);
 }
 
 void FailoverStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                                std::span<Outcome> outcomes, StoreCallback done) noexcept {
-  if (!mayCallShared(clock.now())) {
+  const Micros started_us = clock.now();
+  if (!mayCallShared(started_us)) {
     return done(on_error_->decide(checks, clock, outcomes));
   }
-  shared_->applyAsync(checks, clock, outcomes,
-                      [this, checks, &clock, outcomes, done = std::move(done)](StoreStatus status) {
-                        done(settle(status, checks, clock, outcomes));
-                      });
+  shared_->applyAsync(
+      checks, clock, outcomes,
+      [this, started_us, checks, &clock, outcomes, done = std::move(done)](StoreStatus status) {
+        done(settle(status, started_us, checks, clock, outcomes));
+      });
 }
 
 bool FailoverStore::mayCallShared(Micros now_us) noexcept {
   return shared_ != nullptr && (!options_.use_breaker || breaker_.allow(now_us));
 }
 
-StoreStatus FailoverStore::settle(StoreStatus status, std::span<const LimitCheck> checks,
-                                  const Clock& clock, std::span<Outcome> outcomes) noexcept {
+StoreStatus FailoverStore::settle(StoreStatus status, Micros started_us,
+                                  std::span<const LimitCheck> checks, const Clock& clock,
+                                  std::span<Outcome> outcomes) noexcept {
   if (status != StoreStatus::kUnavailable) {
     if (options_.use_breaker) breaker_.onSuccess();
     return status;
   }
-  if (options_.use_breaker) breaker_.onFailure(clock.now());
+  if (options_.use_breaker) breaker_.onFailure(clock.now(), started_us);
   return on_error_->decide(checks, clock, outcomes);
 }
 

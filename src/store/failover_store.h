@@ -48,9 +48,10 @@ class FailoverStore final : public Store {
  private:
   // Whether the shared store may be called now: the breaker, when used, is closed or probing.
   [[nodiscard]] bool mayCallShared(Micros now_us) noexcept;
-  // Records the shared store's status; on failure decides by on_error and says kDegraded.
-  StoreStatus settle(StoreStatus status, std::span<const LimitCheck> checks, const Clock& clock,
-                     std::span<Outcome> outcomes) noexcept;
+  // Records the shared store's status for a call made at `started_us`; on failure decides by
+  // on_error and says kDegraded.
+  StoreStatus settle(StoreStatus status, Micros started_us, std::span<const LimitCheck> checks,
+                     const Clock& clock, std::span<Outcome> outcomes) noexcept;
 
   FailoverOptions options_;
   CircuitBreaker breaker_;

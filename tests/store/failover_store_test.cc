@@ -16,6 +16,7 @@
 #include "store/circuit_breaker.h"
 #include "store/memory_store.h"
 #include "store/redis/redis_store.h"
+#include "support/frozen_redis.h"
 #include "support/redis_server.h"
 #include "support/specs.h"
 
@@ -37,36 +38,36 @@ class CircuitBreakerTest : public ::testing::Test {
 
 // The third failure in a row opens the breaker; the two before it do not.
 TEST_F(CircuitBreakerTest, OpensAtTheThreshold) {
-  breaker_.onFailure(t0_);
-  breaker_.onFailure(t0_);
+  breaker_.onFailure(t0_, t0_);
+  breaker_.onFailure(t0_, t0_);
   EXPECT_FALSE(breaker_.open());
   EXPECT_TRUE(breaker_.allow(t0_));
-  breaker_.onFailure(t0_);
+  breaker_.onFailure(t0_, t0_);
   EXPECT_TRUE(breaker_.open());
   EXPECT_FALSE(breaker_.allow(t0_));
 }
 
 // A success in between starts the count again: failures must be consecutive.
 TEST_F(CircuitBreakerTest, SuccessResetsTheCount) {
-  breaker_.onFailure(t0_);
-  breaker_.onFailure(t0_);
+  breaker_.onFailure(t0_, t0_);
+  breaker_.onFailure(t0_, t0_);
   breaker_.onSuccess();
-  breaker_.onFailure(t0_);
-  breaker_.onFailure(t0_);
+  breaker_.onFailure(t0_, t0_);
+  breaker_.onFailure(t0_, t0_);
   EXPECT_FALSE(breaker_.open());
   EXPECT_TRUE(breaker_.allow(t0_));
 }
 
 // Open until exactly the cooldown has passed: 1 µs before, no call; at it, one probe.
 TEST_F(CircuitBreakerTest, CooldownEdge) {
-  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_, t0_);
   EXPECT_FALSE(breaker_.allow(t0_ + kCooldownUs - 1));
   EXPECT_TRUE(breaker_.allow(t0_ + kCooldownUs));
 }
 
 // After the cooldown exactly one caller probes; the others keep off until it reports.
 TEST_F(CircuitBreakerTest, SingleProbe) {
-  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_, t0_);
   EXPECT_TRUE(breaker_.allow(t0_ + kCooldownUs));
   EXPECT_FALSE(breaker_.allow(t0_ + kCooldownUs));
   EXPECT_FALSE(breaker_.allow(t0_ + 100 * kCooldownUs));
@@ -75,7 +76,7 @@ TEST_F(CircuitBreakerTest, SingleProbe) {
 
 // Eight threads asking at once after the cooldown: one probe among them.
 TEST_F(CircuitBreakerTest, SingleProbeAmongThreads) {
-  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_, t0_);
   std::atomic<int> probes{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
@@ -89,23 +90,46 @@ TEST_F(CircuitBreakerTest, SingleProbeAmongThreads) {
 
 // A successful probe closes the breaker: every caller passes again.
 TEST_F(CircuitBreakerTest, ProbeSuccessCloses) {
-  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_, t0_);
   ASSERT_TRUE(breaker_.allow(t0_ + kCooldownUs));
   breaker_.onSuccess();
   EXPECT_FALSE(breaker_.open());
   EXPECT_TRUE(breaker_.allow(t0_ + kCooldownUs));
   EXPECT_TRUE(breaker_.allow(t0_ + kCooldownUs));
   // Closed again means the full threshold again, not one failure.
-  breaker_.onFailure(t0_ + kCooldownUs);
+  breaker_.onFailure(t0_ + kCooldownUs, t0_ + kCooldownUs);
+  EXPECT_FALSE(breaker_.open());
+}
+
+// Failures of calls that were out when an earlier failure was seen are no new evidence: a stall
+// that fails a whole batch counts once. Only calls made after the latest failure count.
+TEST_F(CircuitBreakerTest, CallsOutAtAFailureCountAsOne) {
+  for (int i = 0; i < 10; ++i) breaker_.onFailure(t0_ + 50 + i, t0_);  // all made at t0
+  EXPECT_FALSE(breaker_.open());
+  breaker_.onFailure(t0_ + 120, t0_ + 60);  // made after the first failure was seen (t0 + 50)
+  EXPECT_FALSE(breaker_.open());
+  breaker_.onFailure(t0_ + 190, t0_ + 130);  // the third in a row
+  EXPECT_TRUE(breaker_.open());
+}
+
+// While a probe is out, a failure of a call made before it says nothing of the probe.
+TEST_F(CircuitBreakerTest, AStaleFailureDoesNotEndTheProbe) {
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_, t0_);
+  const Micros probe_at = t0_ + kCooldownUs;
+  ASSERT_TRUE(breaker_.allow(probe_at));
+  breaker_.onFailure(probe_at + 10, t0_);  // out since before the breaker opened
+  // Still probing: no second probe even a cooldown later (a reopened breaker would allow one).
+  EXPECT_FALSE(breaker_.allow(probe_at + kCooldownUs + 20));
+  breaker_.onSuccess();  // the probe's answer
   EXPECT_FALSE(breaker_.open());
 }
 
 // A failed probe reopens the breaker for a whole cooldown counted from the probe's failure.
 TEST_F(CircuitBreakerTest, FailedProbeReopens) {
-  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_);
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_, t0_);
   const Micros probe_at = t0_ + 5 * kCooldownUs;
   ASSERT_TRUE(breaker_.allow(probe_at));
-  breaker_.onFailure(probe_at);
+  breaker_.onFailure(probe_at, probe_at);
   EXPECT_TRUE(breaker_.open());
   EXPECT_FALSE(breaker_.allow(probe_at + kCooldownUs - 1));
   EXPECT_TRUE(breaker_.allow(probe_at + kCooldownUs));
@@ -305,6 +329,53 @@ TEST_F(FailoverStoreTest, FailedProbeReopensTheBreaker) {
   clock_.advance(1);
   EXPECT_EQ(applyOne(check, StoreStatus::kOk).remaining, 9u);
   EXPECT_FALSE(store_->breakerOpen());
+}
+
+// One stall of Redis fails every call out at that moment, and every request queued behind
+// them: that is one failure, not one per request. The breaker stays closed, so decisions go
+// back to Redis as soon as it answers, instead of to on_error for a whole cooldown (a 30 ms
+// stall under load sent a second of decisions there).
+TEST_F(FailoverStoreTest, OneStallIsOneFailure) {
+  RedisStoreOptions redis;
+  redis.port = static_cast<std::uint16_t>(server_.port());
+  redis.timeout_us = 50 * kMicrosPerMilli;
+  FailoverOptions failover;
+  failover.breaker_failures = kBreakerFailures;
+  failover.breaker_cooldown_us = 60 * kMicrosPerSecond;  // an open breaker would stay open
+  FailoverStore store(std::make_unique<RedisStore>(redis), failover);
+  const SystemClock clock;  // the breaker compares when calls were made with when they failed
+  constexpr int kRequests = 16;
+  std::vector<LimitCheck> checks;
+  for (int i = 0; i < kRequests; ++i) {
+    checks.push_back({"stall" + std::to_string(i), &ten_per_day_, 1, {}, OnStoreError::kAllow});
+  }
+  Outcome outcome;
+  const auto up_by = SteadyClock::now() + std::chrono::seconds(2);
+  while (store.apply(std::span(checks.data(), 1), clock, std::span(&outcome, 1)) !=
+             StoreStatus::kOk &&
+         SteadyClock::now() < up_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a connecting client
+  }
+  ASSERT_FALSE(store.breakerOpen());
+
+  std::vector<Outcome> outcomes(kRequests);
+  std::atomic<int> degraded{0};
+  std::atomic<int> answered{0};
+  std::promise<void> all_answered;
+  {
+    testing::Frozen frozen(testing::redisPid(server_));
+    for (int i = 0; i < kRequests; ++i) {
+      store.applyAsync(std::span(&checks[i], 1), clock, std::span(&outcomes[i], 1),
+                       [&](StoreStatus status) {
+                         if (status == StoreStatus::kDegraded) ++degraded;
+                         if (++answered == kRequests) all_answered.set_value();
+                       });
+    }
+    ASSERT_EQ(all_answered.get_future().wait_for(std::chrono::seconds(10)),
+              std::future_status::ready);
+  }
+  EXPECT_EQ(degraded.load(), kRequests);
+  EXPECT_FALSE(store.breakerOpen());
 }
 
 }  // namespace

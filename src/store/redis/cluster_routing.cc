@@ -34,11 +34,10 @@ constexpr std::chrono::milliseconds kLastRefreshBackoff{1000};
 constexpr std::chrono::milliseconds kRefreshTimeout{1000};
 
 // The breakers' time: any steady count of microseconds will do, as they only compare instants.
-Micros steadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             SteadyClock::now().time_since_epoch())
-      .count();
+Micros micros(SteadyClock::time_point instant) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(instant.time_since_epoch()).count();
 }
+Micros steadyMicros() { return micros(SteadyClock::now()); }
 
 }  // namespace
 
@@ -85,7 +84,7 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
   if (!connected) {
     // A master that went away, or that refused every first connect: fail fast, and look for
     // the replica that may replace it.
-    target->breaker->onFailure(now_us);
+    target->breaker->onFailure(now_us, now_us);
     requestRefresh();
     return routed->handler(nullptr);
   }
@@ -121,7 +120,7 @@ void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, cons
   routed->ask_address.clear();  // an ASK holds for one attempt only
   if (stopping_) return routed->handler(nullptr);
   if (reply == nullptr) {
-    asked.breaker->onFailure(steadyMicros());
+    asked.breaker->onFailure(steadyMicros(), micros(routed->started));
     requestRefresh();  // timed out or lost the connection: the master may have failed over
     return routed->handler(nullptr);
   }
