@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <string>
 
 namespace sluice::redis {
 
@@ -79,7 +81,7 @@ void DecideBatcher::send(std::vector<Request> batch) {
       call, timeout,
       [self, shared_batch](const redisReply* reply, std::string_view) {
         --self->in_flight_;
-        finish(*shared_batch, reply);
+        finish(*shared_batch, reply, self->pool_);
         self->pump();
       },
       [self, call](const redisReply* reply) { self->undoLate(*call, reply); });
@@ -98,16 +100,23 @@ void DecideBatcher::undoLate(const ScriptCall& call, const redisReply* reply) {
 
 // Each request's outcomes from its slice of the reply. A reply that is missing or malformed
 // fails the whole batch: the script ran all of it or none of it.
-void DecideBatcher::finish(std::vector<Request>& batch, const redisReply* reply) {
+void DecideBatcher::finish(std::vector<Request>& batch, const redisReply* reply, ServerPool& pool) {
   std::size_t total_checks = 0;
   for (const Request& request : batch) total_checks += request.outcomes.size();
   Micros now_us = 0;
-  const bool read = reply != nullptr && !readDecideShape(reply, total_checks, now_us);
+  // No reply, or an error reply (the pool logs those), fails every request; so does a reply of
+  // another shape, which is logged here.
+  const bool answered = reply != nullptr && errorText(reply).empty();
+  std::optional<std::string> unreadable;
+  if (answered) unreadable = readDecideShape(reply, total_checks, now_us);
+  if (unreadable) pool.logUnreadableReply(*unreadable);
   std::size_t first = 0;
   for (Request& request : batch) {
-    const bool ok = read && !readDecideOutcomes(reply, first, request.outcomes);
+    std::optional<std::string> error;
+    if (answered && !unreadable) error = readDecideOutcomes(reply, first, request.outcomes);
     first += request.outcomes.size();
-    request.done(ok ? StoreStatus::kOk : StoreStatus::kUnavailable);
+    if (error) pool.logUnreadableReply(*error);
+    request.done(answered && !unreadable && !error ? StoreStatus::kOk : StoreStatus::kUnavailable);
   }
 }
 

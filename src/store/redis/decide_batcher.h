@@ -51,7 +51,9 @@ class DecideBatcher : public std::enable_shared_from_this<DecideBatcher> {
   // Sends waiting requests while fewer than max_in_flight calls are out.
   void pump();
   void send(std::vector<Request> batch);
-  static void finish(std::vector<Request>& batch, const redisReply* reply);
+  // Answers each request from its slice of `reply`; a reply that cannot be read is logged by
+  // `pool`.
+  static void finish(std::vector<Request>& batch, const redisReply* reply, ServerPool& pool);
   // `call` was answered unavailable, then its reply came.
   void undoLate(const ScriptCall& call, const redisReply* reply);
 

@@ -295,6 +295,16 @@ void ServerPool::logRefusal(const redisReply* reply) {
       address_, error.substr(0, 300), LogThrottle::droppedNote(*dropped, "refused"));
 }
 
+void ServerPool::logUnreadableReply(std::string_view why) {
+  const std::optional<std::uint64_t> dropped = unreadable_logged_.admit();
+  if (!dropped) return;
+  spdlog::warn(
+      "redis {}: a script call's reply cannot be read ({}); is this Redis running Sluice's "
+      "script? Such calls fail and their decisions are degraded (each limit's on_error decides; "
+      "a synced node decides alone){}",
+      address_, why.substr(0, 300), LogThrottle::droppedNote(*dropped, "unreadable"));
+}
+
 void ServerPool::probeIfSilent() {
   if (probe_ != nullptr) return;
   const auto now = std::chrono::steady_clock::now();

@@ -66,6 +66,12 @@ class ServerPool {
   void command(std::vector<std::string> argv, std::chrono::microseconds timeout,
                CallHandler handler);
 
+  // A reply to a script call that is not an error reply, yet not of the shape the call asks for
+  // (`why`): whatever answers is not Redis running this script (a proxy, another server on the
+  // port). Such calls fail, and only the degraded metric showed it. Logged at most once in 10 s
+  // per pool.
+  void logUnreadableReply(std::string_view why);
+
   // Probes when a connection has gone silent (see the top of this file). A timed-out call does
   // this by itself; a caller that holds its calls back while one is overdue (so none can time
   // out meanwhile) calls it instead, or a silent path would never be replaced.
@@ -107,6 +113,7 @@ class ServerPool {
   std::size_t up_ = 0;            // connections up (on_state), forgotten when the pool goes
   LogThrottle refusals_logged_{std::chrono::seconds(10)};
   LogThrottle timeouts_logged_{std::chrono::seconds(10)};
+  LogThrottle unreadable_logged_{std::chrono::seconds(10)};
 };
 
 }  // namespace sluice::redis

@@ -381,7 +381,13 @@ void SyncedStore::pushFinally(Micros until_steady_us, std::function<void()> done
 bool SyncedStore::applyReply(const Batch& batch, const redisReply* reply) {
   std::vector<algorithm::CompactState> states(batch.keys.size());
   Micros redis_now_us = 0;
-  const bool ok = reply != nullptr && !redis::readSyncReply(reply, states, redis_now_us);
+  std::optional<std::string> error;
+  if (reply != nullptr) error = redis::readSyncReply(reply, states, redis_now_us);
+  const bool ok = reply != nullptr && !error;
+  // An error reply is the pool's to log; a reply of another shape is logged here.
+  if (error && redis::errorText(reply).empty() && pool_ != nullptr) {
+    pool_->logUnreadableReply(*error);
+  }
   if (ok) clock_offset_us_.store(redis_now_us - wallNowUs());
   const Micros failed_at_us = wallNowUs() + clock_offset_us_.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < batch.keys.size(); ++i) {

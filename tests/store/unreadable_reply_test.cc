@@ -1,0 +1,130 @@
+// What answers on the Redis port may not be Redis running Sluice's script (a proxy, another
+// server): a reply of another shape fails the call, and the log says so. Only the degraded
+// metric showed it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "store/redis/redis_store.h"
+#include "support/captured_log.h"
+#include "support/specs.h"
+
+namespace sluice {
+namespace {
+
+// A server on a loopback port that answers "+OK" to every command (RESP arrays of bulk
+// strings), on a thread of its own, until it goes away. Bounded: it polls in 50 ms steps.
+class AnswersOkToEverything {
+ public:
+  AnswersOkToEverything() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(listener_, 16) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      ADD_FAILURE() << "no listener";
+    }
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~AnswersOkToEverything() {
+    stop_ = true;
+    thread_.join();
+    for (const Client& client : clients_) ::close(client.fd);
+    ::close(listener_);
+  }
+  AnswersOkToEverything(const AnswersOkToEverything&) = delete;
+  AnswersOkToEverything& operator=(const AnswersOkToEverything&) = delete;
+  [[nodiscard]] std::uint16_t port() const { return port_; }
+
+ private:
+  struct Client {
+    int fd;
+    std::string pending;  // bytes of a command not yet whole
+  };
+
+  void serve() {
+    while (!stop_) {
+      std::vector<pollfd> watched{{.fd = listener_, .events = POLLIN, .revents = 0}};
+      for (const Client& client : clients_) watched.push_back({client.fd, POLLIN, 0});
+      if (::poll(watched.data(), watched.size(), 50) <= 0) continue;
+      if (watched[0].revents & POLLIN)
+        clients_.push_back({::accept(listener_, nullptr, nullptr), ""});
+      for (std::size_t i = 1; i < watched.size(); ++i) {
+        if (!(watched[i].revents & (POLLIN | POLLHUP))) continue;
+        char chunk[4096];
+        const ssize_t got = ::read(watched[i].fd, chunk, sizeof chunk);
+        if (got <= 0) continue;
+        Client& client = clients_[i - 1];
+        client.pending.append(chunk, static_cast<std::size_t>(got));
+        for (std::size_t whole = commandLength(client.pending); whole > 0;
+             whole = commandLength(client.pending)) {
+          client.pending.erase(0, whole);
+          (void)::write(client.fd, "+OK\r\n", 5);
+        }
+      }
+    }
+  }
+
+  // The length of the whole command at the start of `bytes`, or 0 while it is incomplete.
+  static std::size_t commandLength(const std::string& bytes) {
+    std::size_t at = 0;
+    const auto number = [&](char type) -> long {
+      if (at >= bytes.size() || bytes[at] != type) return -1;
+      const std::size_t end = bytes.find("\r\n", at);
+      if (end == std::string::npos) return -1;
+      long value = -1;
+      std::from_chars(bytes.data() + at + 1, bytes.data() + end, value);
+      at = end + 2;
+      return value;
+    };
+    const long arguments = number('*');
+    for (long i = 0; i < arguments; ++i) {
+      const long length = number('$');
+      if (length < 0 || at + static_cast<std::size_t>(length) + 2 > bytes.size()) return 0;
+      at += static_cast<std::size_t>(length) + 2;
+    }
+    return arguments < 0 ? 0 : at;
+  }
+
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::vector<Client> clients_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(UnreadableReplyTest, AReplyOfAnotherShapeIsUnavailableAndLogged) {
+  const testing::CapturedLog log;
+  AnswersOkToEverything server;
+  RedisStoreOptions options;
+  options.port = server.port();
+  options.timeout_us = 2 * kMicrosPerSecond;
+  RedisStore store(options);
+  const LimitSpec per_day = testing::spec(Algorithm::kFixedWindow, "5/day");
+  const LimitCheck check{"k", &per_day, 1};
+  const SystemClock clock;
+  for (int i = 0; i < 3; ++i) {
+    Outcome outcome;
+    EXPECT_EQ(store.apply(std::span(&check, 1), clock, std::span(&outcome, 1)),
+              StoreStatus::kUnavailable);
+  }
+  EXPECT_EQ(testing::countOf(log.text(), "a script call's reply cannot be read"), 1u)
+      << log.text();  // once: the log is throttled
+}
+
+}  // namespace
+}  // namespace sluice
