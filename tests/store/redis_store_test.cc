@@ -21,6 +21,7 @@
 #include "store/redis/script_protocol.h"
 #include "store/redis_store_fixture.h"
 #include "support/packed_reply.h"
+#include "support/tcp_proxy.h"
 
 namespace sluice {
 namespace {
@@ -240,6 +241,50 @@ TEST_F(RedisStoreTest, RequestsQueuedBehindBusyCallsAreBatched) {
     EXPECT_EQ(own_now.remaining, allowed ? 0u : 1u) << "request " << i;
   }
   EXPECT_EQ(admitted, 50);
+}
+
+// A call's deadline is its own, from when it is sent, whatever its requests waited behind the
+// call before it. Here Redis is a round trip of 200 ms away and the timeout 350 ms: requests
+// that queued behind the first call (200 ms) had 150 ms left for their own call, which then
+// timed out, though Redis answered each call in time.
+TEST_F(RedisStoreTest, ABatchSentAfterAWaitHasAWholeTimeout) {
+  testing::TcpProxy far_away(server_.port());
+  far_away.delayEach(std::chrono::milliseconds(100));
+  RedisStoreOptions options;
+  options.port = far_away.port();
+  options.timeout_us = 350 * kMicrosPerMilli;
+  options.connections = 1;
+  RedisStore store(options);
+  const LimitSpec limit = spec(Algorithm::kFixedWindow, "50/day");
+  // Connected once a decision comes back (bounded).
+  const SystemClock clock;
+  const LimitCheck first{"far:0", &limit, 0};
+  Outcome outcome;
+  const auto connected_by = SteadyClock::now() + kHangAfter;
+  while (store.apply(std::span(&first, 1), clock, std::span(&outcome, 1)) != StoreStatus::kOk &&
+         SteadyClock::now() < connected_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a connecting client
+  }
+  constexpr int kRequests = 8;
+  std::vector<LimitCheck> checks;
+  for (int i = 0; i < kRequests; ++i) checks.push_back({"far:" + std::to_string(i), &limit, 1});
+  std::vector<Outcome> outcomes(kRequests);
+  std::vector<StoreStatus> statuses(kRequests, StoreStatus::kUnavailable);
+  std::atomic<int> finished{0};
+  for (int i = 0; i < kRequests; ++i) {
+    // The first goes out at once; the others wait for it, then go as one batch.
+    store.applyAsync(std::span(&checks[i], 1), clock, std::span(&outcomes[i], 1),
+                     [&, i](StoreStatus status) {
+                       statuses[i] = status;
+                       ++finished;
+                     });
+  }
+  const auto deadline = SteadyClock::now() + kHangAfter;
+  while (finished.load() < kRequests && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polling, not timing
+  }
+  ASSERT_EQ(finished.load(), kRequests);
+  for (int i = 0; i < kRequests; ++i) EXPECT_EQ(statuses[i], StoreStatus::kOk) << "request " << i;
 }
 
 // ScriptCall::refund cuts one request's checks out of a batch call: refunding each admitted

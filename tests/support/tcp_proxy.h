@@ -2,7 +2,8 @@
 // on its own thread. It forwards both ways, and can black-hole the connections open at some
 // moment: they stay open, and whatever either side sends on them is read and dropped, as on a
 // path that went silent with no FIN or RST (a moved pod, a VIP failover, a proxy whose backend
-// died). Connections made afterwards are forwarded as before. Header-only (Boost.Asio).
+// died). Connections made afterwards are forwarded as before. It can also hold what it passes
+// on, as a server far away would be. Header-only (Boost.Asio).
 #pragma once
 
 #include <array>
@@ -19,6 +20,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
 namespace sluice::testing {
@@ -52,6 +54,10 @@ class TcpProxy {
   // Client connections accepted so far. Thread-safe.
   [[nodiscard]] std::size_t accepted() const noexcept { return accepted_.load(); }
 
+  // On connections made from now on, each read either way is passed on `delay` later: a server
+  // a round trip of twice that away. Call before the client connects.
+  void delayEach(std::chrono::milliseconds delay) { delay_ms_ = delay.count(); }
+
   // The connections open now go silent both ways, and stay open.
   void blackHole() {
     const bool done = onThread([this] {
@@ -71,6 +77,7 @@ class TcpProxy {
     Socket client;
     Socket server;
     bool black_holed = false;
+    std::chrono::milliseconds delay{0};
     void close() {
       boost::system::error_code ignored;
       client.close(ignored);
@@ -96,6 +103,7 @@ class TcpProxy {
       ++accepted_;
       auto link = std::make_shared<Link>(io_);
       link->client = std::move(client);
+      link->delay = std::chrono::milliseconds(delay_ms_.load());
       links_.push_back(link);
       link->server.async_connect(target_, [link](boost::system::error_code failed) {
         if (failed) return link->close();
@@ -114,12 +122,22 @@ class TcpProxy {
         [link, &from, &to, buffer](boost::system::error_code error, std::size_t size) {
           if (error) return link->close();
           if (link->black_holed) return pump(link, from, to, buffer);
-          boost::asio::async_write(
-              to, boost::asio::buffer(buffer->data(), size),
-              [link, &from, &to, buffer](boost::system::error_code failed, std::size_t) {
-                if (failed) return link->close();
-                pump(link, from, to, buffer);
-              });
+          if (link->delay.count() == 0) return forward(link, from, to, buffer, size);
+          auto timer = std::make_shared<boost::asio::steady_timer>(to.get_executor(), link->delay);
+          timer->async_wait([link, &from, &to, buffer, size, timer](boost::system::error_code) {
+            forward(link, from, to, buffer, size);
+          });
+        });
+  }
+
+  // Writes the `size` bytes `from` read to `to`, then reads on.
+  static void forward(const std::shared_ptr<Link>& link, Socket& from, Socket& to,
+                      const std::shared_ptr<Buffer>& buffer, std::size_t size) {
+    boost::asio::async_write(
+        to, boost::asio::buffer(buffer->data(), size),
+        [link, &from, &to, buffer](boost::system::error_code failed, std::size_t) {
+          if (failed) return link->close();
+          pump(link, from, to, buffer);
         });
   }
 
@@ -131,6 +149,7 @@ class TcpProxy {
   std::uint16_t port_;
   std::vector<std::shared_ptr<Link>> links_;  // on the proxy's thread
   std::atomic<std::size_t> accepted_{0};
+  std::atomic<std::int64_t> delay_ms_{0};
   std::thread thread_;
 };
 

@@ -7,11 +7,13 @@
 
 namespace sluice::redis {
 
-DecideBatcher::DecideBatcher(ServerPool& pool, std::size_t max_in_flight, bool merge)
+DecideBatcher::DecideBatcher(ServerPool& pool, std::size_t max_in_flight, bool merge,
+                             std::chrono::microseconds call_timeout)
     : pool_(pool),
       max_in_flight_(merge ? std::max<std::size_t>(1, max_in_flight)
                            : std::numeric_limits<std::size_t>::max()),
-      merge_(merge) {}
+      merge_(merge),
+      call_timeout_(call_timeout) {}
 
 void DecideBatcher::decide(std::span<Request> requests) {
   for (Request& request : requests) {
@@ -60,8 +62,6 @@ void DecideBatcher::pump() {
 }
 
 void DecideBatcher::send(std::vector<Request> batch) {
-  Clock::time_point deadline = batch.front().deadline;
-  for (const Request& request : batch) deadline = std::min(deadline, request.deadline);
   std::shared_ptr<const ScriptCall> call;
   if (batch.size() == 1) {
     call = std::make_shared<const ScriptCall>(std::move(batch.front().call));
@@ -71,14 +71,11 @@ void DecideBatcher::send(std::vector<Request> batch) {
     for (Request& request : batch) decides.push_back(std::move(request.call));
     call = std::make_shared<const ScriptCall>(ScriptCall::batch(decides));
   }
-  const auto timeout =
-      std::max(std::chrono::microseconds(0),
-               std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()));
   ++in_flight_;
   auto shared_batch = std::make_shared<std::vector<Request>>(std::move(batch));
   auto self = shared_from_this();
   pool_.call(
-      call, timeout,
+      call, call_timeout_,
       [self, shared_batch](const redisReply* reply, std::string_view) {
         --self->in_flight_;
         finish(*shared_batch, reply, self->pool_);

@@ -27,11 +27,14 @@ class DecideBatcher : public std::enable_shared_from_this<DecideBatcher> {
   static constexpr std::size_t kMaxBatchChecks = 128;
 
   // `merge` false sends every request as its own call, at once (calls that carry their own
-  // time, which one batch cannot share).
-  DecideBatcher(ServerPool& pool, std::size_t max_in_flight, bool merge);
+  // time, which one batch cannot share). Each call has `call_timeout` from when it is sent.
+  DecideBatcher(ServerPool& pool, std::size_t max_in_flight, bool merge,
+                std::chrono::microseconds call_timeout);
 
-  // One request: `call` is a "decide" call for `outcomes.size()` checks. `done` runs exactly
-  // once, by `deadline`: kOk with the outcomes written, or kUnavailable.
+  // One request: `call` is a "decide" call for `outcomes.size()` checks. `deadline` is the
+  // latest it may be sent: a request still waiting then (behind calls that took their whole
+  // time) is answered kUnavailable unsent. So `done` runs exactly once, by `deadline` plus the
+  // call timeout: kOk with the outcomes written, or kUnavailable.
   struct Request {
     ScriptCall call;
     std::span<Outcome> outcomes;
@@ -60,6 +63,10 @@ class DecideBatcher : public std::enable_shared_from_this<DecideBatcher> {
   ServerPool& pool_;
   std::size_t max_in_flight_;
   bool merge_;
+  // A call's own deadline, whatever its requests waited before it went: measured from the
+  // oldest request's arrival instead, a batch that waited behind a call to a Redis a round trip
+  // away was sent with almost no time left, timed out, and ran for nothing.
+  std::chrono::microseconds call_timeout_;
   bool closed_ = false;
   bool pumping_ = false;  // pump() is on the stack: a reply handled inside it must not recurse
   std::size_t in_flight_ = 0;

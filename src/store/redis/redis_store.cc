@@ -12,8 +12,9 @@ RedisStore::Lane::Lane(boost::asio::io_context& lane_loop, const RedisStoreOptio
       pool(std::make_unique<redis::ServerPool>(lane_loop, options.host, options.port,
                                                options.connections, options.auth,
                                                options.database)),
-      batcher(std::make_shared<redis::DecideBatcher>(*pool, options.calls_in_flight,
-                                                     !options.use_caller_clock)) {
+      batcher(std::make_shared<redis::DecideBatcher>(
+          *pool, options.calls_in_flight, !options.use_caller_clock,
+          std::chrono::microseconds(options.timeout_us))) {
   pool->start();
 }
 

@@ -34,7 +34,9 @@ struct RedisStoreOptions {
   // a whole already has several calls out, and fewer, larger batches spend less of Redis's and
   // this process's CPU on round trips (README, Benchmarks).
   std::size_t calls_in_flight = 1;
-  Micros timeout_us = 20'000;  // per call; past it the call is unavailable
+  // Per call, from when it is sent; past it the call is unavailable. A request waits at most
+  // this long to be sent (behind the calls out), so a decision waits for Redis at most twice it.
+  Micros timeout_us = 20'000;
   std::string key_prefix = "sluice:";
   redis::RedisAuth auth{};  // sent on every connection when it has a password
   int database = 0;         // SELECTed on every connection when not 0
@@ -52,8 +54,9 @@ class RedisStore final : public Store {
   explicit RedisStore(RedisStoreOptions options);
   ~RedisStore() override;
 
-  // Blocks for at most the timeout. Must not be called from a callback of this store; on one of
-  // request_loops (whose thread would have to deliver the answer) it is kUnavailable at once.
+  // Blocks for at most twice the timeout (decide_batcher.h). Must not be called from a callback of
+  // this store; on one of request_loops (whose thread would have to deliver the answer) it is
+  // kUnavailable at once.
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
   // Called on one of request_loops, `done` runs on that loop's thread; called elsewhere, on the
