@@ -250,7 +250,7 @@ void RedisConnection::onReply(const redisReply* reply) {
     // About to be reset: neither up nor a reason to restart the backoff.
   } else if (!answered_ && reply->type != REDIS_REPLY_ERROR) {
     answered_ = true;
-    retry_delay_ = options_.first_retry;
+    answered_at_ = std::chrono::steady_clock::now();
     // Up once Redis answers, not at the TCP connect: a Redis that wants a password accepts the
     // connection, refuses every command, then drops it for sending the script unauthenticated.
     reported_up_ = true;
@@ -272,6 +272,11 @@ void RedisConnection::onCleanup() {
   ++generation_;
   const bool was_up = reported_up_;
   reported_up_ = false;
+  // A connection that served a while was a working one: the next is tried at once. One dropped
+  // right after its first answer is a server that answers, then drops (see the header).
+  if (answered_ && std::chrono::steady_clock::now() - answered_at_ >= kSettledAfter) {
+    retry_delay_ = options_.first_retry;
+  }
   connected_ = false;
   unanswered_ = 0;  // hiredis failed them all
   want_read_ = want_write_ = read_armed_ = write_armed_ = false;

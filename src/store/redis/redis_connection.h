@@ -1,9 +1,10 @@
 // One connection to one Redis server: a hiredis async context whose socket an Asio io_context
 // watches. Many commands may be in flight at once (pipelining); replies come back in order.
 // Reconnects in the background after any failure, with a capped backoff and jitter. The backoff
-// starts again from the first delay only once Redis has answered a command on the connection:
-// a server that accepts connections and then drops them (Redis at maxclients, a proxy whose
-// backend is down) would otherwise be reconnected to, and sent the script, every first delay.
+// starts again from the first delay only for a connection Redis answered on that then stayed up
+// a while (kSettledAfter): a server that accepts connections and then drops them (Redis at
+// maxclients, a proxy whose backend is down), even after answering a command, would otherwise
+// be reconnected to, and sent the script, every first delay.
 #pragma once
 
 #include <chrono>
@@ -61,6 +62,9 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   // `reply` is null when the connection failed before the reply came (then `error` says why);
   // otherwise it may be an error reply. It is valid only during the call.
   using ReplyHandler = std::function<void(const redisReply* reply, std::string_view error)>;
+  // How long a connection must stay up after Redis first answers on it for its loss to start the
+  // backoff again from the first delay.
+  static constexpr std::chrono::seconds kSettledAfter{1};
 
   // Not connected yet: call start(). Every member runs on `io`'s thread.
   static std::shared_ptr<RedisConnection> create(boost::asio::io_context& io,
@@ -144,7 +148,8 @@ class RedisConnection : public std::enable_shared_from_this<RedisConnection> {
   std::uint64_t generation_ = 0;
   bool connected_ = false;
   bool tried_connecting_ = false;
-  bool answered_ = false;     // Redis has answered a command since the last connect
+  bool answered_ = false;  // Redis has answered a command since the last connect
+  std::chrono::steady_clock::time_point answered_at_;  // when it first did
   std::string last_error_;    // why the context is going away, for on_state
   bool reported_up_ = false;  // on_state was told this context came up
   // AUTH and SELECT replies still to come on this context: they do not make it up.

@@ -5,6 +5,9 @@
 #include <csignal>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
@@ -16,7 +19,11 @@ namespace {
 
 // Whether each Redis server (by address) has a connection up, over every pool of the process: a
 // redis store has a pool per I/O thread, all to the same server, and an outage is logged once
-// when the last connection to it goes, and once when one is back.
+// when the last connection to it goes, and once when one is back. A server that drops each
+// connection right after answering on it (a proxy or a server that is not Redis, at dozens of
+// cycles a second) would fill the log with those two lines: an outage that follows an up of
+// less than kFlapUpFor, within kFlapLogEvery of the last line, is counted instead, and the next
+// line says how many there were.
 class Reachability {
  public:
   static Reachability& instance() {
@@ -27,8 +34,9 @@ class Reachability {
   void up(const std::string& address) {
     const std::lock_guard lock(mutex_);
     Server& server = servers_[address];
-    if (server.up++ == 0 && server.reported_down) {
-      spdlog::info("redis {}: connected again", address);
+    if (server.up++ == 0) {
+      server.up_since = std::chrono::steady_clock::now();
+      if (server.reported_down) spdlog::info("redis {}: connected again", address);
     }
     server.reported_down = server.reported_refusal = false;
   }
@@ -49,6 +57,14 @@ class Reachability {
     // way (a password rotated on the server drops the connections first, then refuses the AUTH).
     const bool refused = reason.starts_with("AUTH") || reason.starts_with("SELECT");
     if (server.reported_down && (!refused || server.reported_refusal)) return;
+    const auto now = std::chrono::steady_clock::now();
+    const bool flap = server.up_since && now - *server.up_since < kFlapUpFor;
+    if (flap && server.down_logged_at && now - *server.down_logged_at < kFlapLogEvery) {
+      ++server.flaps_unlogged;
+      return;
+    }
+    const std::uint64_t flaps = std::exchange(server.flaps_unlogged, 0);
+    server.down_logged_at = now;
     server.reported_down = true;
     server.reported_refusal = refused;
     // Redis refuses commands (NOAUTH), then drops the connection for the script's size, from a
@@ -58,16 +74,25 @@ class Reachability {
                           reason.find("unauthenticated") != std::string_view::npos);
     spdlog::warn(
         "redis {}: unreachable ({}){}; until it answers, its calls fail and decisions are "
-        "degraded (each limit's on_error decides; a synced node decides alone)",
+        "degraded (each limit's on_error decides; a synced node decides alone){}",
         address, reason,
-        wants_password ? "; it wants a password: set store.password or store.password_env" : "");
+        wants_password ? "; it wants a password: set store.password or store.password_env" : "",
+        flaps == 0 ? std::string()
+                   : " (it came up and went again " + std::to_string(flaps) +
+                         " more times since the last line, each time within a second)");
   }
 
  private:
+  static constexpr std::chrono::seconds kFlapUpFor{1};
+  static constexpr std::chrono::seconds kFlapLogEvery{10};
+
   struct Server {
     std::size_t up = 0;
     bool reported_down = false;     // "unreachable" logged, "connected again" not yet
     bool reported_refusal = false;  // and it quoted a refused AUTH or SELECT
+    std::optional<std::chrono::steady_clock::time_point> up_since;        // the latest up
+    std::optional<std::chrono::steady_clock::time_point> down_logged_at;  // the latest line
+    std::uint64_t flaps_unlogged = 0;
   };
   std::mutex mutex_;
   std::map<std::string, Server, std::less<>> servers_;

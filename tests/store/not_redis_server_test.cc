@@ -1,6 +1,7 @@
 // What answers on the Redis port may not be Redis running Sluice's script (a proxy, another
-// server): a reply of another shape fails the call, and the log says so. Only the degraded
-// metric showed it.
+// server): a reply of another shape fails the call, and the log says so (only the degraded
+// metric showed it); a server that drops each connection after answering on it is not
+// reconnected to at once each time, nor logged each time.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,7 +16,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+
 #include "store/redis/redis_store.h"
+#include "store/redis/server_pool.h"
 #include "support/captured_log.h"
 #include "support/specs.h"
 
@@ -23,10 +27,11 @@ namespace sluice {
 namespace {
 
 // A server on a loopback port that answers "+OK" to every command (RESP arrays of bulk
-// strings), on a thread of its own, until it goes away. Bounded: it polls in 50 ms steps.
+// strings), on a thread of its own, until it goes away; or, `then_close`, to the first command
+// of each connection, which it then closes. Bounded: it polls in 50 ms steps.
 class AnswersOkToEverything {
  public:
-  AnswersOkToEverything() {
+  explicit AnswersOkToEverything(bool then_close = false) : then_close_(then_close) {
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -49,11 +54,13 @@ class AnswersOkToEverything {
   AnswersOkToEverything(const AnswersOkToEverything&) = delete;
   AnswersOkToEverything& operator=(const AnswersOkToEverything&) = delete;
   [[nodiscard]] std::uint16_t port() const { return port_; }
+  [[nodiscard]] std::size_t accepted() const { return accepted_.load(); }
 
  private:
   struct Client {
     int fd;
     std::string pending;  // bytes of a command not yet whole
+    bool done = false;    // closed by the peer, or by then_close
   };
 
   void serve() {
@@ -61,21 +68,35 @@ class AnswersOkToEverything {
       std::vector<pollfd> watched{{.fd = listener_, .events = POLLIN, .revents = 0}};
       for (const Client& client : clients_) watched.push_back({client.fd, POLLIN, 0});
       if (::poll(watched.data(), watched.size(), 50) <= 0) continue;
-      if (watched[0].revents & POLLIN)
+      if (watched[0].revents & POLLIN) {
         clients_.push_back({::accept(listener_, nullptr, nullptr), ""});
+        ++accepted_;
+      }
       for (std::size_t i = 1; i < watched.size(); ++i) {
         if (!(watched[i].revents & (POLLIN | POLLHUP))) continue;
         char chunk[4096];
-        const ssize_t got = ::read(watched[i].fd, chunk, sizeof chunk);
-        if (got <= 0) continue;
         Client& client = clients_[i - 1];
+        const ssize_t got = ::read(watched[i].fd, chunk, sizeof chunk);
+        if (got <= 0) {
+          client.done = true;
+          continue;
+        }
         client.pending.append(chunk, static_cast<std::size_t>(got));
         for (std::size_t whole = commandLength(client.pending); whole > 0;
              whole = commandLength(client.pending)) {
           client.pending.erase(0, whole);
           (void)::write(client.fd, "+OK\r\n", 5);
+          if (then_close_) {
+            client.done = true;
+            break;
+          }
         }
       }
+      // Closed here, not watched again: a socket at its end is always readable.
+      std::erase_if(clients_, [](const Client& client) {
+        if (client.done) ::close(client.fd);
+        return client.done;
+      });
     }
   }
 
@@ -100,14 +121,16 @@ class AnswersOkToEverything {
     return arguments < 0 ? 0 : at;
   }
 
+  bool then_close_;
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::vector<Client> clients_;
   std::atomic<bool> stop_{false};
+  std::atomic<std::size_t> accepted_{0};
   std::thread thread_;
 };
 
-TEST(UnreadableReplyTest, AReplyOfAnotherShapeIsUnavailableAndLogged) {
+TEST(NotRedisServerTest, AReplyOfAnotherShapeIsUnavailableAndLogged) {
   const testing::CapturedLog log;
   AnswersOkToEverything server;
   RedisStoreOptions options;
@@ -124,6 +147,26 @@ TEST(UnreadableReplyTest, AReplyOfAnotherShapeIsUnavailableAndLogged) {
   }
   EXPECT_EQ(testing::countOf(log.text(), "a script call's reply cannot be read"), 1u)
       << log.text();  // once: the log is throttled
+}
+
+// A server that answers, then drops the connection, over and over: the backoff grows as for a
+// server that drops every connection unanswered, and the log tells the first outage, not each.
+// (Each answer reset the backoff to its first 20 ms, and each cycle logged two lines: about 75
+// a second.)
+TEST(NotRedisServerTest, AServerThatAnswersThenDropsIsNotHammered) {
+  const testing::CapturedLog log;
+  AnswersOkToEverything server(/*then_close=*/true);
+  boost::asio::io_context io;
+  redis::ServerPool pool(io, "127.0.0.1", server.port(), 1);
+  pool.start();
+  io.run_for(std::chrono::milliseconds(1500));
+  const std::string text = log.text();
+  // 20, 40, 80, 160, then 250 ms (halved at most by jitter) between connects: at most 12 in the
+  // 1.5 s; answered at once each time, it made dozens.
+  EXPECT_LE(server.accepted(), 12u);
+  EXPECT_GE(server.accepted(), 3u);  // it did answer and drop, more than once
+  EXPECT_EQ(testing::countOf(text, "unreachable"), 1u) << text;
+  EXPECT_LE(testing::countOf(text, "connected again"), 1u) << text;
 }
 
 }  // namespace
