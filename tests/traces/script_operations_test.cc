@@ -208,21 +208,29 @@ TEST_F(ScriptOperations, ForeignValuesReadAsAbsent) {
   const double big = 1e300;
   std::memcpy(huge.data(), &big, sizeof big);
   std::memcpy(huge.data() + 8, &big, sizeof big);
-  std::string halves(16, '\0');
-  const double at = 1.7e15;
-  const double half = 0.5;
-  std::memcpy(halves.data(), &at, sizeof at);
-  std::memcpy(halves.data() + 8, &half, sizeof half);
+  const auto two = [](double a, double b) {  // a compact state's two fields, as packed
+    std::string bytes(16, '\0');
+    std::memcpy(bytes.data(), &a, sizeof a);
+    std::memcpy(bytes.data() + 8, &b, sizeof b);
+    return bytes;
+  };
+  const std::string halves = two(1.7e15, 0.5);
+  const Micros now_us = kJan2026 + 99;
+  // Beside an instant the algorithms read as current, a fraction, and a number far past what the
+  // script writes: read as they were, they made every reply unreadable while the key grew.
+  const std::string fraction_now = two(static_cast<double>(now_us), 0.5);
+  const std::string past_exact_now = two(static_cast<double>(now_us), 0x1p62);
   const std::vector<std::vector<std::string>> writes = {
       {"SET", "", "garbage"},           // a string of another length
       {"SET", "", nans},                // 16 bytes, not finite numbers
       {"SET", "", huge},                // 16 bytes, numbers no int64 holds
       {"SET", "", halves},              // 16 bytes: a log entry of half a unit
+      {"SET", "", fraction_now},        // 16 bytes: a fraction of a field
+      {"SET", "", past_exact_now},      // 16 bytes: a field past 2^53
       {"RPUSH", "", "x", "1:2:3"},      // a list (the sliding log's old layout reads its entries)
       {"SADD", "", "member"},           // a set
       {"ZADD", "", "1", "member"},      // a sorted set
       {"HSET", "", "other", "field"}};  // a hash without the old layout's fields
-  const Micros now_us = kJan2026 + 99;
   const std::vector<LimitSpec> specs = oneLimitPerAlgorithm();
   for (const LimitSpec& limit : specs) {
     const ScriptCheck fresh[] = {{"fresh:" + limit.toString(), &limit, 2}};

@@ -34,7 +34,9 @@ local values = unpack -- Lua's own: a table's elements as values (struct's takes
 local pack, unpack = struct.pack, struct.unpack
 
 local MAX_EXACT = 9007199254740991 -- 2^53 - 1
-local INT64_RANGE = 9223372036854775807 -- 2^63 as a double: what a stored field may be at most
+-- What a stored field may be at most in magnitude: an instant (µs, below 2^53 until the year 2255)
+-- plus an offset the exact arithmetic keeps below 2^53 (a GCRA's TAT a whole burst ahead).
+local FIELD_RANGE = 18014398509481984 -- 2^54
 local NEVER = -1                   -- retry_after on the wire when the cost never fits
 local REASON_NONE = 0
 local REASON_OVER_LIMIT = 1

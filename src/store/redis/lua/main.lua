@@ -11,7 +11,7 @@
 -- A compact key's stored values: whether it exists, and its fields a, b, t (CompactState's two
 -- fields and GCRA's refund instant); an absent key is the zero state. So is a key that holds
 -- anything else (another program's value under the same name, bytes written by hand: a list, a
--- string of another length, a number no int64 holds), and the next write replaces it. Raising
+-- string of another length, a number the script never writes), and the next write replaces it. Raising
 -- an error instead would fail every request batched with that key, and in synced mode every
 -- sync after it.
 local function readValues(key)
@@ -29,10 +29,13 @@ local function readValues(key)
   else
     return false, 0, 0, 0
   end
-  -- Only what CompactState's fields (int64) can hold; NaN fails too. A value like 1e300 made
-  -- SET ... PX fail, leaving the key in place to fail every later call.
-  if not (a >= -INT64_RANGE and a <= INT64_RANGE and b >= -INT64_RANGE and b <= INT64_RANGE and
-          t >= -INT64_RANGE and t <= INT64_RANGE) then
+  -- Only whole numbers within FIELD_RANGE, as every field the script writes is; NaN fails too.
+  -- A value like 1e300 made SET ... PX fail, leaving the key in place to fail every later call;
+  -- a fraction, or a number far past what the script writes, made every reply unreadable
+  -- (degraded) while the key kept growing.
+  if not (a >= -FIELD_RANGE and a <= FIELD_RANGE and b >= -FIELD_RANGE and b <= FIELD_RANGE and
+          t >= -FIELD_RANGE and t <= FIELD_RANGE and a % 1 == 0 and b % 1 == 0 and
+          t % 1 == 0) then
     return false, 0, 0, 0
   end
   return true, a, b, t

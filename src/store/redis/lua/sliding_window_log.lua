@@ -39,9 +39,10 @@ if uses[SLIDING_WINDOW_LOG] then
       local at_us, admitted = unpack('<dd', text, position)
       at[last], units[last] = at_us, admitted
       total = total + admitted
-      -- Entries this script writes: instants and whole units an int64 holds (NaN fails).
-      if not (at_us >= 0 and at_us <= INT64_RANGE and admitted >= 0 and
-              admitted <= INT64_RANGE and admitted % 1 == 0) then
+      -- Entries this script writes: whole instants and whole units it computes exactly (NaN
+      -- fails). Units past that made every later answer unreadable.
+      if not (at_us >= 0 and at_us <= FIELD_RANGE and at_us % 1 == 0 and admitted >= 0 and
+              admitted <= MAX_EXACT and admitted % 1 == 0) then
         foreign = true
       end
     end
