@@ -3,6 +3,7 @@
 // wait (bounded) for the store to decide again or for a key to reach a state.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -31,6 +32,15 @@ constexpr Micros kRelaxedTimeoutUs = 10 * kMicrosPerSecond;
 constexpr Micros kShortTimeoutUs = 100 * kMicrosPerMilli;
 // How long a call that should return may take before the test calls it a hang.
 constexpr auto kHangAfter = std::chrono::seconds(5);
+
+// Polls until `finished` reaches `count` (callbacks counting themselves); false after kHangAfter.
+inline bool allFinished(const std::atomic<int>& finished, int count) {
+  const auto deadline = SteadyClock::now() + kHangAfter;
+  while (finished.load() < count && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polling, not timing
+  }
+  return finished.load() >= count;
+}
 
 class RedisStoreTest : public ::testing::Test {
  protected:
