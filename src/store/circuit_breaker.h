@@ -28,9 +28,7 @@ class CircuitBreaker {
     if (open_until == 0) return true;
     if (now_us < open_until) return false;
     bool expected = false;
-    if (!probing_.compare_exchange_strong(expected, true)) return false;
-    probe_started_us_.store(now_us, std::memory_order_relaxed);
-    return true;
+    return probing_.compare_exchange_strong(expected, true);
   }
   void onSuccess() noexcept {
     failures_.store(0, std::memory_order_relaxed);
@@ -39,16 +37,19 @@ class CircuitBreaker {
       probing_.store(false);
     }
   }
-  // A call made at `started_us` failed, seen at `now_us` (instants of one clock).
+  // A call made at `started_us` failed, seen at `now_us` (instants of one clock). The probe's
+  // `started_us` must be no earlier than the instant allow() let it through.
   void onFailure(Micros now_us, Micros started_us) noexcept {
     if (probing_.load()) {
-      // A call out since before the probe says nothing of it: the probe's own answer decides.
-      if (started_us < probe_started_us_.load(std::memory_order_relaxed)) return;
+      // A call out since before the breaker opened says nothing of the probe, the one call let
+      // through since: the probe's own answer decides.
+      if (started_us < opened_at_us_.load(std::memory_order_acquire)) return;
     } else {
       if (started_us < last_failure_us_.load(std::memory_order_relaxed)) return;
       last_failure_us_.store(now_us, std::memory_order_relaxed);
       if (failures_.fetch_add(1, std::memory_order_relaxed) + 1 < threshold_) return;
     }
+    opened_at_us_.store(now_us, std::memory_order_release);  // before allow() can see it open
     open_until_us_.store(now_us + cooldown_us_, std::memory_order_release);
     probing_.store(false);
   }
@@ -61,8 +62,8 @@ class CircuitBreaker {
   const Micros cooldown_us_;
   std::atomic<std::size_t> failures_{0};
   std::atomic<Micros> last_failure_us_{0};  // when the latest failure counted was seen
-  std::atomic<Micros> probe_started_us_{0};
-  std::atomic<Micros> open_until_us_{0};  // 0: closed
+  std::atomic<Micros> opened_at_us_{0};     // when it last opened
+  std::atomic<Micros> open_until_us_{0};    // 0: closed
   std::atomic<bool> probing_{false};
 };
 

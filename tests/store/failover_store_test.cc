@@ -117,11 +117,24 @@ TEST_F(CircuitBreakerTest, AStaleFailureDoesNotEndTheProbe) {
   for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_, t0_);
   const Micros probe_at = t0_ + kCooldownUs;
   ASSERT_TRUE(breaker_.allow(probe_at));
-  breaker_.onFailure(probe_at + 10, t0_);  // out since before the breaker opened
+  breaker_.onFailure(probe_at + 10, t0_ - 5);  // out since before the breaker opened (at t0)
   // Still probing: no second probe even a cooldown later (a reopened breaker would allow one).
   EXPECT_FALSE(breaker_.allow(probe_at + kCooldownUs + 20));
   breaker_.onSuccess();  // the probe's answer
   EXPECT_FALSE(breaker_.open());
+}
+
+// A probe whose caller reports it as made a little before allow() let it through (the cluster
+// store once gave the instant its call was first made) still reopens the breaker when it fails:
+// only a call out since before the breaker opened is stale. Taken for stale, the probe's
+// failure left the breaker probing for good, every later call refused.
+TEST_F(CircuitBreakerTest, AProbeReportedAsMadeBeforeItWasLetThroughStillCounts) {
+  for (int i = 0; i < 3; ++i) breaker_.onFailure(t0_, t0_);
+  const Micros probe_at = t0_ + kCooldownUs;
+  ASSERT_TRUE(breaker_.allow(probe_at));
+  breaker_.onFailure(probe_at + 50, probe_at - 3);
+  EXPECT_TRUE(breaker_.open());
+  EXPECT_TRUE(breaker_.allow(probe_at + 50 + kCooldownUs));  // a new probe, a cooldown later
 }
 
 // A failed probe reopens the breaker for a whole cooldown counted from the probe's failure.

@@ -17,9 +17,10 @@ struct RoutedCall {
   std::shared_ptr<const ScriptCall> call;
   std::uint16_t slot = 0;
   std::chrono::steady_clock::time_point deadline;
-  // When it was made, for its node's breaker: a call out since before a failure was seen is no
-  // new evidence of one (circuit_breaker.h).
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // When its latest attempt went to a node (route()), for that node's breaker: a call out since
+  // before a failure was seen is no new evidence of one (circuit_breaker.h). An attempt the
+  // breaker let through as its probe starts at the instant it was let through.
+  std::int64_t attempt_started_us = 0;
   // The final reply: null when the call failed; an error reply when the cluster refused it.
   std::function<void(const redisReply*)> handler;
   // A decide, not a refund: a reply that comes after its attempt was given up on is refunded

@@ -34,10 +34,11 @@ constexpr std::chrono::milliseconds kLastRefreshBackoff{1000};
 constexpr std::chrono::milliseconds kRefreshTimeout{1000};
 
 // The breakers' time: any steady count of microseconds will do, as they only compare instants.
-Micros micros(SteadyClock::time_point instant) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(instant.time_since_epoch()).count();
+Micros steadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             SteadyClock::now().time_since_epoch())
+      .count();
 }
-Micros steadyMicros() { return micros(SteadyClock::now()); }
 
 }  // namespace
 
@@ -77,6 +78,7 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
     return retryLater(routed, kWaitPoll);
   }
   const Micros now_us = steadyMicros();
+  routed->attempt_started_us = now_us;
   if (routed->decide && !target->breaker->allow(now_us)) {
     requestRefresh();  // a replica may have replaced it
     return routed->handler(nullptr);
@@ -120,7 +122,7 @@ void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, cons
   routed->ask_address.clear();  // an ASK holds for one attempt only
   if (stopping_) return routed->handler(nullptr);
   if (reply == nullptr) {
-    asked.breaker->onFailure(steadyMicros(), micros(routed->started));
+    asked.breaker->onFailure(steadyMicros(), routed->attempt_started_us);
     requestRefresh();  // timed out or lost the connection: the master may have failed over
     return routed->handler(nullptr);
   }
