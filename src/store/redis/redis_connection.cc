@@ -277,6 +277,9 @@ void RedisConnection::onCleanup() {
   if (answered_ && std::chrono::steady_clock::now() - answered_at_ >= kSettledAfter) {
     retry_delay_ = options_.first_retry;
   }
+  // Said of this connection only: the attempts after it that fail (a refused or timed-out
+  // connect also ends here) must keep growing the backoff.
+  answered_ = false;
   connected_ = false;
   unanswered_ = 0;  // hiredis failed them all
   want_read_ = want_write_ = read_armed_ = write_armed_ = false;
