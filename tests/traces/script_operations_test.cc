@@ -220,13 +220,15 @@ TEST_F(ScriptOperations, ForeignValuesReadAsAbsent) {
   // script writes: read as they were, they made every reply unreadable while the key grew.
   const std::string fraction_now = two(static_cast<double>(now_us), 0.5);
   const std::string past_exact_now = two(static_cast<double>(now_us), 0x1p62);
+  const std::string between_now = two(static_cast<double>(now_us), 0x1p53 + 2);  // 2^53..2^54
   const std::vector<std::vector<std::string>> writes = {
       {"SET", "", "garbage"},           // a string of another length
       {"SET", "", nans},                // 16 bytes, not finite numbers
       {"SET", "", huge},                // 16 bytes, numbers no int64 holds
       {"SET", "", halves},              // 16 bytes: a log entry of half a unit
       {"SET", "", fraction_now},        // 16 bytes: a fraction of a field
-      {"SET", "", past_exact_now},      // 16 bytes: a field past 2^53
+      {"SET", "", past_exact_now},      // 16 bytes: a field past 2^54
+      {"SET", "", between_now},         // 16 bytes: a second field past 2^53
       {"RPUSH", "", "x", "1:2:3"},      // a list (the sliding log's old layout reads its entries)
       {"SADD", "", "member"},           // a set
       {"ZADD", "", "1", "member"},      // a sorted set

@@ -29,13 +29,12 @@ local function readValues(key)
   else
     return false, 0, 0, 0
   end
-  -- Only whole numbers within FIELD_RANGE, as every field the script writes is; NaN fails too.
-  -- A value like 1e300 made SET ... PX fail, leaving the key in place to fail every later call;
-  -- a fraction, or a number far past what the script writes, made every reply unreadable
-  -- (degraded) while the key kept growing.
-  if not (a >= -FIELD_RANGE and a <= FIELD_RANGE and b >= -FIELD_RANGE and b <= FIELD_RANGE and
-          t >= -FIELD_RANGE and t <= FIELD_RANGE and a % 1 == 0 and b % 1 == 0 and
-          t % 1 == 0) then
+  -- Only whole numbers as the script writes them: a within FIELD_RANGE (GCRA's TAT may be a
+  -- burst ahead of now), b and t in [0, 2^53); NaN fails too. A value like 1e300 made SET ... PX
+  -- fail, leaving the key in place to fail every later call; a fraction, or a number past what
+  -- the script writes, made every reply for the key unreadable (degraded) while it grew.
+  if not (a >= -FIELD_RANGE and a <= FIELD_RANGE and b >= 0 and b <= MAX_EXACT and t >= 0 and
+          t <= MAX_EXACT and a % 1 == 0 and b % 1 == 0 and t % 1 == 0) then
     return false, 0, 0, 0
   end
   return true, a, b, t

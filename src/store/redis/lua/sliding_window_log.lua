@@ -41,7 +41,7 @@ if uses[SLIDING_WINDOW_LOG] then
       total = total + admitted
       -- Entries this script writes: whole instants and whole units it computes exactly (NaN
       -- fails). Units past that made every later answer unreadable.
-      if not (at_us >= 0 and at_us <= FIELD_RANGE and at_us % 1 == 0 and admitted >= 0 and
+      if not (at_us >= 0 and at_us <= MAX_EXACT and at_us % 1 == 0 and admitted >= 0 and
               admitted <= MAX_EXACT and admitted % 1 == 0) then
         foreign = true
       end
