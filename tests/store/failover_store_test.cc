@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -358,9 +359,11 @@ TEST_F(FailoverStoreTest, OneStallIsOneFailure) {
   FailoverStore store(std::make_unique<RedisStore>(redis), failover);
   const SystemClock clock;  // the breaker compares when calls were made with when they failed
   constexpr int kRequests = 16;
+  std::vector<std::string> keys;  // what the checks' keys view
+  for (int i = 0; i < kRequests; ++i) keys.push_back("stall" + std::to_string(i));
   std::vector<LimitCheck> checks;
   for (int i = 0; i < kRequests; ++i) {
-    checks.push_back({"stall" + std::to_string(i), &ten_per_day_, 1, {}, OnStoreError::kAllow});
+    checks.push_back({keys[i], &ten_per_day_, 1, {}, OnStoreError::kAllow});
   }
   Outcome outcome;
   const auto up_by = SteadyClock::now() + std::chrono::seconds(2);

@@ -263,7 +263,9 @@ TEST_F(RedisStoreTest, ABatchSentAfterAWaitHasAWholeTimeout) {
   }
   constexpr int kRequests = 8;
   std::vector<LimitCheck> checks;
-  for (int i = 0; i < kRequests; ++i) checks.push_back({"far:" + std::to_string(i), &limit, 1});
+  std::vector<std::string> keys;  // what the checks' keys view
+  for (int i = 0; i < kRequests; ++i) keys.push_back("far:" + std::to_string(i));
+  for (int i = 0; i < kRequests; ++i) checks.push_back({keys[i], &limit, 1});
   std::vector<Outcome> outcomes(kRequests);
   std::vector<StoreStatus> statuses(kRequests, StoreStatus::kUnavailable);
   std::atomic<int> finished{0};
