@@ -234,14 +234,13 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
     }
   }
   // Only a synced store syncs: on another, the interval would read as if it held.
-  if (store.shared() && store.type != StoreSettings::Type::kSynced && node["sync_interval"] &&
+  if (store.shared() && node["sync_interval"] &&
       !storeSettingApplies(store.type, "sync_interval")) {
     errors.add(node["sync_interval"],
                "store.sync_interval applies to the synced store only, which pushes and pulls "
                "at that interval (type: synced)");
   }
-  if (store.type == StoreSettings::Type::kRedisCluster && node["calls_in_flight"] &&
-      !storeSettingApplies(store.type, "calls_in_flight")) {
+  if (store.type == StoreSettings::Type::kRedisCluster && node["calls_in_flight"]) {
     errors.add(node["calls_in_flight"],
                "store.calls_in_flight does not apply to redis_cluster, which sends each call as "
                "it comes over `connections` per master (type: redis uses it)");
