@@ -42,6 +42,9 @@ bool answersWithin(SyncedStore& node, const LimitSpec& spec, const Clock& clock,
 TEST_F(SyncedStoreTest, ASilentPathToRedisIsReplaced) {
   TcpProxy proxy(server_.port());
   auto node = nodeThrough(proxy);
+  // A sync that reached Redis, so the connection to black-hole is there (a new node's first
+  // answers are normal before it has connected at all).
+  ASSERT_TRUE(syncUntilOk(*node));
   ASSERT_TRUE(answersWithin(*node, per_hour_, clock_, StoreStatus::kOk, std::chrono::seconds(3)));
   const std::size_t accepted_before = proxy.accepted();
   proxy.blackHole();
