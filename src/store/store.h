@@ -28,6 +28,9 @@ using StoreCallback = std::function<void(StoreStatus)>;
 
 class Store {
  public:
+  // No call may overlap destruction, as for any object (a server destroys its store after its
+  // loops have stopped). Calls that destruction fails are answered kUnavailable, and a callback
+  // of one that asks again is answered kUnavailable at once.
   virtual ~Store() = default;
 
   // Thread-safe, never throws. Decides every check at the time `clock` gives, read as late as

@@ -1,8 +1,11 @@
 // RedisClusterStore when masters fail, against a real three-master Redis Cluster: a killed
 // master's slots are unavailable while the others decide, a denial stands whatever another
-// slot's failure, only the failed slots' limits follow on_error, and a master (or a whole
-// cluster) never reached fails at once instead of spending each call's timeout.
+// slot's failure, only the failed slots' limits follow on_error, destruction answers what a
+// frozen master holds, and a master (or a whole cluster) never reached fails at once instead of
+// spending each call's timeout.
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,7 @@
 #include "server/store_factory.h"
 #include "store/redis/cluster_store.h"
 #include "store/redis_cluster_fixture.h"
+#include "support/frozen_redis.h"
 
 namespace sluice::testing {
 namespace {
@@ -185,6 +189,60 @@ TEST_F(RedisClusterStoreTest, AMasterNeverConnectedToFailsFast) {
   // Failed, not timed out: waiting for a connection would have spent each call's deadline.
   EXPECT_EQ(store->callsOutOfTime(), 0u);
   EXPECT_TRUE(decide(*store, kept).allowed);
+}
+
+// Destroying the store while a frozen master holds calls fails each of them once, and a
+// callback that asks again (as a shadow pass does) is answered too, once, unavailable: a request
+// posted to the store's loop as it stops would never have been.
+TEST_F(RedisClusterStoreTest, DestroyingTheStoreAnswersCallsInFlightAndFollowUps) {
+  constexpr int kRequests = 10;
+  auto store = makeStore();
+  RedisClusterStore& cluster_store = *store;  // as the callbacks reach it while it is destroyed
+  const std::string group = groupOnNode("held", 1);
+  struct Answers {
+    std::string key;
+    LimitCheck check;
+    LimitCheck follow_up;
+    Outcome outcome;
+    Outcome follow_up_outcome;
+    std::atomic<int> answers{0};
+    std::atomic<int> unavailable{0};
+    std::atomic<int> follow_up_answers{0};
+    std::atomic<int> follow_up_unavailable{0};
+  };
+  std::vector<std::unique_ptr<Answers>> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    auto request = std::make_unique<Answers>();
+    request->key = "held:" + std::to_string(i);
+    request->check = LimitCheck{request->key, &day_, 1, group};
+    request->follow_up = request->check;
+    requests.push_back(std::move(request));
+  }
+  ASSERT_TRUE(decide(*store, requests[0]->check).allowed);  // node 1's connection is up
+  {
+    Frozen frozen(cluster_->pid(1));
+    for (const auto& request : requests) {
+      Answers& r = *request;
+      cluster_store.applyAsync({&r.check, 1}, clock_, {&r.outcome, 1}, [&](StoreStatus status) {
+        ++r.answers;
+        if (status == StoreStatus::kUnavailable) ++r.unavailable;
+        cluster_store.applyAsync({&r.follow_up, 1}, clock_, {&r.follow_up_outcome, 1},
+                                 [&r](StoreStatus again) {
+                                   ++r.follow_up_answers;
+                                   if (again == StoreStatus::kUnavailable)
+                                     ++r.follow_up_unavailable;
+                                 });
+      });
+    }
+    store.reset();
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    const Answers& r = *requests[i];
+    EXPECT_EQ(r.answers.load(), 1) << i;
+    EXPECT_EQ(r.unavailable.load(), 1) << i;
+    EXPECT_EQ(r.follow_up_answers.load(), 1) << i;
+    EXPECT_EQ(r.follow_up_unavailable.load(), 1) << i;
+  }
 }
 
 // A cluster none of whose seeds can be reached (no slot table, ever): once the seeds' first

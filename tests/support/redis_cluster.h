@@ -107,6 +107,8 @@ class RedisCluster {
 
   // SIGKILL, like a crash. Idempotent.
   void kill(std::size_t node) noexcept { stop(nodes_.at(node)); }
+  // For a test that freezes one node (support/frozen_redis.h); -1 once killed.
+  [[nodiscard]] pid_t pid(std::size_t node) const { return nodes_.at(node).pid; }
 
  private:
   struct Node {

@@ -104,6 +104,7 @@ RedisClusterStore::RedisClusterStore(RedisClusterStoreOptions options)
 }
 
 RedisClusterStore::~RedisClusterStore() {
+  closing_.store(true);
   loop_.runAndWait([this] {
     stopping_ = true;
     refresh_timer_->cancel();
@@ -132,6 +133,7 @@ StoreStatus RedisClusterStore::apply(std::span<const LimitCheck> checks, const C
 void RedisClusterStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                                    std::span<Outcome> outcomes, StoreCallback done) noexcept {
   if (checks.empty()) return done(StoreStatus::kOk);
+  if (closing_.load()) return done(StoreStatus::kUnavailable);
   auto request = makeRequest(
       checks, clock, options_.key_prefix,
       options_.use_caller_clock ? std::optional<Micros>(clock.now()) : std::nullopt, outcomes,

@@ -79,7 +79,8 @@ class RedisClusterStore final : public Store {
   // Blocks for at most the timeout. Must not be called from a callback of this store.
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override;
-  // `done` runs on the store's loop thread.
+  // `done` runs on the store's loop thread; once the store is being destroyed, at once and
+  // kUnavailable.
   void applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                   std::span<Outcome> outcomes, StoreCallback done) noexcept override;
 
@@ -154,6 +155,9 @@ class RedisClusterStore final : public Store {
   std::promise<void> drained_;   // set when stopping and the last of them has finished
   bool drained_signalled_ = false;
   std::atomic<bool> ready_{false};
+  // Set when destruction starts, before stopping_: a callback of a call it fails may ask again
+  // when the loop is about to stop, and a request posted then would never be answered.
+  std::atomic<bool> closing_{false};
   std::atomic<std::uint64_t> calls_out_of_time_{0};
 };
 
