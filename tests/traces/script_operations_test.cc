@@ -259,6 +259,31 @@ TEST_F(ScriptOperations, ForeignValuesReadAsAbsent) {
   }
 }
 
+// A first field within the range the script accepts (2^54) but 2^53 µs or more ahead of now.
+// Every algorithm's reply stays readable. GCRA reads such a TAT as absent, since no state it
+// writes is that far ahead; the TAT's distance from now was sent as the reset, which no reply
+// number carries, so every decision on the key came back unreadable (degraded) until it expired.
+// The others read it as a clock that stepped back, as the C++ algorithms do.
+TEST_F(ScriptOperations, AFieldFarAheadOfNowLeavesRepliesReadable) {
+  std::string far_ahead(16, '\0');
+  const double a = 0x1p54 - 2;  // even, so exact
+  std::memcpy(far_ahead.data(), &a, sizeof a);
+  const Micros now_us = kJan2026 + 99;
+  for (const LimitSpec& limit : oneLimitPerAlgorithm()) {
+    if (limit.algorithm() == Algorithm::kSlidingWindowLog) continue;  // entries, not fields
+    const std::string key = "ahead:" + limit.toString();
+    connection_.command({"SET", key, far_ahead});
+    const ScriptCheck check[] = {{key, &limit, 2}};
+    const RedisReply reply = script_.call("decide", now_us, check);
+    ASSERT_NE(reply.type, REDIS_REPLY_ERROR) << limit.toString() << ": " << reply.text;
+    DecideReply decided;
+    ASSERT_NO_THROW(decided = ScriptClient::parseDecide(reply, 1)) << limit.toString();
+    if (limit.algorithm() != Algorithm::kGcra) continue;
+    const ScriptCheck fresh[] = {{"fresh:" + limit.toString(), &limit, 2}};
+    EXPECT_EQ(describe(decided.outcomes[0]), describe(script_.decide(now_us, fresh).outcomes[0]));
+  }
+}
+
 // A batch decides each of its requests exactly as that request's own decide call would, in
 // order and all-or-nothing per request: here against the same requests sent one call each on
 // keys of their own, and a sliding log and a request with two checks of one key included.

@@ -7,9 +7,15 @@
 -- is formed only once a comparison has shown it to be at most the tolerance.
 -- Exact while burst * unit_weight + drain_per_us < 2^53 (lua_bounds.cc).
 if uses[GCRA] then
-  -- The TAT to start from, as (whole µs, fraction); an old TAT means "now".
+  -- The TAT to start from, as (whole µs, fraction); an old TAT means "now", and so does one
+  -- 2^53 µs or more ahead, which no write of this script leaves (consume keeps the TAT within
+  -- the tolerance of now, force below 2^53): another program's value, whose distance from now
+  -- no reply number could carry.
   local function base(state, now_us)
-    if state.a < now_us or (state.a == now_us and state.b == 0) then return now_us, 0 end
+    if state.a < now_us or (state.a == now_us and state.b == 0) or
+        state.a - now_us >= MAX_EXACT then
+      return now_us, 0
+    end
     return state.a, state.b
   end
 
