@@ -58,10 +58,10 @@ RedisClusterStore::Node* RedisClusterStore::node(const std::string& address) {
 }
 
 void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
-  if (stopping_) return routed->handler(nullptr);
+  if (stopping_) return routed->fail();
   if (SteadyClock::now() >= routed->deadline) {
     calls_out_of_time_.fetch_add(1);
-    return routed->handler(nullptr);
+    return routed->fail();
   }
   Node* target = routed->ask_address.empty() ? slots_[routed->slot] : node(routed->ask_address);
   if (target == nullptr) {
@@ -69,7 +69,7 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
     // No master known for the slot. While the first table is on its way, wait for it; once a
     // table names none (the slot is not covered), or every node has refused its connects,
     // waiting would spend each request's whole time: fail at once.
-    if (ready_.load() || !anyNodeMayAnswer()) return routed->handler(nullptr);
+    if (ready_.load() || !anyNodeMayAnswer()) return routed->fail();
     return retryLater(routed, kWaitPoll);
   }
   const bool connected = target->pool->connected();
@@ -81,14 +81,14 @@ void RedisClusterStore::route(const std::shared_ptr<RoutedCall>& routed) {
   routed->attempt_started_us = now_us;
   if (routed->decide && !target->breaker->allow(now_us)) {
     requestRefresh();  // a replica may have replaced it
-    return routed->handler(nullptr);
+    return routed->fail();
   }
   if (!connected) {
     // A master that went away, or that refused every first connect: fail fast, and look for
     // the replica that may replace it.
     target->breaker->onFailure(now_us, now_us);
     requestRefresh();
-    return routed->handler(nullptr);
+    return routed->fail();
   }
   target->ever_connected = true;
   const auto remaining = std::max(
@@ -120,11 +120,11 @@ bool RedisClusterStore::anyNodeMayAnswer() const {
 void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, const redisReply* reply,
                                  Node& asked) {
   routed->ask_address.clear();  // an ASK holds for one attempt only
-  if (stopping_) return routed->handler(nullptr);
+  if (stopping_) return routed->fail();
   if (reply == nullptr) {
     asked.breaker->onFailure(steadyMicros(), routed->attempt_started_us);
     requestRefresh();  // timed out or lost the connection: the master may have failed over
-    return routed->handler(nullptr);
+    return routed->fail();
   }
   asked.breaker->onSuccess();  // any reply, an error or a redirection included: it answers
   // A slot half migrated: the node holds some of the call's keys and not others, and ran
@@ -138,10 +138,10 @@ void RedisClusterStore::onRouted(const std::shared_ptr<RoutedCall>& routed, cons
       redis::readRedirect(redis::errorText(reply), asked.host);
   // CLUSTERDOWN, script errors and a TRYAGAIN out of time end here, as error replies the caller
   // rejects.
-  if (!redirect) return routed->handler(reply);
+  if (!redirect) return routed->handler(reply, asked.pool.get());
   if (++routed->redirects > kMaxRedirects) {
     requestRefresh();
-    return routed->handler(nullptr);
+    return routed->fail();
   }
   if (redirect->kind == redis::Redirect::Kind::kMoved) {
     // The slot has a new master for good: use it now, and learn whatever else moved with it.

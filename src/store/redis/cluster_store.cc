@@ -1,6 +1,8 @@
 #include "store/redis/cluster_store.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include <hiredis/hiredis.h>
 
@@ -153,16 +155,24 @@ void RedisClusterStore::start(const std::shared_ptr<ClusterRequest>& request) {
         redis::ScriptCall::make("decide", group.keys, group.specs, group.costs, request->now_us));
     routed->slot = group.slot;
     routed->deadline = request->deadline;
-    routed->handler = [this, request, g](const redisReply* reply) { onDecided(request, g, reply); };
+    routed->handler = [this, request, g](const redisReply* reply, redis::ServerPool* from) {
+      onDecided(request, g, reply, from);
+    };
     routed->decide = true;
     route(routed);
   }
 }
 
 void RedisClusterStore::onDecided(const std::shared_ptr<ClusterRequest>& request, std::size_t g,
-                                  const redisReply* reply) {
+                                  const redisReply* reply, redis::ServerPool* from) {
   SlotGroup& group = request->groups[g];
-  if (reply == nullptr || redis::readDecideReply(reply, group.outcomes, group.now_us)) {
+  std::optional<std::string> unreadable;
+  if (reply != nullptr) unreadable = redis::readDecideReply(reply, group.outcomes, group.now_us);
+  // An error reply is the pool's to log; a reply of another shape is logged here.
+  if (unreadable && from != nullptr && redis::errorText(reply).empty()) {
+    from->logUnreadableReply(*unreadable);
+  }
+  if (reply == nullptr || unreadable) {
     group.state = SlotGroup::State::kFailed;
   } else {
     // The script is all-or-nothing within the slot: any denial means nothing was consumed.
@@ -259,7 +269,7 @@ void RedisClusterStore::refund(redis::ScriptCall call, std::uint16_t slot, Deadl
   routed->call = std::make_shared<const redis::ScriptCall>(std::move(call));
   routed->slot = slot;
   routed->deadline = deadline;
-  routed->handler = [this, then = std::move(then)](const redisReply*) {
+  routed->handler = [this, then = std::move(then)](const redisReply*, redis::ServerPool*) {
     then();
     release();
   };

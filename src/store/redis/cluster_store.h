@@ -108,7 +108,7 @@ class RedisClusterStore final : public Store {
   Node* node(const std::string& address);
   void start(const std::shared_ptr<redis::ClusterRequest>& request);
   void onDecided(const std::shared_ptr<redis::ClusterRequest>& request, std::size_t group,
-                 const redisReply* reply);
+                 const redisReply* reply, redis::ServerPool* from);
   void settle(const std::shared_ptr<redis::ClusterRequest>& request);
   // The checks of the request's failed slots, decided by options_.on_error.
   void decideFailedByPolicy(redis::ClusterRequest& request);
