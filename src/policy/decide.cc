@@ -189,6 +189,27 @@ PolicyDecision splitByAction(std::vector<PlannedCheck> planned) {
   return result;
 }
 
+// Whether a denied request waits for its longest denial's retry and is decided again: only when
+// every limit that denied it throttles and would wait that long (within its own max_delay). A
+// reject limit among them rejects: the binding limit (the longest wait) used to decide alone,
+// so a throttle limit with a longer wait held a request a reject limit had refused. Only a
+// wait for units makes a throttle: a denial by a store that could not decide (its retry a
+// guess) is a plain denial; held, requests would pile up on a broken store.
+bool waitsForThrottle(const PolicyDecision& result, Micros already_waited_us) {
+  const Micros wait_us = result.enforced.retry_after_us;
+  if (wait_us <= 0 || wait_us == kNever) return false;
+  for (std::size_t i = 0; i < result.enforced_checks.size(); ++i) {
+    const Outcome& status = result.enforced.statuses[i];
+    if (status.allowed) continue;
+    const Limit& limit = *result.enforced_checks[i].limit;
+    if (limit.action != Action::kThrottle || status.reason == DenyReason::kStoreUnavailable ||
+        already_waited_us > limit.max_delay_us - wait_us) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Applies throttle and deny status to the enforced decision; true when the shadow limits
 // should be decided too: the request is admitted, finally. A denied one is not counted against
 // them: enforced beside the others, a shadow limit would have taken nothing from it (all or
@@ -196,21 +217,13 @@ PolicyDecision splitByAction(std::vector<PlannedCheck> planned) {
 bool applyActions(PolicyDecision& result, Micros already_waited_us) {
   result.allowed = result.enforced.allowed;
   if (!result.allowed) {
-    const Limit& limit = *result.binding()->limit;
-    const Micros wait_us = result.enforced.retry_after_us;
-    // Only a wait for units makes a throttle: a denial by a store that could not decide (its
-    // retry a guess) is a plain denial, with the limit's status; held, requests would pile up
-    // on a broken store.
-    const bool store_failed =
-        result.enforced.statuses[result.enforced.binding].reason == DenyReason::kStoreUnavailable;
-    if (limit.action == Action::kThrottle && !store_failed && wait_us > 0 && wait_us != kNever &&
-        already_waited_us <= limit.max_delay_us - wait_us) {
+    if (waitsForThrottle(result, already_waited_us)) {
       // Not final: the caller waits and decides again. Shadow limits are counted once, on the
       // final pass, not on every pass of a throttled request.
-      result.throttle_wait_us = wait_us;
+      result.throttle_wait_us = result.enforced.retry_after_us;
       return false;
     }
-    result.status = limit.deny_status;
+    result.status = result.binding()->limit->deny_status;
     return false;
   }
   result.hold_us = result.enforced.delay_us;  // a shaper's slot

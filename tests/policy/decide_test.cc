@@ -213,6 +213,41 @@ limits:
   EXPECT_EQ(too_long.status, 429);
 }
 
+// A request that a reject limit denies is rejected even when a throttle limit that denies it
+// too has the longer wait (and so binds): the reject limit's action is not to wait. It used to be
+// held for the throttle limit's wait and then admitted. While only throttle limits deny, it
+// waits for the longest of their waits, within each one's max_delay.
+TEST_F(DecideTest, ARejectLimitThatDeniesIsNotHeldByAThrottleLimit) {
+  load(R"(
+limits:
+  - { name: rej, key: ip, algorithm: token_bucket, rate: 1/s, burst: 1 }
+  - { name: thr5, key: ip, algorithm: gcra, rate: 1/5s, burst: 1, action: throttle, max_delay: 10s }
+  - { name: thr2, key: [ip, path], algorithm: gcra, rate: 1/2s, burst: 1, action: throttle,
+      max_delay: 3s, match: { path: /short } }
+)");
+  EXPECT_TRUE(decideFor(request("/")).allowed);
+  const PolicyDecision both = decideFor(request("/"));
+  EXPECT_FALSE(both.allowed);
+  EXPECT_EQ(both.binding()->label, "thr5");  // the longer wait binds
+  EXPECT_EQ(both.throttle_wait_us, 0);       // but rej denied too: no hold
+  EXPECT_EQ(both.status, 429);
+
+  clock_.advance(kMicrosPerSecond);  // rej has its unit back; thr5 still waits 4 s
+  const PolicyDecision throttle_only = decideFor(request("/"));
+  EXPECT_FALSE(throttle_only.allowed);
+  EXPECT_EQ(throttle_only.throttle_wait_us, 4 * kMicrosPerSecond);
+
+  // /short adds thr2 (max_delay 3 s): once both throttle limits deny, the wait is thr5's
+  // 4 s, past what thr2 would hold a request, so it is denied.
+  clock_.advance(5 * kMicrosPerSecond);
+  EXPECT_TRUE(decideFor(request("/short")).allowed);
+  clock_.advance(kMicrosPerSecond);
+  const PolicyDecision past_one_max = decideFor(request("/short"));
+  EXPECT_FALSE(past_one_max.allowed);
+  EXPECT_EQ(past_one_max.binding()->label, "thr5");
+  EXPECT_EQ(past_one_max.throttle_wait_us, 0);
+}
+
 // A throttle limit whose store cannot decide at all (a denial with no wait) denies with its
 // status. It used to come back as a throttle wait of 0 with status 200: the gateway then sent
 // "200 OK" with an error body, and an auth subrequest answered 200, which nginx lets through.
