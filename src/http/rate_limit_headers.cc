@@ -147,9 +147,16 @@ Micros quotaWindowUs(const LimitSpec& spec) noexcept {
   const Rate& rate = spec.rate();
   if (rate.count == 0 || spec.limit() == rate.count) return rate.period_us;
   // period × limit / count, rounded up. A valid spec keeps burst × period within exact
-  // arithmetic (LimitSpec::make), but the product is formed in 128 bits all the same.
+  // arithmetic (LimitSpec::make), but the product is formed in 128 bits all the same. The
+  // interval bucket refills in whole steps of `count` each `period`, so its quota takes whole
+  // periods: at 2/3s with a burst of 5, 9 s (three steps), where 7.5 s would promise a fifth
+  // token that is not back yet.
   const algorithm::Int128 window =
-      algorithm::ceilDiv(static_cast<algorithm::Int128>(rate.period_us) * spec.limit(), rate.count);
+      spec.algorithm() == Algorithm::kTokenBucketInterval
+          ? algorithm::ceilDiv(static_cast<algorithm::Int128>(spec.limit()), rate.count) *
+                rate.period_us
+          : algorithm::ceilDiv(static_cast<algorithm::Int128>(rate.period_us) * spec.limit(),
+                               rate.count);
   return window >= kNever ? kNever : static_cast<Micros>(window);
 }
 

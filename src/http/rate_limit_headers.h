@@ -45,7 +45,8 @@ struct LimitLabel {
 };
 
 // The time in which `spec` grants its whole quota (its limit) at its rate: the period of a window
-// limit, and burst / rate for a bucket or GCRA. A burst of 100 at 10/min is "q=100;w=600": a
+// limit, and burst / rate for a bucket or GCRA (in whole refill steps for the interval bucket).
+// A burst of 100 at 10/min is "q=100;w=600": a
 // client that paces itself by the policy keeps to 10/min, where "q=100;w=60" would promise ten
 // times the rate.
 [[nodiscard]] Micros quotaWindowUs(const LimitSpec& spec) noexcept;

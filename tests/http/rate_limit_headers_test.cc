@@ -390,7 +390,7 @@ INSTANTIATE_TEST_SUITE_P(Edges, HeaderSecondsTest,
                                            SecondsCase{kNever, kMaxHeaderInteger}));
 
 // w= is the time the limit grants its quota in: the period for a window, burst / rate for a
-// bucket, rounded up.
+// bucket, rounded up (to whole refill steps for the interval bucket).
 TEST(QuotaWindowTest, ThePeriodForWindowsBurstOverRateForBuckets) {
   using testing::spec;
   EXPECT_EQ(quotaWindowUs(spec(Algorithm::kFixedWindow, "100/min")), kMicrosPerMinute);
@@ -398,6 +398,9 @@ TEST(QuotaWindowTest, ThePeriodForWindowsBurstOverRateForBuckets) {
   EXPECT_EQ(quotaWindowUs(spec(Algorithm::kTokenBucket, "10/min", 100)), 10 * kMicrosPerMinute);
   EXPECT_EQ(quotaWindowUs(spec(Algorithm::kGcra, "60/min", 4)), 4 * kMicrosPerSecond);
   EXPECT_EQ(quotaWindowUs(spec(Algorithm::kTokenBucket, "3/s", 2)), 666'667);
+  // The interval bucket's tokens come in steps of 2 every 3 s: 5 take three steps, not 7.5 s.
+  EXPECT_EQ(quotaWindowUs(spec(Algorithm::kTokenBucketInterval, "2/3s", 5)), 9 * kMicrosPerSecond);
+  EXPECT_EQ(quotaWindowUs(spec(Algorithm::kTokenBucketInterval, "2/3s", 4)), 6 * kMicrosPerSecond);
 }
 
 }  // namespace
