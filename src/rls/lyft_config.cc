@@ -189,10 +189,18 @@ void LyftConfig::forEachRule(
 }
 
 void LyftConfig::keepCountsOf(const LyftConfig& previous) {
+  // One RuleStats per stat_key in `previous` (shareCountsByName): the first of each is all.
   std::unordered_map<std::string_view, std::shared_ptr<RuleStats>> kept;
   previous.forEachRule(
       [&](const Domain&, const DescriptorNode& node) { kept.emplace(node.stat_key, node.stats); });
   for (auto& [name, domain] : domains_) adoptCounts(domain.descriptors, kept);
+}
+
+void LyftConfig::shareCountsByName() {
+  std::unordered_map<std::string_view, std::shared_ptr<RuleStats>> first;
+  forEachRule(
+      [&](const Domain&, const DescriptorNode& node) { first.emplace(node.stat_key, node.stats); });
+  for (auto& [name, domain] : domains_) adoptCounts(domain.descriptors, first);
 }
 
 }  // namespace sluice::rls

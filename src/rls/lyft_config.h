@@ -121,8 +121,9 @@ struct DescriptorNode {
   std::optional<RateLimitRule> rate_limit;
   // lyft's stats name: "domain.key_value.key" along the path from the domain.
   std::string stat_key;
-  // Shared with the rule of the same stat_key in the config this one replaced, so a reload does
-  // not restart the rule's counters (LyftConfig::keepCountsOf).
+  // Shared by every rule of the same stat_key (LyftConfig::shareCountsByName), and with those of
+  // the config this one replaced, so a reload does not restart the rule's counters
+  // (LyftConfig::keepCountsOf).
   std::shared_ptr<RuleStats> stats = std::make_shared<RuleStats>();
   DescriptorLevel children;
 };
@@ -161,6 +162,10 @@ class LyftConfig {
   // counter does not fall back to 0 because the files changed. Not thread-safe: call it before
   // the config is shared.
   void keepCountsOf(const LyftConfig& previous);
+  // Once loaded: rules of one stat_key (key "a.b", and key "a" with a nested "b") count in one
+  // RuleStats, as lyft's statsd counters of one name add up. With a RuleStats each, a reload
+  // could carry over only one of them, and the metric's sum fell back. Not thread-safe.
+  void shareCountsByName();
 
  private:
   friend class LyftConfigBuilder;

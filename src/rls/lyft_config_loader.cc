@@ -374,6 +374,7 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
     for (std::string& error : errors.take()) all_errors.push_back(std::move(error));
   }
   if (!all_errors.empty()) return {nullptr, std::move(all_errors)};
+  config->shareCountsByName();
   return {std::move(config), {}};
 }
 

@@ -271,18 +271,22 @@ std::string RlsServer::metricsText() const {
                       : counts[i] + more[i];
     }
   };
-  // Rules that read alike share one RuleStats after a reload (keepCountsOf hands each the
-  // counts kept under its name): counted once.
+  // Rules of one stat_key share one RuleStats (LyftConfig::shareCountsByName): counted once,
+  // and its tuples listed once, if any of those rules has detailed_metric.
   std::set<const RuleStats*> counted;
+  std::set<const RuleStats*> listed;
   config->forEachRule([&](const Domain&, const DescriptorNode& node) {
-    if (!counted.insert(node.stats.get()).second) return;
     const RuleStats& stats = *node.stats;
-    add(node.stat_key, stats.total_hits.load(std::memory_order_relaxed),
-        stats.over_limit.load(std::memory_order_relaxed),
-        stats.shadow_over_limit.load(std::memory_order_relaxed));
+    if (counted.insert(&stats).second) {
+      add(node.stat_key, stats.total_hits.load(std::memory_order_relaxed),
+          stats.over_limit.load(std::memory_order_relaxed),
+          stats.shadow_over_limit.load(std::memory_order_relaxed));
+    }
     // detailed_metric: one more series per request tuple seen, and one for the tuples over the
     // bounds of RuleStats (too long, or too many).
-    if (node.detailed_metric) stats.forEachDetailed(node.stat_key + "#overflow", add);
+    if (node.detailed_metric && listed.insert(&stats).second) {
+      stats.forEachDetailed(node.stat_key + "#overflow", add);
+    }
   });
   std::string hits, over, shadow;
   for (const auto& [label, counts] : series) {
