@@ -169,7 +169,18 @@ std::vector<std::string> RlsServer::reload() {
 RlsServer::Read RlsServer::read() {
   const std::uint64_t sequence = reads_begun_.fetch_add(1) + 1;
   // Never throws: loading turns any exception (out of memory, say) into a refused load.
-  return Read{.loaded = loadLyftConfigDir(settings_.config_dir), .sequence = sequence};
+  Read read_now{.loaded = loadLyftConfigDir(settings_.config_dir), .sequence = sequence};
+  const LyftConfigPtr serving = config_.load(std::memory_order_acquire);
+  if (read_now.loaded.config != nullptr && read_now.loaded.config->domainCount() == 0 &&
+      serving != nullptr && serving->domainCount() > 0) {
+    read_now.loaded.config = nullptr;
+    read_now.loaded.errors.push_back(
+        settings_.config_dir + ": holds no domain config now, where " +
+        std::to_string(serving->domainCount()) +
+        " are served; refused, as an emptied directory is most likely a deploy under way "
+        "(restart to serve none)");
+  }
+  return read_now;
 }
 
 void RlsServer::install(Read read) {
@@ -210,7 +221,11 @@ void RlsServer::watchAgain() {
     }
     // A stop that came while the digest was read: no reload for a process that is ending.
     if (stopped_.load()) return;
-    if (digest && digest != watched_digest_) {
+    if (!digest || digest == watched_digest_) {
+      settling_digest_.reset();
+    } else if (digest != settling_digest_) {
+      settling_digest_ = digest;  // changed: looked at once more before it is loaded
+    } else {
       watched_digest_ = digest;
       watch_reloading_.store(true, std::memory_order_relaxed);
       const std::vector<std::string> errors = reload();

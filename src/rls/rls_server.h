@@ -59,7 +59,9 @@ class RlsServer {
   // the config they started with. On errors the old config stays and the errors are returned.
   std::vector<std::string> reload();
   // reload() in two halves, for a reload of several sources taken whole or not at all: read()
-  // reads config_dir (a null config and its errors when it has any), install() swaps in what
+  // reads config_dir (a null config and its errors when it has any, or when it holds no domain
+  // while the config in force has some: a directory emptied mid-deploy would turn every call
+  // into NOT_FOUND, so only a restart serves none), install() swaps in what
   // read() gave, unless a read that began later has been installed meanwhile (its files are
   // newer). Thread-safe.
   struct Read {
@@ -110,6 +112,10 @@ class RlsServer {
   // On the watching loop.
   std::unique_ptr<boost::asio::steady_timer> watch_timer_;
   std::optional<std::size_t> watched_digest_;
+  // What the latest look saw when it differed from watched_digest_: files mid-change (a deploy
+  // that clears the directory, then copies) read differently from one look to the next, so the
+  // watcher reloads once two looks in a row agree.
+  std::optional<std::size_t> settling_digest_;
   int unreadable_looks_ = 0;  // in a row; said once at a few, until it can be read again
   std::atomic<bool> watch_reloading_{false};  // see reloadUnderWay()
 

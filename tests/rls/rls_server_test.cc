@@ -290,6 +290,57 @@ TEST_F(RlsServerTest, ReloadKeepsTheOldConfigOnErrors) {
   std::filesystem::remove_all(dir);
 }
 
+// A directory that holds no domain while some are served is refused, by a reload and by the
+// watcher, and the old config keeps serving: a deploy that clears the directory, then copies,
+// turned every call into NOT_FOUND (helper's finding, through the watcher).
+TEST_F(RlsServerTest, AnEmptiedDirectoryIsRefusedWhileDomainsAreServed) {
+  const sluice::testing::CapturedLog log;
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("sluice-rls-emptied-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "d.yaml") << "domain: edge\ndescriptors:\n  - key: k\n"
+                                   "    rate_limit: { unit: minute, requests_per_unit: 5 }\n";
+  RlsSettings settings = settings_;
+  settings.config_dir = dir.string();
+  settings.watch_interval_us = 20 * kMicrosPerMilli;
+  boost::asio::io_context loop;  // outlives the server, whose timer is on it
+  RlsServer server(engine_, clock_, settings);
+  const auto endpoint = server.start();
+  ASSERT_TRUE(endpoint.ok()) << endpoint.error();
+  const auto stub = RateLimitService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(endpoint.value().port()), grpc::InsecureChannelCredentials()));
+  const auto answers = [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    RateLimitResponse response;
+    return stub->ShouldRateLimit(&context, request("edge", "k", "v"), &response).ok();
+  };
+  ASSERT_TRUE(answers());
+
+  std::filesystem::rename(dir / "d.yaml", dir / ".d.yaml.away");  // hidden: not a config file
+  const std::vector<std::string> errors = server.reload();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("holds no domain config now"), std::string::npos) << errors[0];
+  EXPECT_TRUE(answers());
+
+  server.watchConfigDir(loop);
+  std::thread watching([&] { loop.run(); });
+  // Polls the log until the watcher has refused it too; false after 5 s (a bound, not a measure).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (log.text().find("reload refused") == std::string::npos &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(log.text().find("holds no domain config now"), std::string::npos) << log.text();
+  EXPECT_TRUE(answers());
+  server.shutdown();
+  loop.stop();
+  watching.join();
+  std::filesystem::remove_all(dir);
+}
+
 // A rule's counters outlive a reload that keeps the rule, as lyft's stats do: a Prometheus
 // counter that fell to 0 whenever the files changed would read as a reset. A rule new in the
 // reloaded files starts at 0, and a rule gone from them is no longer listed.
