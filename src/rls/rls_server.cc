@@ -12,6 +12,7 @@
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "policy/freed_memory.h"
 #include "policy/utf8.h"
+#include "rls/grpc_log.h"
 #include "rls/protobuf_log.h"
 
 namespace sluice::rls {
@@ -122,6 +123,7 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
   }
   config_.store(std::move(loaded.config), std::memory_order_release);
   forwardProtobufLogs();  // before serving: undecodable requests would flood the log
+  forwardGrpcLogs();      // and so would malformed metadata, through gRPC's own lines
   service_ = std::make_unique<Service>(*this);
   // grpc.health.v1.Health, as lyft/ratelimit serves it: Envoy's gRPC health checks and
   // Kubernetes probes ask it, and mark a host without it unhealthy. Process-wide, before build.
