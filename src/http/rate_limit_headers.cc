@@ -28,27 +28,34 @@ std::string integerText(std::int64_t value) {
   return text;
 }
 
-// SF Strings allow printable ASCII only. Replacing other bytes (rather than dropping them) keeps
-// the name's shape and never empties a non-empty name; the JSON body uses the same name so that
-// a client can match it to the RateLimit item.
-char sanitized(char byte) noexcept {
-  const auto code = static_cast<unsigned char>(byte);
-  return code >= 0x20 && code <= 0x7E ? byte : '_';
+// SF Strings allow printable ASCII only. Other bytes, and '%' itself, are written as %XX: two
+// names stay two items (each byte replaced by '_', "café" and "cafè" were both "caf__"), and a
+// client percent-decodes an item's name to match it to its limit. The denied body's "limit"
+// carries the same spelling as the header.
+void appendSafeName(std::string& out, std::string_view name, bool escape_quotes) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (const char byte : name) {
+    const auto code = static_cast<unsigned char>(byte);
+    if (code < 0x20 || code > 0x7E || byte == '%') {
+      out += '%';
+      out += kHex[code >> 4];
+      out += kHex[code & 0xF];
+      continue;
+    }
+    if (escape_quotes && (byte == '"' || byte == '\\')) out += '\\';
+    out += byte;
+  }
 }
 
 void appendSfString(std::string& out, std::string_view name) {
   out += '"';
-  for (const char byte : name) {
-    const char safe = sanitized(byte);
-    if (safe == '"' || safe == '\\') out += '\\';
-    out += safe;
-  }
+  appendSafeName(out, name, /*escape_quotes=*/true);
   out += '"';
 }
 
 std::string sanitizedName(std::string_view name) {
-  std::string safe(name);
-  std::transform(safe.begin(), safe.end(), safe.begin(), sanitized);
+  std::string safe;
+  appendSafeName(safe, name, /*escape_quotes=*/false);  // the JSON writer escapes them
   return safe;
 }
 

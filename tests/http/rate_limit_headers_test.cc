@@ -278,14 +278,15 @@ TEST_F(RateLimitHeadersTest, ConcurrencyRefusalFollowsTheFamiliesAndNames) {
 }
 
 // Names become SF Strings: '"' and '\' escaped, control and non-ASCII bytes (each UTF-8 byte of
-// "é") replaced by '_'.
+// "é") and '%' percent-encoded, so names that differ stay different.
 TEST_F(RateLimitHeadersTest, NameEscaping) {
-  const std::vector<LimitLabel> labels{{"a\"b\\c\td\xc3\xa9~", kMinute}};
+  const std::vector<LimitLabel> labels{{"a\"b\\c\td\xc3\xa9~%", kMinute}, {"caf\xc3\xa8", kMinute}};
   options_.x_ratelimit = false;
-  const Decision decision = decisionOf({allowedStatus(100, 37, 12 * kSecond)});
+  const Decision decision =
+      decisionOf({allowedStatus(100, 37, 12 * kSecond), allowedStatus(100, 37, 12 * kSecond)});
   const HeaderList expected{
-      {"RateLimit-Policy", R"("a\"b\\c_d__~";q=100;w=60)"},
-      {"RateLimit", R"("a\"b\\c_d__~";r=37;t=12)"},
+      {"RateLimit-Policy", R"("a\"b\\c%09d%C3%A9~%25";q=100;w=60, "caf%C3%A8";q=100;w=60)"},
+      {"RateLimit", R"("a\"b\\c%09d%C3%A9~%25";r=37;t=12, "caf%C3%A8";r=37;t=12)"},
   };
   EXPECT_EQ(render(decision, labels), expected);
 }
@@ -358,13 +359,13 @@ TEST_F(RateLimitHeadersTest, DeniedBodyParsesBack) {
 }
 
 // A name with quotes, a backslash and non-ASCII bytes stays valid JSON, and matches the
-// sanitized name the RateLimit header carries.
+// percent-encoded name the RateLimit header carries.
 TEST_F(RateLimitHeadersTest, DeniedBodyEscapesTheName) {
   const std::vector<LimitLabel> labels{{"a\"b\\c\td\xc3\xa9", kMinute}};
   const Decision decision = decisionOf({deniedStatus(100, 12 * kSecond, 12 * kSecond)});
   const std::string body = deniedBody(decision, labels);
-  EXPECT_NE(body.find(R"("limit":"a\"b\\c_d__")"), std::string::npos) << body;
-  EXPECT_EQ(parseJson(body).get<std::string>("limit"), "a\"b\\c_d__");
+  EXPECT_NE(body.find(R"("limit":"a\"b\\c%09d%C3%A9")"), std::string::npos) << body;
+  EXPECT_EQ(parseJson(body).get<std::string>("limit"), "a\"b\\c%09d%C3%A9");
 }
 
 // headerSeconds: whole seconds, rounded up, with the edges pinned.
