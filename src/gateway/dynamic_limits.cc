@@ -135,9 +135,10 @@ Result<DynamicLimitsPtr> parseDynamicLimits(std::string_view json) {
 
 void decideWithDynamic(const policy::Policy& policy, const policy::RequestContext& context,
                        const DynamicLimitsPtr& dynamic, Engine& engine, Micros already_waited_us,
-                       policy::DecisionHandler done) {
+                       policy::DecisionHandler done, const policy::HeldOn& held_on) {
   if (dynamic == nullptr || dynamic->limits.empty()) {
-    return policy::decideAsync(policy, context, engine, already_waited_us, std::move(done));
+    return policy::decideAsync(policy, context, engine, already_waited_us, std::move(done),
+                               held_on);
   }
   // The webhook's limits join the policy's, decided with them all-or-nothing, by the policy's
   // rules (actions, throttling, on_error, grouping); `dynamic` outlives the decision.
@@ -146,10 +147,12 @@ void decideWithDynamic(const policy::Policy& policy, const policy::RequestContex
     const policy::Limit& limit = dynamic->limits[i];
     planned.push_back({&limit, &*limit.spec, dynamic->keys[i], limit.name, 1});
   }
-  policy::decidePlannedAsync(std::move(planned), engine, already_waited_us,
-                             [dynamic, done = std::move(done)](policy::PolicyDecision&& decision) {
-                               done(std::move(decision));
-                             });
+  policy::decidePlannedAsync(
+      std::move(planned), engine, already_waited_us,
+      [dynamic, done = std::move(done)](policy::PolicyDecision&& decision) {
+        done(std::move(decision));
+      },
+      held_on);
 }
 
 }  // namespace sluice::gateway

@@ -35,9 +35,9 @@ inline constexpr std::size_t kMaxDynamicKeyBytes = 256;
 // Thread-safe. policy::decideAsync over the policy's limits plus `dynamic` (null: none),
 // checked in one all-or-nothing engine call; throttle, shadow and deny status as in
 // policy::decide. `done` runs once, possibly before the call returns, possibly on a store's
-// thread. The policy and the engine must outlive `done`.
+// thread. The policy and the engine must outlive `done`. `held_on`: as for policy::decideAsync.
 void decideWithDynamic(const policy::Policy& policy, const policy::RequestContext& context,
                        const DynamicLimitsPtr& dynamic, Engine& engine, Micros already_waited_us,
-                       policy::DecisionHandler done);
+                       policy::DecisionHandler done, const policy::HeldOn& held_on = {});
 
 }  // namespace sluice::gateway

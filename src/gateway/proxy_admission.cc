@@ -206,20 +206,26 @@ void ProxySession::decidePass() {
   exchange.deciding_since = std::chrono::steady_clock::now();
   // A monitor route never holds a request: a throttle verdict is passed on as a denial. The
   // store may answer on its own thread; the session carries on on its loop.
-  decideWithDynamic(*exchange.policy, *exchange.context, exchange.dynamic, state_->engine,
-                    monitor ? policy::kCannotWait : exchange.waited_us,
-                    [self = shared_from_this()](policy::PolicyDecision&& decision) {
-                      net::dispatch(self->client_.get_executor(),
-                                    [self, decided = std::move(decision)]() mutable {
-                                      self->onDecision(std::move(decided));
-                                    });
-                    });
+  decideWithDynamic(
+      *exchange.policy, *exchange.context, exchange.dynamic, state_->engine,
+      monitor ? policy::kCannotWait : exchange.waited_us,
+      [self = shared_from_this()](policy::PolicyDecision&& decision) {
+        net::dispatch(self->client_.get_executor(),
+                      [self, decided = std::move(decision)]() mutable {
+                        self->onDecision(std::move(decided));
+                      });
+      },
+      heldOn());
 }
 
 void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   if (exchange_ == nullptr) return;
   Exchange& exchange = *exchange_;
   exchange.decision = std::move(decision);
+  if (exchange.decision.queue_behind != policy::PolicyDecision::kNotQueued) {
+    exchange.permits.clear();  // not in flight while it waits, as below
+    return queueBehind();      // proxy_throttle.cc; not decided: nothing to count yet
+  }
   countInMetrics();
   if (exchange.decision.throttle_wait_us > 0) {
     // Not in flight while it waits: its permits go back, and are taken again when it decides

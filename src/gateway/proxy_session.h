@@ -58,7 +58,13 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   // key (server/throttle_lines.h), the first for the unit the store says frees, the others for
   // their turn or their max_delay, whichever comes first, and then decides again.
   void waitToDecideAgain();
-  void waitForTurn();
+  // Requests are held on one of its throttle limits and keys (PolicyDecision::queue_behind): it
+  // joins their line undecided, first come first served.
+  void queueBehind();
+  // A place in the line of `check`'s limit and key, unless it holds one there; true when first.
+  bool takePlaceInLine(const policy::PlannedCheck& check);
+  [[nodiscard]] policy::HeldOn heldOn() const;  // what the policy asks before deciding
+  void waitForTurn(Micros max_delay_us);
   void onTurnInLine(std::uint64_t place);
   void afterDecision();
   bool acquirePermits();

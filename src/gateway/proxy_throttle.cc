@@ -23,21 +23,45 @@ Micros microsSince(std::chrono::steady_clock::time_point then) {
 
 }  // namespace
 
+policy::HeldOn ProxySession::heldOn() const {
+  // Called before the decision call returns, on this loop: the references stay valid.
+  return [&exchange = *exchange_,
+          &lines = *state_->throttle_lines](const policy::PlannedCheck& check) {
+    const std::string line = server::ThrottleLines::lineKey(check.label, check.key);
+    if (exchange.line.held() && exchange.line.key() == line) return false;  // its own turn
+    return lines.waiting(line) > 0;
+  };
+}
+
+bool ProxySession::takePlaceInLine(const policy::PlannedCheck& check) {
+  Exchange& exchange = *exchange_;
+  std::string line = server::ThrottleLines::lineKey(check.label, check.key);
+  if (exchange.line.held() && exchange.line.key() == line) return true;  // its turn came
+  exchange.line = state_->throttle_lines->join(
+      std::move(line), [weak = weak_from_this(), loop = &loop_](std::uint64_t place) {
+        net::post(*loop, [weak, place] {
+          if (auto self = weak.lock()) self->onTurnInLine(place);
+        });
+      });
+  return exchange.line.first();
+}
+
+void ProxySession::queueBehind() {
+  Exchange& exchange = *exchange_;
+  if (exchange.waited_us == 0) count(state_->counters.throttled);
+  if (request_->is_done()) watchClient();  // else the client is still sending its body
+  const policy::PlannedCheck& check =
+      exchange.decision.enforced_checks[exchange.decision.queue_behind];
+  if (takePlaceInLine(check)) return decidePass();  // the line emptied meanwhile
+  waitForTurn(check.limit->max_delay_us);
+}
+
 void ProxySession::waitToDecideAgain() {
   Exchange& exchange = *exchange_;
   if (exchange.waited_us == 0) count(state_->counters.throttled);
   if (request_->is_done()) watchClient();  // else the client is still sending its body
   const policy::PlannedCheck& binding = *exchange.decision.binding();
-  std::string line = server::ThrottleLines::lineKey(binding.label, binding.key);
-  if (!exchange.line.held() || exchange.line.key() != line) {
-    exchange.line = state_->throttle_lines->join(
-        std::move(line), [weak = weak_from_this(), loop = &loop_](std::uint64_t place) {
-          net::post(*loop, [weak, place] {
-            if (auto self = weak.lock()) self->onTurnInLine(place);
-          });
-        });
-    if (!exchange.line.first()) return waitForTurn();
-  }
+  if (!takePlaceInLine(binding)) return waitForTurn(binding.limit->max_delay_us);
   // First in line: the unit the store says frees then is this request's to try for.
   exchange.waited_us += exchange.decision.throttle_wait_us;
   exchange.timer = std::make_unique<server::LoopTimer>(loop_);
@@ -48,10 +72,9 @@ void ProxySession::waitToDecideAgain() {
   });
 }
 
-void ProxySession::waitForTurn() {
+void ProxySession::waitForTurn(Micros max_delay_us) {
   Exchange& exchange = *exchange_;
-  const Micros left_us =
-      std::max<Micros>(0, exchange.decision.binding()->limit->max_delay_us - exchange.waited_us);
+  const Micros left_us = std::max<Micros>(0, max_delay_us - exchange.waited_us);
   exchange.queued_at = std::chrono::steady_clock::now();
   exchange.timer = std::make_unique<server::LoopTimer>(loop_);
   exchange.timer->expires_after(std::chrono::microseconds(left_us));

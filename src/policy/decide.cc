@@ -230,9 +230,8 @@ bool applyActions(PolicyDecision& result, Micros already_waited_us) {
   return !result.shadow_checks.empty();
 }
 
-PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
-                             Micros already_waited_us) {
-  PolicyDecision result = splitByAction(std::move(planned));
+// Decides the split checks at once, on the caller's thread (a store in this process).
+PolicyDecision decideSplit(PolicyDecision result, Engine& engine, Micros already_waited_us) {
   result.enforced = engine.check(engineChecks(result.enforced_checks));
   if (applyActions(result, already_waited_us)) {
     result.shadow = engine.check(engineChecks(result.shadow_checks));
@@ -240,22 +239,47 @@ PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
   return result;
 }
 
+PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
+                             Micros already_waited_us) {
+  return decideSplit(splitByAction(std::move(planned)), engine, already_waited_us);
+}
+
+// The enforced throttle check whose line the request joins instead of deciding, if any: one on
+// which others are held, while the request may still wait for it (on its last pass, its
+// max_delay spent, it decides, as it would alone).
+std::size_t lineToQueueIn(const PolicyDecision& result, Micros already_waited_us,
+                          const HeldOn& held_on) {
+  if (!held_on || already_waited_us == kCannotWait) return PolicyDecision::kNotQueued;
+  for (std::size_t i = 0; i < result.enforced_checks.size(); ++i) {
+    const PlannedCheck& check = result.enforced_checks[i];
+    if (check.limit->action == Action::kThrottle && already_waited_us < check.limit->max_delay_us &&
+        held_on(check)) {
+      return i;
+    }
+  }
+  return PolicyDecision::kNotQueued;
+}
+
 }  // namespace
 
 void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micros already_waited_us,
-                        DecisionHandler done) {
+                        DecisionHandler done, const HeldOn& held_on) {
+  PolicyDecision split = splitByAction(std::move(planned));
+  split.queue_behind = lineToQueueIn(split, already_waited_us, held_on);
+  if (split.queue_behind != PolicyDecision::kNotQueued) {
+    split.allowed = false;  // not decided: it waits for its turn
+    return done(std::move(split));
+  }
   // A store in this process answers at once: deciding directly saves the shared state and the
   // callbacks' allocations (a handful per request on the HTTP and gateway doors).
-  if (engine.decidesInline()) {
-    return done(decidePlanned(std::move(planned), engine, already_waited_us));
-  }
+  if (engine.decidesInline()) return done(decideSplit(std::move(split), engine, already_waited_us));
   struct State {
     PolicyDecision result;
     EngineChecks checks;  // views the result's keys; alive until the engine answers
     DecisionHandler done;
   };
   auto state = std::make_shared<State>();
-  state->result = splitByAction(std::move(planned));
+  state->result = std::move(split);
   state->done = std::move(done);
   state->checks = engineChecks(state->result.enforced_checks);
   engine.checkAsync(state->checks, [state, &engine, already_waited_us](Decision&& enforced) {
@@ -331,14 +355,16 @@ Result<PolicyDecision> decideNamed(const Policy& policy, std::string_view limit_
 }
 
 void decideAsync(const Policy& policy, const RequestContext& context, Engine& engine,
-                 Micros already_waited_us, DecisionHandler done) {
-  decidePlannedAsync(planChecks(policy, context), engine, already_waited_us, std::move(done));
+                 Micros already_waited_us, DecisionHandler done, const HeldOn& held_on) {
+  decidePlannedAsync(planChecks(policy, context), engine, already_waited_us, std::move(done),
+                     held_on);
 }
 
 std::optional<std::string> decideNamedAsync(const Policy& policy, std::string_view limit_name,
                                             std::string_view key, std::string_view tier,
                                             std::uint64_t cost, Engine& engine,
-                                            Micros already_waited_us, DecisionHandler done) {
+                                            Micros already_waited_us, DecisionHandler done,
+                                            const HeldOn& held_on) {
   auto planned = planNamed(policy, limit_name, key, tier, cost);
   if (!planned.ok()) return planned.error();
   std::optional<std::vector<PlannedCheck>> checks = std::move(planned).value();
@@ -346,7 +372,7 @@ std::optional<std::string> decideNamedAsync(const Policy& policy, std::string_vi
     done(PolicyDecision{});
     return std::nullopt;
   }
-  decidePlannedAsync(std::move(*checks), engine, already_waited_us, std::move(done));
+  decidePlannedAsync(std::move(*checks), engine, already_waited_us, std::move(done), held_on);
   return std::nullopt;
 }
 

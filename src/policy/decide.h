@@ -44,6 +44,11 @@ struct PolicyDecision {
   // > 0: allowed, but a leaky-bucket shaper gave the request a slot this far in the future; the
   // caller holds it that long before letting it through.
   Micros hold_us = 0;
+  // Not decided: requests are already held on this enforced check's throttle limit and key
+  // (HeldOn), and this one joins them at the back of their line, to decide in its turn. The
+  // index of that check in enforced_checks, or kNotQueued.
+  static constexpr std::size_t kNotQueued = static_cast<std::size_t>(-1);
+  std::size_t queue_behind = kNotQueued;
 
   [[nodiscard]] const PlannedCheck* binding() const noexcept {
     return enforced.binding == Decision::kNoLimit ? nullptr : &enforced_checks[enforced.binding];
@@ -81,16 +86,22 @@ inline constexpr Micros kCannotWait = kNever;
 // possibly before the call returns, possibly on a store's thread. Nothing passed in needs to
 // outlive the call except the policy and the engine.
 using DecisionHandler = std::function<void(PolicyDecision&&)>;
+// Whether requests are held (waiting in line) on a throttle check's limit and key, other than
+// the request being decided: a door that holds requests says, so that one which may still wait
+// queues behind them (PolicyDecision::queue_behind) instead of taking the units they wait for.
+// Called on the caller's thread, before deciding. Empty: nothing is held.
+using HeldOn = std::function<bool(const PlannedCheck& throttle_check)>;
 void decideAsync(const Policy& policy, const RequestContext& context, Engine& engine,
-                 Micros already_waited_us, DecisionHandler done);
+                 Micros already_waited_us, DecisionHandler done, const HeldOn& held_on = {});
 // The same for checks the caller planned: planChecks' output, perhaps with checks of its own
 // added (the gateway's webhook limits). The limits and specs they point to must outlive the
 // call of `done`.
 void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micros already_waited_us,
-                        DecisionHandler done);
+                        DecisionHandler done, const HeldOn& held_on = {});
 // Returns the error (and never calls `done`) when the limit or tier is unknown.
 [[nodiscard]] std::optional<std::string> decideNamedAsync(
     const Policy& policy, std::string_view limit_name, std::string_view key, std::string_view tier,
-    std::uint64_t cost, Engine& engine, Micros already_waited_us, DecisionHandler done);
+    std::uint64_t cost, Engine& engine, Micros already_waited_us, DecisionHandler done,
+    const HeldOn& held_on = {});
 
 }  // namespace sluice::policy

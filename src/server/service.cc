@@ -144,16 +144,26 @@ void Service::decideItem(const Pending& pending, std::size_t index, Micros waite
   const auto forward = [done](policy::PolicyDecision&& decision) {
     done(Result<policy::PolicyDecision>(std::move(decision)));
   };
+  const policy::HeldOn held_on = heldOnFor(pending);
   if (view != nullptr) {
     const policy::RequestContext context =
         policy::resolveIdentity(policy, *view, unixSeconds(clock_));
-    return policy::decideAsync(policy, context, engine_, waited_us, forward);
+    return policy::decideAsync(policy, context, engine_, waited_us, forward, held_on);
   }
   const auto& item = pending.body.items[index];
   if (auto error = policy::decideNamedAsync(policy, item.limit, item.key, item.tier, item.cost,
-                                            engine_, waited_us, forward)) {
+                                            engine_, waited_us, forward, held_on)) {
     done(Error{std::move(*error)});
   }
+}
+
+policy::HeldOn Service::heldOnFor(const Pending& pending) const {
+  // Called before decidePlannedAsync returns, on this loop: the references stay valid.
+  return [&pending, &lines = *throttle_lines_](const policy::PlannedCheck& check) {
+    const std::string line = ThrottleLines::lineKey(check.label, check.key);
+    if (pending.line.held() && pending.line.key() == line) return false;  // its own turn
+    return lines.waiting(line) > 0;
+  };
 }
 
 void Service::decideAndRespond(std::shared_ptr<Pending> pending) {
@@ -184,6 +194,9 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
     return decideAndRespond(pending);
   }
   policy::PolicyDecision decision = std::move(decided).value();
+  if (decision.queue_behind != policy::PolicyDecision::kNotQueued) {
+    return queueBehind(pending, decision);  // not decided: nothing to count yet
+  }
   metrics_.countPass(decision, latency_us, pending->waited_us[index] > 0);
   if (decision.throttle_wait_us > 0) return holdForThrottle(pending, decision);
   pending->line.reset();  // decided for good: the next request in its line decides now
@@ -204,21 +217,32 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
   decideAndRespond(pending);
 }
 
+bool Service::takePlaceInLine(const std::shared_ptr<Pending>& pending,
+                              const policy::PlannedCheck& check) {
+  std::string line = ThrottleLines::lineKey(check.label, check.key);
+  if (pending->line.held() && pending->line.key() == line) return true;  // its turn came
+  pending->line = throttle_lines_->join(
+      std::move(line),
+      [this, weak = std::weak_ptr<Pending>(pending), loop = pending->loop](std::uint64_t place) {
+        net::post(*loop, [this, weak, place] {
+          if (auto held = weak.lock()) onTurnInLine(held, place);
+        });
+      });
+  return pending->line.first();
+}
+
+void Service::queueBehind(const std::shared_ptr<Pending>& pending,
+                          const policy::PolicyDecision& decision) {
+  const policy::PlannedCheck& check = decision.enforced_checks[decision.queue_behind];
+  if (takePlaceInLine(pending, check)) return decideAndRespond(pending);  // the line emptied
+  waitForTurn(pending, check.limit->max_delay_us);
+}
+
 void Service::holdForThrottle(const std::shared_ptr<Pending>& pending,
                               const policy::PolicyDecision& decision) {
   const std::size_t index = pending->next;
   const policy::PlannedCheck& binding = *decision.binding();
-  std::string line = ThrottleLines::lineKey(binding.label, binding.key);
-  if (!pending->line.held() || pending->line.key() != line) {
-    pending->line = throttle_lines_->join(
-        std::move(line),
-        [this, weak = std::weak_ptr<Pending>(pending), loop = pending->loop](std::uint64_t place) {
-          net::post(*loop, [this, weak, place] {
-            if (auto held = weak.lock()) onTurnInLine(held, place);
-          });
-        });
-    if (!pending->line.first()) return waitForTurn(pending, binding.limit->max_delay_us);
-  }
+  if (!takePlaceInLine(pending, binding)) return waitForTurn(pending, binding.limit->max_delay_us);
   // First in line: held on a timer, no thread blocked, for the unit the store says frees then.
   pending->waited_us[index] += decision.throttle_wait_us;
   pending->timer = std::make_unique<LoopTimer>(*pending->loop);

@@ -115,6 +115,15 @@ class Service {
   // and then decides again.
   void holdForThrottle(const std::shared_ptr<Pending>& pending,
                        const policy::PolicyDecision& decision);
+  // Requests are held on one of its throttle limits and keys: it joins their line undecided,
+  // first come first served (a request that fit at once used to take the units they waited for).
+  void queueBehind(const std::shared_ptr<Pending>& pending, const policy::PolicyDecision& decision);
+  // Takes a place in the line of `check`'s limit and key, unless it holds one there; true when
+  // the place is first (the request may decide now), false when it waits for its turn.
+  bool takePlaceInLine(const std::shared_ptr<Pending>& pending, const policy::PlannedCheck& check);
+  // What the policy asks before deciding (policy::HeldOn): whether requests other than this
+  // one wait in the line of a throttle check.
+  [[nodiscard]] policy::HeldOn heldOnFor(const Pending& pending) const;
   void waitForTurn(const std::shared_ptr<Pending>& pending, Micros max_delay_us);
   // An auth subrequest without the original URI decides on its own target, where no limit on
   // the original path matches: said in the log (at most once a minute), since nothing else

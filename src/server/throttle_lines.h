@@ -43,7 +43,7 @@ class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
   // or after the place is left.
   [[nodiscard]] Place join(std::string key, Wake wake);
 
-  // Thread-safe: how many requests wait in the line for `key` (tests).
+  // Thread-safe: how many requests wait in the line for `key` (the first included).
   [[nodiscard]] std::size_t waiting(const std::string& key) const;
 
  private:

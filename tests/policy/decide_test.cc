@@ -248,6 +248,43 @@ limits:
   EXPECT_EQ(past_one_max.throttle_wait_us, 0);
 }
 
+// When the door says requests are held on a throttle check's limit and key, a request that may
+// still wait for it is not decided: it queues behind them, and nothing is consumed. One that
+// cannot wait (a batch item), or whose max_delay is spent (its last pass), decides as alone.
+TEST_F(DecideTest, ARequestThatMayWaitQueuesBehindTheHeld) {
+  load(R"(
+limits:
+  - { name: open, key: ip, rate: 5/min }
+  - { name: slow, key: ip, algorithm: gcra, rate: 2/s, burst: 3, action: throttle, max_delay: 1s }
+)");
+  const RequestContext context =
+      resolveIdentity(*policy_, request("/"), clock_.now() / kMicrosPerSecond);
+  std::vector<std::string> asked;
+  const HeldOn held_on = [&](const PlannedCheck& check) {
+    asked.push_back(check.label);
+    return true;
+  };
+  const auto decideWith = [&](Micros waited_us) {
+    std::optional<PolicyDecision> answer;
+    decideAsync(
+        *policy_, context, engine_, waited_us,
+        [&](PolicyDecision&& decision) { answer = std::move(decision); }, held_on);
+    EXPECT_TRUE(answer.has_value());
+    return answer.value_or(PolicyDecision{});
+  };
+  const PolicyDecision queued = decideWith(0);
+  EXPECT_EQ(asked, std::vector<std::string>{"slow"});  // only throttle checks are asked about
+  ASSERT_NE(queued.queue_behind, PolicyDecision::kNotQueued);
+  EXPECT_EQ(queued.enforced_checks[queued.queue_behind].label, "slow");
+  EXPECT_FALSE(queued.allowed);
+  EXPECT_EQ(decideFor(request("/")).enforced.statuses.at(0).remaining, 4u);  // nothing consumed
+
+  EXPECT_EQ(decideWith(kCannotWait).queue_behind, PolicyDecision::kNotQueued);
+  const PolicyDecision last_pass = decideWith(kMicrosPerSecond);
+  EXPECT_EQ(last_pass.queue_behind, PolicyDecision::kNotQueued);
+  EXPECT_TRUE(last_pass.allowed);
+}
+
 // A throttle limit whose store cannot decide at all (a denial with no wait) denies with its
 // status. It used to come back as a throttle wait of 0 with status 200: the gateway then sent
 // "200 OK" with an error body, and an auth subrequest answered 200, which nginx lets through.
