@@ -247,10 +247,13 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   if (request_->is_done()) watchClient();  // else the client is still sending its body
   exchange.timer = std::make_unique<server::LoopTimer>(loop_);
   exchange.timer->expires_after(std::chrono::microseconds(hold_us));
-  exchange.timer->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec || self->exchange_ == nullptr) return;
-    self->afterDecision();
-  });
+  exchange.timer->async_wait(
+      [self = shared_from_this(), hold_us](const boost::system::error_code& ec) {
+        if (ec || self->exchange_ == nullptr) return;
+        // Its waits and resets were counted from the decision: the client reads them from now.
+        policy::ageDecision(self->exchange_->decision, hold_us);
+        self->afterDecision();
+      });
 }
 
 // The service's decision metrics, as the API counts its own.

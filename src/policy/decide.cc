@@ -339,6 +339,21 @@ Result<std::optional<std::vector<PlannedCheck>>> planNamed(const Policy& policy,
 
 }  // namespace
 
+void ageDecision(PolicyDecision& decision, Micros elapsed_us) noexcept {
+  const auto closer = [elapsed_us](Micros& wait_us) {
+    if (wait_us != kNever) wait_us = std::max<Micros>(0, wait_us - elapsed_us);
+  };
+  for (Decision* part : {&decision.enforced, &decision.shadow}) {
+    closer(part->retry_after_us);
+    closer(part->delay_us);
+    for (Outcome& status : part->statuses) {
+      closer(status.reset_after_us);
+      closer(status.retry_after_us);
+      closer(status.delay_us);
+    }
+  }
+}
+
 PolicyDecision decide(const Policy& policy, const RequestContext& context, Engine& engine,
                       Micros already_waited_us) {
   return decidePlanned(planChecks(policy, context), engine, already_waited_us);

@@ -58,6 +58,11 @@ struct PolicyDecision {
   [[nodiscard]] std::string shadowDenials() const;
 };
 
+// A decision answered `elapsed_us` after it was made (held for a shaper's slot): its waits and
+// resets count from when it was made, so each comes that much closer (none below 0), and the
+// answer says how long from now. Remaining counts are left as decided.
+void ageDecision(PolicyDecision& decision, Micros elapsed_us) noexcept;
+
 // Thread-safe. Client address, API key and tier, verified JWT claims. `now_s` is Unix seconds,
 // for JWT expiry.
 [[nodiscard]] RequestContext resolveIdentity(const Policy& policy, const RequestView& request,

@@ -210,8 +210,11 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
     pending->waited_us[index] += hold_us;
     pending->timer = std::make_unique<LoopTimer>(*pending->loop);
     pending->timer->expires_after(std::chrono::microseconds(hold_us));
-    pending->timer->async_wait(
-        [this, pending](const boost::system::error_code&) { respondCheck(pending); });
+    pending->timer->async_wait([this, pending, index, hold_us](const boost::system::error_code&) {
+      // Its waits and resets were counted from the decision: the client reads them from now.
+      policy::ageDecision(*pending->decisions[index], hold_us);
+      respondCheck(pending);
+    });
     return;
   }
   decideAndRespond(pending);

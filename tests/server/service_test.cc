@@ -232,6 +232,23 @@ TEST_F(ServiceTest, ABatchTellsItsShapedItemsTheirSlots) {
   EXPECT_EQ(results[2].at("delayed_ms").as_int64(), 0) << reply.body;  // not held here
 }
 
+// A request held for its shaper slot is answered with its resets counted from the answer, not
+// from the decision a slot earlier: told the queue empties 2 s on while it has 1 s to go, a
+// client waited a whole slot longer than it needed (helper's finding: 6 s too long).
+TEST_F(ServiceTest, AShapedRequestsResetCountsFromItsAnswer) {
+  const std::string item = R"({"request": {"path": "/shaped", "client_ip": "192.0.2.86"}})";
+  ASSERT_EQ(check(item).status, 200);  // its slot is now
+  const HttpReply held = check(item);  // its slot is one emission interval (1 s) on
+  ASSERT_EQ(held.status, 200) << held.body;
+  const auto body = boost::json::parse(held.body);
+  EXPECT_GT(body.at("delayed_ms").as_int64(), 500) << held.body;
+  // The queue held two requests at the decision, draining at 1/s: empty 2 s on then, 1 s on now.
+  const auto& shaped = body.at("limits").at(1);
+  ASSERT_EQ(shaped.at("name").as_string(), "shaped") << held.body;
+  EXPECT_LE(shaped.at("reset_after_ms").as_int64(), 1'000) << held.body;
+  EXPECT_NE(held.body.find(R"(\"shaped\";r=3;t=1")"), std::string::npos) << held.body;
+}
+
 // An auth subrequest without the original URI decides on its own target, where no limit on the
 // original path can match: the log says so, once for a burst of them.
 TEST_F(ServiceTest, AnAuthSubrequestWithoutTheOriginalUriIsLogged) {
