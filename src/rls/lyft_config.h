@@ -177,6 +177,9 @@ using LyftConfigPtr = std::shared_ptr<const LyftConfig>;
 struct LyftLoadResult {
   std::shared_ptr<LyftConfig> config;  // null when there were errors; not yet shared
   std::vector<std::string> errors;     // "file:line:column: message"
+  // lyftConfigDirDigest of the files as this load read them (loadLyftConfigDir), whether they
+  // loaded or not; nullopt when the directory could not be read.
+  std::optional<std::size_t> digest;
 };
 
 // Reads every regular file under `dir`, recursively and whatever its name, as lyft does

@@ -44,15 +44,27 @@ Result<std::vector<LyftSource>> readConfigDir(const std::string& dir) {
   return sources;
 }
 
+std::size_t digestOf(const std::vector<LyftSource>& sources) {
+  std::string all;
+  for (const LyftSource& source : sources) {
+    // Length-prefixed, so that no split of the same bytes between files reads the same.
+    all += std::to_string(source.name.size()) + ':' + source.name;
+    all += std::to_string(source.yaml.size()) + ':' + source.yaml;
+  }
+  return std::hash<std::string>{}(all);
+}
+
 }  // namespace
 
 LyftLoadResult loadLyftConfigDir(const std::string& dir) {
   try {
     Result<std::vector<LyftSource>> sources = readConfigDir(dir);
-    if (!sources.ok()) return {nullptr, {sources.error()}};
-    return loadLyftConfigTexts(sources.value());
+    if (!sources.ok()) return {nullptr, {sources.error()}, std::nullopt};
+    LyftLoadResult loaded = loadLyftConfigTexts(sources.value());
+    loaded.digest = digestOf(sources.value());
+    return loaded;
   } catch (const std::exception& error) {  // reading the files ran out of memory, say
-    return {nullptr, {dir + ": cannot be loaded: " + error.what()}};
+    return {nullptr, {dir + ": cannot be loaded: " + error.what()}, std::nullopt};
   }
 }
 
@@ -60,13 +72,7 @@ std::optional<std::size_t> lyftConfigDirDigest(const std::string& dir) {
   try {
     const Result<std::vector<LyftSource>> sources = readConfigDir(dir);
     if (!sources.ok()) return std::nullopt;
-    std::string all;
-    for (const LyftSource& source : sources.value()) {
-      // Length-prefixed, so that no split of the same bytes between files reads the same.
-      all += std::to_string(source.name.size()) + ':' + source.name;
-      all += std::to_string(source.yaml.size()) + ':' + source.yaml;
-    }
-    return std::hash<std::string>{}(all);
+    return digestOf(sources.value());
   } catch (const std::exception&) {  // as unreadable: the watcher looks again next time
     return std::nullopt;
   }

@@ -373,9 +373,9 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
     }
     for (std::string& error : errors.take()) all_errors.push_back(std::move(error));
   }
-  if (!all_errors.empty()) return {nullptr, std::move(all_errors)};
+  if (!all_errors.empty()) return {nullptr, std::move(all_errors), std::nullopt};
   config->shareCountsByName();
-  return {std::move(config), {}};
+  return {std::move(config), {}, std::nullopt};
 }
 
 }  // namespace sluice::rls

@@ -154,8 +154,9 @@ Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
   return boost::asio::ip::tcp::endpoint(address, static_cast<unsigned short>(port));
 }
 
-std::vector<std::string> RlsServer::reload() {
+std::vector<std::string> RlsServer::reload(std::optional<std::size_t>* digest_read) {
   Read read_now = read();
+  if (digest_read != nullptr) *digest_read = read_now.loaded.digest;
   std::vector<std::string> errors;
   if (read_now.loaded.config == nullptr) {
     errors = std::move(read_now.loaded.errors);
@@ -228,10 +229,11 @@ void RlsServer::watchAgain() {
     } else if (digest != settling_digest_) {
       settling_digest_ = digest;  // changed: looked at once more before it is loaded
     } else {
-      watched_digest_ = digest;
       watch_reloading_.store(true, std::memory_order_relaxed);
-      const std::vector<std::string> errors = reload();
+      std::optional<std::size_t> digest_read;
+      const std::vector<std::string> errors = reload(&digest_read);
       watch_reloading_.store(false, std::memory_order_relaxed);
+      watched_digest_ = digest_read ? digest_read : digest;
       (errors.empty() ? counters_.watch_reloads_ok : counters_.watch_reloads_failed)
           .fetch_add(1, std::memory_order_relaxed);
       if (errors.empty()) {

@@ -57,7 +57,8 @@ class RlsServer {
 
   // Thread-safe. Reads config_dir again and swaps it in atomically; RPCs in flight finish with
   // the config they started with. On errors the old config stays and the errors are returned.
-  std::vector<std::string> reload();
+  // `digest_read`, when given: the digest of the files as read (LyftLoadResult::digest).
+  std::vector<std::string> reload(std::optional<std::size_t>* digest_read = nullptr);
   // reload() in two halves, for a reload of several sources taken whole or not at all: read()
   // reads config_dir (a null config and its errors when it has any, or when it holds no domain
   // while the config in force has some: a directory emptied mid-deploy would turn every call
@@ -114,7 +115,8 @@ class RlsServer {
   std::optional<std::size_t> watched_digest_;
   // What the latest look saw when it differed from watched_digest_: files mid-change (a deploy
   // that clears the directory, then copies) read differently from one look to the next, so the
-  // watcher reloads once two looks in a row agree.
+  // watcher reloads once two looks in a row agree. watched_digest_ is then what the reload read:
+  // a file that changed between the look and the load is seen as changed at the next look.
   std::optional<std::size_t> settling_digest_;
   int unreadable_looks_ = 0;  // in a row; said once at a few, until it can be read again
   std::atomic<bool> watch_reloading_{false};  // see reloadUnderWay()
