@@ -242,7 +242,7 @@ void ProxySession::onDecision(policy::PolicyDecision&& decision) {
   // those waiting must not fill max_in_flight).
   exchange.permits.clear();
   exchange.permits_after_hold = true;
-  if (exchange.waited_us == 0) count(state_->counters.throttled);
+  countThrottledOnce();
   exchange.waited_us += hold_us;
   if (request_->is_done()) watchClient();  // else the client is still sending its body
   exchange.timer = std::make_unique<server::LoopTimer>(loop_);
@@ -264,7 +264,7 @@ void ProxySession::countInMetrics() {
                              std::chrono::duration_cast<std::chrono::microseconds>(
                                  std::chrono::steady_clock::now() - exchange.deciding_since)
                                  .count(),
-                             exchange.waited_us > 0);
+                             exchange.throttle_counted);
 }
 
 void ProxySession::afterDecision() {

@@ -48,6 +48,9 @@ struct ProxySession::Exchange {
   bool awaiting_webhook = false;  // its dynamic limits asked for, and not yet answered
   policy::PolicyDecision decision;
   Micros waited_us = 0;
+  // Counted as throttled (the gateway's counter and the metrics), once: when first held, queued
+  // or given a later shaper slot.
+  bool throttle_counted = false;
   std::chrono::steady_clock::time_point deciding_since;  // the pass now deciding began (metrics)
   std::vector<ConcurrencyLimiter::Permit> permits;
   bool permits_after_hold = false;  // a shaper's hold gave them back: taken again after it

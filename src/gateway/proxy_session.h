@@ -61,6 +61,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   // Requests are held on one of its throttle limits and keys (PolicyDecision::queue_behind): it
   // joins their line undecided, first come first served.
   void queueBehind();
+  void countThrottledOnce();  // the gateway's throttled counter, once per request
   // A place in the line of `check`'s limit and key, unless it holds one there; true when first.
   bool takePlaceInLine(const policy::PlannedCheck& check);
   [[nodiscard]] policy::HeldOn heldOn() const;  // what the policy asks before deciding

@@ -27,6 +27,7 @@ policy::HeldOn ProxySession::heldOn() const {
   // Called before the decision call returns, on this loop: the references stay valid.
   return [&exchange = *exchange_,
           &lines = *state_->throttle_lines](const policy::PlannedCheck& check) {
+    if (!lines.anyHeld()) return false;
     const std::string line = server::ThrottleLines::lineKey(check.label, check.key);
     if (exchange.line.held() && exchange.line.key() == line) return false;  // its own turn
     return lines.waiting(line) > 0;
@@ -46,19 +47,27 @@ bool ProxySession::takePlaceInLine(const policy::PlannedCheck& check) {
   return exchange.line.first();
 }
 
+void ProxySession::countThrottledOnce() {
+  Exchange& exchange = *exchange_;
+  if (exchange.throttle_counted) return;
+  exchange.throttle_counted = true;
+  count(state_->counters.throttled);
+}
+
 void ProxySession::queueBehind() {
   Exchange& exchange = *exchange_;
-  if (exchange.waited_us == 0) count(state_->counters.throttled);
-  if (request_->is_done()) watchClient();  // else the client is still sending its body
   const policy::PlannedCheck& check =
       exchange.decision.enforced_checks[exchange.decision.queue_behind];
+  if (!exchange.throttle_counted && state_->metrics != nullptr) state_->metrics->countQueued(check);
+  countThrottledOnce();
+  if (request_->is_done()) watchClient();           // else the client is still sending its body
   if (takePlaceInLine(check)) return decidePass();  // the line emptied meanwhile
   waitForTurn(check.limit->max_delay_us);
 }
 
 void ProxySession::waitToDecideAgain() {
   Exchange& exchange = *exchange_;
-  if (exchange.waited_us == 0) count(state_->counters.throttled);
+  countThrottledOnce();                    // after countInMetrics, which read the flag
   if (request_->is_done()) watchClient();  // else the client is still sending its body
   const policy::PlannedCheck& binding = *exchange.decision.binding();
   if (!takePlaceInLine(binding)) return waitForTurn(binding.limit->max_delay_us);

@@ -210,6 +210,19 @@ bool waitsForThrottle(const PolicyDecision& result, Micros already_waited_us) {
   return true;
 }
 
+// What a denial answers: the deny_status of the first limit that refused it without offering to
+// wait (a reject limit), else the binding limit's. A reject limit's refusal stands over a
+// throttle limit's longer wait, as its status should.
+int refusingStatus(const PolicyDecision& result) {
+  for (std::size_t i = 0; i < result.enforced_checks.size(); ++i) {
+    const Limit& limit = *result.enforced_checks[i].limit;
+    if (!result.enforced.statuses[i].allowed && limit.action != Action::kThrottle) {
+      return limit.deny_status;
+    }
+  }
+  return result.binding()->limit->deny_status;
+}
+
 // Applies throttle and deny status to the enforced decision; true when the shadow limits
 // should be decided too: the request is admitted, finally. A denied one is not counted against
 // them: enforced beside the others, a shadow limit would have taken nothing from it (all or
@@ -223,7 +236,7 @@ bool applyActions(PolicyDecision& result, Micros already_waited_us) {
       result.throttle_wait_us = result.enforced.retry_after_us;
       return false;
     }
-    result.status = result.binding()->limit->deny_status;
+    result.status = refusingStatus(result);
     return false;
   }
   result.hold_us = result.enforced.delay_us;  // a shaper's slot
@@ -245,31 +258,52 @@ PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
 }
 
 // The enforced throttle check whose line the request joins instead of deciding, if any: one on
-// which others are held, while the request may still wait for it (on its last pass, its
-// max_delay spent, it decides, as it would alone).
+// which others are held. Only on a request's first pass: one that has waited (its turn came, or
+// its unit's timer ran) decides, else a request under two throttle limits went from one line to
+// the back of the other for as long as either had newcomers. Nor for a check that waits for
+// nothing (cost 0, a peek) or could never fit (cost over the limit): either is answered at once.
 std::size_t lineToQueueIn(const PolicyDecision& result, Micros already_waited_us,
                           const HeldOn& held_on) {
-  if (!held_on || already_waited_us == kCannotWait) return PolicyDecision::kNotQueued;
+  if (!held_on || already_waited_us != 0) return PolicyDecision::kNotQueued;
   for (std::size_t i = 0; i < result.enforced_checks.size(); ++i) {
     const PlannedCheck& check = result.enforced_checks[i];
-    if (check.limit->action == Action::kThrottle && already_waited_us < check.limit->max_delay_us &&
-        held_on(check)) {
+    if (check.limit->action == Action::kThrottle && check.cost > 0 &&
+        check.cost <= check.spec->limit() && held_on(check)) {
       return i;
     }
   }
   return PolicyDecision::kNotQueued;
 }
 
-}  // namespace
-
-void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micros already_waited_us,
-                        DecisionHandler done, const HeldOn& held_on) {
-  PolicyDecision split = splitByAction(std::move(planned));
-  split.queue_behind = lineToQueueIn(split, already_waited_us, held_on);
-  if (split.queue_behind != PolicyDecision::kNotQueued) {
-    split.allowed = false;  // not decided: it waits for its turn
-    return done(std::move(split));
+// Whether a limit that does not throttle would refuse the request now, by a peek (costs 0) of
+// the enforced checks: such a request is answered at once, as alone, not queued. A store that
+// could not answer the peek counts as refusing: the decision then follows on_error at once.
+bool aRejectLimitRefuses(const PolicyDecision& result, const Decision& peeked) {
+  for (std::size_t i = 0; i < result.enforced_checks.size(); ++i) {
+    const PlannedCheck& check = result.enforced_checks[i];
+    if (check.limit->action == Action::kThrottle || check.cost == 0) continue;
+    const Outcome& status = peeked.statuses[i];
+    if (!status.allowed || status.remaining < check.cost) return true;
   }
+  return false;
+}
+
+bool hasRejectChecks(const PolicyDecision& result) {
+  return std::any_of(result.enforced_checks.begin(), result.enforced_checks.end(),
+                     [](const PlannedCheck& check) {
+                       return check.limit->action != Action::kThrottle && check.cost > 0;
+                     });
+}
+
+EngineChecks peekChecks(const std::vector<PlannedCheck>& planned) {
+  EngineChecks checks = engineChecks(planned);
+  for (LimitCheck& check : checks) check.cost = 0;
+  return checks;
+}
+
+// Decides the split checks now: at once for a store in this process, else when it answers.
+void decideNow(PolicyDecision split, Engine& engine, Micros already_waited_us,
+               DecisionHandler done) {
   // A store in this process answers at once: deciding directly saves the shared state and the
   // callbacks' allocations (a handful per request on the HTTP and gateway doors).
   if (engine.decidesInline()) return done(decideSplit(std::move(split), engine, already_waited_us));
@@ -293,6 +327,50 @@ void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micro
       state->done(std::move(state->result));
     });
   });
+}
+
+// A request that would queue behind held ones: queued, unless a reject limit refuses it now
+// (peeked first when it has any), which is answered at once as it would be alone.
+void queueOrRefuse(PolicyDecision split, Engine& engine, DecisionHandler done) {
+  const auto queued = [](PolicyDecision&& result, const DecisionHandler& answer) {
+    result.allowed = false;  // not decided: it waits for its turn
+    answer(std::move(result));
+  };
+  if (!hasRejectChecks(split)) return queued(std::move(split), done);
+  const auto decide_or_queue = [&engine](PolicyDecision&& result, const Decision& peeked,
+                                         DecisionHandler&& answer, const auto& queue) {
+    if (!aRejectLimitRefuses(result, peeked)) return queue(std::move(result), answer);
+    result.queue_behind = PolicyDecision::kNotQueued;
+    decideNow(std::move(result), engine, 0, std::move(answer));
+  };
+  if (engine.decidesInline()) {
+    const Decision peeked = engine.check(peekChecks(split.enforced_checks));
+    return decide_or_queue(std::move(split), peeked, std::move(done), queued);
+  }
+  struct State {
+    PolicyDecision result;
+    EngineChecks checks;  // views the result's keys; alive until the engine answers
+    DecisionHandler done;
+  };
+  auto state = std::make_shared<State>();
+  state->result = std::move(split);
+  state->done = std::move(done);
+  state->checks = peekChecks(state->result.enforced_checks);
+  engine.checkAsync(state->checks, [state, decide_or_queue, queued](Decision&& peeked) {
+    decide_or_queue(std::move(state->result), peeked, std::move(state->done), queued);
+  });
+}
+
+}  // namespace
+
+void decidePlannedAsync(std::vector<PlannedCheck> planned, Engine& engine, Micros already_waited_us,
+                        DecisionHandler done, const HeldOn& held_on) {
+  PolicyDecision split = splitByAction(std::move(planned));
+  split.queue_behind = lineToQueueIn(split, already_waited_us, held_on);
+  if (split.queue_behind != PolicyDecision::kNotQueued) {
+    return queueOrRefuse(std::move(split), engine, std::move(done));
+  }
+  decideNow(std::move(split), engine, already_waited_us, std::move(done));
 }
 
 namespace {

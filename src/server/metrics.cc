@@ -71,12 +71,17 @@ void Metrics::observeDecisionLatency(Micros latency_us) noexcept {
   latency_count_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::countQueued(const policy::PlannedCheck& check) {
+  std::lock_guard lock(mutex_);
+  countCheckLocked(check, Result::kThrottled);
+}
+
 void Metrics::countPass(const policy::PolicyDecision& decision, Micros latency_us,
-                        bool waited_before) {
+                        bool throttle_counted) {
   observeDecisionLatency(latency_us);
   if (decision.enforced.degraded || decision.shadow.degraded) countDegraded();
   if (decision.throttle_wait_us > 0) {  // held, to decide again: throttled once per request
-    if (!waited_before) {
+    if (!throttle_counted) {
       std::lock_guard lock(mutex_);
       countCheckLocked(*decision.binding(), Result::kThrottled);
     }

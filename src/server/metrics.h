@@ -21,11 +21,14 @@ class Metrics {
 
   // All thread-safe.
   // One decision pass of a request, as every door counts it: its latency and a degraded answer;
-  // then, when a throttle holds it, "throttled" once per request (`waited_before` is false on its
-  // first wait); else, decided for good, each enforced limit's answer as it bore on the request
-  // (an allowed check of a denied request is not counted as allowed) and each shadow limit that
-  // would have denied.
-  void countPass(const policy::PolicyDecision& decision, Micros latency_us, bool waited_before);
+  // then, when a throttle holds it, "throttled" once per request (`throttle_counted`: it was
+  // already, on an earlier wait or when it queued); else, decided for good, each enforced
+  // limit's answer as it bore on the request (an allowed check of a denied request is not counted
+  // as allowed) and each shadow limit that would have denied.
+  void countPass(const policy::PolicyDecision& decision, Micros latency_us, bool throttle_counted);
+  // A request queued undecided behind those held on `check` (PolicyDecision::queue_behind):
+  // "throttled" for that limit, once per request, as countPass counts a held one.
+  void countQueued(const policy::PlannedCheck& check);
   void observeDecisionLatency(Micros latency_us) noexcept;
   void countDegraded() noexcept { degraded_decisions_.fetch_add(1, std::memory_order_relaxed); }
   // A request held by a throttle whose client hung up before its turn.

@@ -49,6 +49,9 @@ struct Service::Pending {
   std::unique_ptr<LoopTimer> timer;
   ThrottleLines::Place line;  // while a throttle holds it: its place in line
   Micros queued_at_us = 0;    // when it began to wait for its turn (steady clock)
+  // Counted as throttled in the metrics, once: when it was first held or queued. (Only a request
+  // that may wait is ever held, and it has one item.)
+  bool throttle_counted = false;
 
   // Items of a batch never wait, each would hold the connection in turn; that goes for a batch
   // of one item too, whose caller asked for the batch form's answer at once.
@@ -160,6 +163,7 @@ void Service::decideItem(const Pending& pending, std::size_t index, Micros waite
 policy::HeldOn Service::heldOnFor(const Pending& pending) const {
   // Called before decidePlannedAsync returns, on this loop: the references stay valid.
   return [&pending, &lines = *throttle_lines_](const policy::PlannedCheck& check) {
+    if (!lines.anyHeld()) return false;
     const std::string line = ThrottleLines::lineKey(check.label, check.key);
     if (pending.line.held() && pending.line.key() == line) return false;  // its own turn
     return lines.waiting(line) > 0;
@@ -197,8 +201,11 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
   if (decision.queue_behind != policy::PolicyDecision::kNotQueued) {
     return queueBehind(pending, decision);  // not decided: nothing to count yet
   }
-  metrics_.countPass(decision, latency_us, pending->waited_us[index] > 0);
-  if (decision.throttle_wait_us > 0) return holdForThrottle(pending, decision);
+  metrics_.countPass(decision, latency_us, pending->throttle_counted);
+  if (decision.throttle_wait_us > 0) {
+    pending->throttle_counted = true;
+    return holdForThrottle(pending, decision);
+  }
   pending->line.reset();  // decided for good: the next request in its line decides now
   const Micros hold_us = may_wait ? decision.hold_us : 0;
   // Held here, the slot is served. A batch item is not held: its answer tells its slot.
@@ -237,6 +244,8 @@ bool Service::takePlaceInLine(const std::shared_ptr<Pending>& pending,
 void Service::queueBehind(const std::shared_ptr<Pending>& pending,
                           const policy::PolicyDecision& decision) {
   const policy::PlannedCheck& check = decision.enforced_checks[decision.queue_behind];
+  if (!pending->throttle_counted) metrics_.countQueued(check);
+  pending->throttle_counted = true;
   if (takePlaceInLine(pending, check)) return decideAndRespond(pending);  // the line emptied
   waitForTurn(pending, check.limit->max_delay_us);
 }

@@ -8,6 +8,7 @@ ThrottleLines::Place ThrottleLines::join(std::string key, Wake wake) {
   std::lock_guard lock(mutex_);
   const std::uint64_t id = next_id_++;
   Line& line = lines_[key];
+  open_lines_.store(lines_.size(), std::memory_order_release);
   const bool first = line.empty();
   const auto position = line.insert(line.end(), Waiter{id, first ? Wake() : std::move(wake)});
   return Place(shared_from_this(), std::move(key), position, id, first);
@@ -31,6 +32,7 @@ void ThrottleLines::leave(const std::string& key, Line::iterator position) {
     line.erase(position);
     if (line.empty()) {
       lines_.erase(found);
+      open_lines_.store(lines_.size(), std::memory_order_release);
     } else if (was_first) {
       woken = line.front().id;
       wake = std::move(line.front().wake);  // called once: the entry keeps an empty function

@@ -6,6 +6,7 @@
 // each with its own deadline (the limit's max_delay), and are served in the order they came.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -45,6 +46,11 @@ class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
 
   // Thread-safe: how many requests wait in the line for `key` (the first included).
   [[nodiscard]] std::size_t waiting(const std::string& key) const;
+  // Thread-safe, lock-free: whether any line has a request in it. A door asks this first, so a
+  // request with a throttle limit builds no line key and takes no lock while nothing is held.
+  [[nodiscard]] bool anyHeld() const noexcept {
+    return open_lines_.load(std::memory_order_acquire) > 0;
+  }
 
  private:
   ThrottleLines() = default;
@@ -58,6 +64,7 @@ class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
 
   mutable std::mutex mutex_;
   std::unordered_map<std::string, Line> lines_;
+  std::atomic<std::size_t> open_lines_{0};  // lines_.size(), written under mutex_
   std::uint64_t next_id_ = 1;
 };
 

@@ -220,7 +220,7 @@ limits:
 TEST_F(DecideTest, ARejectLimitThatDeniesIsNotHeldByAThrottleLimit) {
   load(R"(
 limits:
-  - { name: rej, key: ip, algorithm: token_bucket, rate: 1/s, burst: 1 }
+  - { name: rej, key: ip, algorithm: token_bucket, rate: 1/s, burst: 1, deny_status: 503 }
   - { name: thr5, key: ip, algorithm: gcra, rate: 1/5s, burst: 1, action: throttle, max_delay: 10s }
   - { name: thr2, key: [ip, path], algorithm: gcra, rate: 1/2s, burst: 1, action: throttle,
       max_delay: 3s, match: { path: /short } }
@@ -230,7 +230,7 @@ limits:
   EXPECT_FALSE(both.allowed);
   EXPECT_EQ(both.binding()->label, "thr5");  // the longer wait binds
   EXPECT_EQ(both.throttle_wait_us, 0);       // but rej denied too: no hold
-  EXPECT_EQ(both.status, 429);
+  EXPECT_EQ(both.status, 503);               // and its status stands over thr5's
 
   clock_.advance(kMicrosPerSecond);  // rej has its unit back; thr5 still waits 4 s
   const PolicyDecision throttle_only = decideFor(request("/"));
@@ -248,23 +248,26 @@ limits:
   EXPECT_EQ(past_one_max.throttle_wait_us, 0);
 }
 
-// When the door says requests are held on a throttle check's limit and key, a request that may
-// still wait for it is not decided: it queues behind them, and nothing is consumed. One that
-// cannot wait (a batch item), or whose max_delay is spent (its last pass), decides as alone.
-TEST_F(DecideTest, ARequestThatMayWaitQueuesBehindTheHeld) {
+// When the door says requests are held on a throttle check's limit and key, a request on its
+// first pass is not decided: it queues behind them, and nothing is consumed. It decides as alone
+// when it cannot wait (a batch item), has waited already (its turn came: deciding again, it went
+// to the back of another line it met), asks for nothing (cost 0), could never fit (cost over
+// the limit), or is refused now by a reject limit (found by a peek).
+TEST_F(DecideTest, ARequestOnItsFirstPassQueuesBehindTheHeld) {
   load(R"(
 limits:
-  - { name: open, key: ip, rate: 5/min }
-  - { name: slow, key: ip, algorithm: gcra, rate: 2/s, burst: 3, action: throttle, max_delay: 1s }
+  - { name: open, key: ip, rate: 5/min, deny_status: 503 }
+  - { name: slow, key: ip, algorithm: gcra, rate: 2/s, burst: 10, action: throttle, max_delay: 1s }
 )");
-  const RequestContext context =
-      resolveIdentity(*policy_, request("/"), clock_.now() / kMicrosPerSecond);
   std::vector<std::string> asked;
   const HeldOn held_on = [&](const PlannedCheck& check) {
     asked.push_back(check.label);
     return true;
   };
-  const auto decideWith = [&](Micros waited_us) {
+  const auto decideWith = [&](Micros waited_us, std::uint64_t cost = 1) {
+    RequestView view = request("/");
+    view.cost = cost;
+    const RequestContext context = resolveIdentity(*policy_, view, clock_.now() / kMicrosPerSecond);
     std::optional<PolicyDecision> answer;
     decideAsync(
         *policy_, context, engine_, waited_us,
@@ -272,17 +275,30 @@ limits:
     EXPECT_TRUE(answer.has_value());
     return answer.value_or(PolicyDecision{});
   };
+  const auto remaining = [&] {
+    return decideWith(kCannotWait, 0).enforced.statuses.at(0).remaining;
+  };
   const PolicyDecision queued = decideWith(0);
   EXPECT_EQ(asked, std::vector<std::string>{"slow"});  // only throttle checks are asked about
   ASSERT_NE(queued.queue_behind, PolicyDecision::kNotQueued);
   EXPECT_EQ(queued.enforced_checks[queued.queue_behind].label, "slow");
   EXPECT_FALSE(queued.allowed);
-  EXPECT_EQ(decideFor(request("/")).enforced.statuses.at(0).remaining, 4u);  // nothing consumed
+  EXPECT_EQ(remaining(), 5u);  // nothing consumed
 
   EXPECT_EQ(decideWith(kCannotWait).queue_behind, PolicyDecision::kNotQueued);
-  const PolicyDecision last_pass = decideWith(kMicrosPerSecond);
-  EXPECT_EQ(last_pass.queue_behind, PolicyDecision::kNotQueued);
-  EXPECT_TRUE(last_pass.allowed);
+  const PolicyDecision again = decideWith(kMicrosPerMilli);  // it has waited: decides
+  EXPECT_EQ(again.queue_behind, PolicyDecision::kNotQueued);
+  EXPECT_TRUE(again.allowed);
+  EXPECT_EQ(decideWith(0, 0).queue_behind, PolicyDecision::kNotQueued);   // a peek
+  EXPECT_EQ(decideWith(0, 11).queue_behind, PolicyDecision::kNotQueued);  // over slow's burst
+
+  for (std::uint64_t left = remaining(); left > 0; --left) {
+    ASSERT_TRUE(decideWith(kCannotWait).allowed);  // open spent
+  }
+  const PolicyDecision refused = decideWith(0);
+  EXPECT_EQ(refused.queue_behind, PolicyDecision::kNotQueued);  // open refuses it now
+  EXPECT_FALSE(refused.allowed);
+  EXPECT_EQ(refused.status, 503);
 }
 
 // A throttle limit whose store cannot decide at all (a denial with no wait) denies with its

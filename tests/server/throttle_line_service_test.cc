@@ -83,6 +83,14 @@ struct LineServer {
   boost::asio::ip::tcp::endpoint admin_endpoint;
 };
 
+// Requests of the limit `paced` counted as throttled so far, from /metrics.
+std::uint64_t throttledCount(const boost::asio::ip::tcp::endpoint& admin) {
+  const std::string body = httpCall(admin, http::verb::get, "/metrics").body;
+  const std::string name = R"(sluice_decisions_total{limit="paced",result="throttled"} )";
+  const std::size_t at = body.find(name);
+  return at == std::string::npos ? 0 : std::stoull(body.substr(at + name.size()));
+}
+
 TEST(ThrottleLineServiceTest, HeldRequestsDecideAgainInTurn) {
   LineServer server(kThrottleLineConfig, "throttle-line");
   constexpr int kRequests = 40;
@@ -100,6 +108,11 @@ TEST(ThrottleLineServiceTest, HeldRequestsDecideAgainInTurn) {
   // About three passes a request: its first try, its turn, the unit it waited for. Deciding all
   // held requests again at every freed unit made about 40 * 41 / 2.
   EXPECT_LE(decisionsMade(server.admin_endpoint), 4u * kRequests);
+  // Each counted once, held or queued (not only when held: queued ones were missed), but those
+  // that went through at once: the first, and any that came as a unit freed.
+  const std::uint64_t throttled = throttledCount(server.admin_endpoint);
+  EXPECT_GE(throttled, kRequests / 2u);
+  EXPECT_LE(throttled, kRequests - 1u);
 }
 
 // A request that arrives while another is held on the same limit and key waits behind it,
@@ -126,9 +139,11 @@ limits:
     EXPECT_EQ(check(3).status, 200);
     held_order = ++finished;
   });
-  // Time for the first to be held (not a measure: had it not been held yet, it would hold now
-  // or be decided first, and the order checked below is the same).
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Until the first is held (counted throttled); bounded: 10 s.
+  for (int i = 0; i < 1000 && throttledCount(server.admin_endpoint) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(throttledCount(server.admin_endpoint), 1u);
   std::thread newcomer([&] {
     const auto answer = check(1);  // 1.4 units free now
     EXPECT_EQ(answer.status, 200);
@@ -143,6 +158,7 @@ limits:
   const std::size_t at = newcomer_body.find(field);
   ASSERT_NE(at, std::string::npos) << newcomer_body;
   EXPECT_GT(std::stol(newcomer_body.substr(at + field.size())), 0) << newcomer_body;  // held
+  EXPECT_EQ(throttledCount(server.admin_endpoint), 2u);  // each counted once, queued or held
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 -- Exact while burst * unit_weight + drain_per_us < 2^53 (lua_bounds.cc).
 if uses[GCRA] then
   -- The TAT to start from, as (whole µs, fraction); an old TAT means "now", and so does one
-  -- 2^53 µs or more ahead, which no write of this script leaves (consume keeps the TAT within
-  -- the tolerance of now, force below 2^53): another program's value, whose distance from now
-  -- no reply number could carry.
+  -- 2^53 - 1 µs (MAX_EXACT) or more ahead, which no write of this script leaves (consume keeps
+  -- the TAT within the tolerance of now, force below 2^53): another program's value, whose
+  -- distance from now no reply number could carry. (The C++ algorithm never reads such state.)
   local function base(state, now_us)
     if state.a < now_us or (state.a == now_us and state.b == 0) or
         state.a - now_us >= MAX_EXACT then
