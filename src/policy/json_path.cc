@@ -159,6 +159,13 @@ bool JsonPath::startsWith(std::initializer_list<std::string_view> names) const n
   return true;
 }
 
+std::optional<std::string_view> JsonPath::memberAt(std::size_t index) const noexcept {
+  if (index >= steps_.size()) return std::nullopt;
+  const auto* member = std::get_if<std::string>(&steps_[index]);
+  if (member == nullptr) return std::nullopt;
+  return std::string_view(*member);
+}
+
 std::optional<std::string> JsonPath::findText(const boost::json::value& document) const {
   const boost::json::value* value = find(document);
   if (value == nullptr) return std::nullopt;

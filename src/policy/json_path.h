@@ -39,6 +39,9 @@ class JsonPath {
 
   // Whether the path's first steps are the member names `names`, however written (.a or ['a']).
   [[nodiscard]] bool startsWith(std::initializer_list<std::string_view> names) const noexcept;
+  // The member name of step `index` (0 is the first after `$`), or nullopt when the path is
+  // shorter or that step is an array index.
+  [[nodiscard]] std::optional<std::string_view> memberAt(std::size_t index) const noexcept;
 
   // The expression as it was parsed, for error messages.
   [[nodiscard]] const std::string& text() const noexcept { return text_; }

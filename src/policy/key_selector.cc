@@ -143,6 +143,26 @@ void appendPathPart(const RequestView& request, bool fold_case, std::string& out
   appendCounterPart(out, lower);
 }
 
+// Whether a json: part reads something the client left in doubt, as the other parts read it:
+// a cookie sent with two values (null in the document), any line of a header sent on lines that
+// differ (`headers['X-User-Id'][0]` read the first, which a client could vary at will while a
+// backend reads the last), or the token's claims while the token is in doubt (absent from the
+// document, so the part read as missing, and `when_missing: skip` skipped the limit). Other
+// nulls, a JWT claim's say, are no value, as jwt: reads them.
+bool jsonPartInDoubt(const RequestContext& context, const JsonPath& path) {
+  if (path.startsWith({"request", "http", "cookies"})) {
+    const boost::json::value* found = path.find(context.document());
+    return found != nullptr && found->is_null();
+  }
+  if (path.startsWith({"request", "http", "headers"})) {
+    const std::optional<std::string_view> name = path.memberAt(3);
+    bool in_doubt = false;
+    if (name) (void)context.request.agreedHeader(*name, in_doubt);
+    return in_doubt;
+  }
+  return context.token_in_doubt && path.startsWith({"request", "parsed_token"});
+}
+
 // A part's value: in doubt, missing (none, or empty: counted as a value, every client sending it
 // empty would share one counter, which one of them could spend for all), or appended.
 template <typename Text>
@@ -197,14 +217,9 @@ KeySelector::Read KeySelector::appendPart(const Part& part, const RequestContext
     case Kind::kJwtClaim:
       return appendValue(context.claims ? claimText(*context.claims, part.name) : std::nullopt,
                          context.token_in_doubt, out);
-    case Kind::kJsonPath: {
-      // A cookie of the document that is null was sent with two values: in doubt, as for
-      // cookie:. (Other nulls, a JWT claim's say, are no value, as jwt: reads them.)
-      const boost::json::value* found = part.path->find(context.document());
-      const bool in_doubt = found != nullptr && found->is_null() &&
-                            part.path->startsWith({"request", "http", "cookies"});
-      return appendValue(part.path->findText(context.document()), in_doubt, out);
-    }
+    case Kind::kJsonPath:
+      return appendValue(part.path->findText(context.document()),
+                         jsonPartInDoubt(context, *part.path), out);
     case Kind::kMethod:
       appendCounterPart(out, context.request.method);
       break;

@@ -36,10 +36,12 @@ void addCookies(std::string_view header, boost::json::object& cookies) {
     const std::size_t end = header.find(';');
     std::string_view pair = header.substr(0, end);
     header = end == std::string_view::npos ? std::string_view() : header.substr(end + 1);
-    while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
     const std::size_t equals = pair.find('=');
-    if (equals == std::string_view::npos || equals == 0) continue;
-    const std::string_view name = pair.substr(0, equals);
+    if (equals == std::string_view::npos) continue;
+    // Blanks around the name are not part of it, as cookie: (findCookie) reads it: "sid =x" is
+    // sid, and a client sending "sid=a; sid =b" is in doubt here too.
+    const std::string_view name = trimBlanks(pair.substr(0, equals));
+    if (name.empty()) continue;
     const auto value = findCookie(pair, name);
     if (!value || value->empty()) continue;
     std::string decoded = percentDecoded(*value);

@@ -144,11 +144,41 @@ TEST(RequestDocument, OnlyACookieInDoubtCountsByAddress) {
   EXPECT_EQ(key("jwt:org"), std::nullopt);
 }
 
+// A json: part reads doubt as the other parts do: any line of a header sent on lines that
+// differ (`[0]` keyed the first line, which a client could vary per request while a backend
+// reads the last), the token's claims while the token is in doubt (read as missing, they let
+// `when_missing: skip` skip the limit), and a cookie name with blanks around it, which
+// cookie: reads as the same name (helper's findings).
+TEST(RequestDocument, JsonPartsReadDoubtAsTheOtherPartsDo) {
+  RequestView view;
+  view.headers = {{"X-User-Id", "r17"},
+                  {"x-user-id", "alice"},
+                  {"X-Agreed", "a"},
+                  {"X-Agreed", "a"},
+                  {"Cookie", "sid=r17; sid =carol"}};
+  RequestContext context(view);
+  context.client_network = "192.0.2.5";
+  context.token_in_doubt = true;  // no claims, as when two tokens are sent
+  const auto key = [&](const std::string& part) -> std::optional<std::string> {
+    return keyOrOutcome(KeySelector::parse({part}).value(), context, "* *");
+  };
+  EXPECT_EQ(key("json:$.request.http.headers['X-User-Id'][0]"), kInDoubt);
+  EXPECT_EQ(key("json:$.request.http.headers['x-user-id'][1]"), kInDoubt);
+  EXPECT_EQ(key("header:X-User-Id"), kInDoubt);
+  EXPECT_EQ(key("json:$.request.http.headers['X-Agreed'][0]"), "1:a");
+  EXPECT_EQ(key("json:$.request.parsed_token.payload.sub"), kInDoubt);
+  EXPECT_EQ(key("jwt:sub"), kInDoubt);
+  EXPECT_EQ(key("json:$.request.http.cookies.sid"), kInDoubt);
+  EXPECT_EQ(key("cookie:sid"), kInDoubt);
+  context.token_in_doubt = false;  // no token at all: its claims are missing, not in doubt
+  EXPECT_EQ(key("json:$.request.parsed_token.payload.sub"), std::nullopt);
+}
+
 // An empty value is none for json: and jwt: parts too, as for header: and cookie: ones: counted
 // as a value, every client sending it empty would share one counter, which one could spend.
 TEST(RequestDocument, AnEmptyValueIsNone) {
   RequestView view;
-  view.headers = {{"X-Id", ""}, {"X-Id", "later"}, {"X-Name", "n1"}};
+  view.headers = {{"X-Id", ""}, {"X-Name", "n1"}};  // (an empty line before another: in doubt)
   RequestContext context(view);
   context.client_network = "192.0.2.5";
   context.claims = boost::json::object{{"sub", ""}, {"org", "o1"}};
