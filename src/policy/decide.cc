@@ -51,10 +51,6 @@ std::string counterPrefix(const Limit& limit, std::string_view tier) {
   return key;
 }
 
-bool looksLikeJwt(std::string_view token) {
-  return std::count(token.begin(), token.end(), '.') == 2;
-}
-
 // The engine's view of planned checks. A request has a handful at most: they fit in place, and
 // deciding allocates no list for them.
 using EngineChecks = boost::container::small_vector<LimitCheck, 4>;
@@ -416,6 +412,10 @@ Result<std::optional<std::vector<PlannedCheck>>> planNamed(const Policy& policy,
 }
 
 }  // namespace
+
+bool looksLikeJwt(std::string_view credential) noexcept {
+  return std::count(credential.begin(), credential.end(), '.') == 2;
+}
 
 void ageDecision(PolicyDecision& decision, Micros elapsed_us) noexcept {
   const auto closer = [elapsed_us](Micros& wait_us) {

@@ -63,6 +63,10 @@ struct PolicyDecision {
 // answer says how long from now. Remaining counts are left as decided.
 void ageDecision(PolicyDecision& decision, Micros elapsed_us) noexcept;
 
+// Whether a credential reads as a JWT (three parts joined by dots): in the header both tokens and
+// API keys are read from, such a value is a token, never a key.
+[[nodiscard]] bool looksLikeJwt(std::string_view credential) noexcept;
+
 // Thread-safe. Client address, API key and tier, verified JWT claims. `now_s` is Unix seconds,
 // for JWT expiry.
 [[nodiscard]] RequestContext resolveIdentity(const Policy& policy, const RequestView& request,

@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "policy/api_key_hash.h"
+#include "policy/decide.h"
 #include "policy/duration.h"
 #include "policy/header_settings_loader.h"
 #include "policy/ip_endpoint.h"
@@ -252,6 +253,19 @@ void readKeys(const std::string& text, Policy& policy, Errors& errors) {
             // so this one could never be presented.
             errors.add(entry["key"],
                        "a key must not begin or end with a blank: no request's key can");
+          } else if (std::any_of(key.begin(), key.end(), [](char c) {
+                       return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
+                     })) {
+            errors.add(entry["key"],
+                       "a key must not hold a control character: no request's header can");
+          } else if (policy.jwt && equalsIgnoreCase(policy.jwt_header, policy.api_key_header) &&
+                     looksLikeJwt(key)) {
+            // Read from the header tokens are read from, it would be taken for a token.
+            errors.add(entry["key"], "a key with two dots reads as a JWT in " +
+                                         policy.api_key_header +
+                                         ", which identity.jwt reads too: it could never be "
+                                         "presented; give the keys a header of their own "
+                                         "(identity.api_key_header)");
           }
           id = hashApiKey(key);
         } else if (entry["sha256"]) {

@@ -356,6 +356,23 @@ TEST(PolicyLoader, KeysFile) {
     EXPECT_NE(blank[0].find("must not begin or end with a blank"), std::string::npos)
         << describeErrors(blank);
   }
+  // No header holds a control character, so no request could present such a key.
+  std::ofstream(dir + "/keys-control.yaml") << "keys:\n  - { key: \"line\\nbreak\", tier: gold }\n";
+  const std::vector<std::string> control = errorsOf(base + "keys-control.yaml\n", dir);
+  ASSERT_EQ(control.size(), 1u) << describeErrors(control);
+  EXPECT_NE(control[0].find("keys-control.yaml:2:"), std::string::npos) << control[0];
+  EXPECT_NE(control[0].find("control character"), std::string::npos) << control[0];
+  // With identity.jwt reading the same header, a key with two dots is read as a token: it could
+  // never be presented. On a header of its own it is a key.
+  std::ofstream(dir + "/keys-dots.yaml") << "keys:\n  - { key: pk.live.abc123, tier: gold }\n";
+  const std::string jwt =
+      "  jwt: { keys: [{ algorithm: HS256, secret: 0123456789abcdef0123456789abcdef }] }\n";
+  const std::vector<std::string> dots = errorsOf(base + "keys-dots.yaml\n" + jwt, dir);
+  ASSERT_EQ(dots.size(), 1u) << describeErrors(dots);
+  EXPECT_NE(dots[0].find("keys-dots.yaml:2:"), std::string::npos) << dots[0];
+  EXPECT_NE(dots[0].find("reads as a JWT in Authorization"), std::string::npos) << dots[0];
+  EXPECT_NE(policyFrom(base + "keys-dots.yaml\n" + jwt + "  api_key_header: X-Api-Key\n", dir),
+            nullptr);
   // A keys file is YAML, which is Unicode, as every config file (a Latin-1 key can be listed by
   // its sha256).
   std::ofstream(dir + "/keys-latin1.yaml") << "keys:\n  - { key: caf\xe9, tier: gold }\n";
