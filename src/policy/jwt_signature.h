@@ -18,7 +18,8 @@ using PublicKey = std::shared_ptr<EVP_PKEY>;
 [[nodiscard]] PublicKey readPublicKey(std::string_view pem);
 
 // The bytes of unpadded base64url `text` (the alphabet already checked), or nullopt when its
-// length cannot end on a byte.
+// length cannot end on a byte or its last character sets bits past the last byte (RFC 4648
+// section 3.5: one text per bytes).
 [[nodiscard]] std::optional<std::string> decodeBase64Url(std::string_view text);
 
 // Whether `signature` (base64url) signs `signing_input` (the token up to its second dot) under

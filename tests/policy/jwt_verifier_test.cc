@@ -190,6 +190,21 @@ TEST_P(JwtVerifierAlgorithmTest, BorrowedOrTruncatedSignatureIsRejected) {
   EXPECT_EQ(ownVerifier().verify(token.substr(0, token.size() - 4), kNowS), std::nullopt);
 }
 
+// A signature's last character carries bits past its last byte; another spelling with those bits
+// set decodes to the same bytes, but it is not how the token was written, and is refused: one
+// token has one spelling (16 verified apart could keep the verifier's cache clearing).
+TEST_P(JwtVerifierAlgorithmTest, OneTokenHasOneSpelling) {
+  const std::string token = signedToken();
+  ASSERT_TRUE(ownVerifier().verify(token, kNowS).has_value());
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string respelled = token;
+  const std::size_t last = kAlphabet.find(respelled.back());
+  ASSERT_NE(last, std::string_view::npos);
+  respelled.back() = kAlphabet[last ^ 1];  // the lowest bit: past the last byte in every length
+  EXPECT_EQ(ownVerifier().verify(respelled, kNowS), std::nullopt) << respelled;
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, JwtVerifierAlgorithmTest, ::testing::ValuesIn(kSigners),
                          [](const ::testing::TestParamInfo<Signer>& param_info) {
                            return std::string(param_info.param.algorithm);
