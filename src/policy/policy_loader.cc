@@ -149,6 +149,11 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
   // exp and nbf are whole seconds: a finer leeway would be cut to whole seconds unseen.
   if (leeway_us % kMicrosPerSecond != 0) {
     errors.add(node["leeway"], "identity.jwt.leeway must be whole seconds (exp and nbf are)");
+  } else if (leeway_us / kMicrosPerSecond > JwtVerifier::kMaxLeewayS) {
+    // Here, at its own line: the verifier's refusal is reported at the keys.
+    errors.add(node["leeway"], "identity.jwt.leeway must be at most " +
+                                   std::to_string(JwtVerifier::kMaxLeewayS) + "s (a day)");
+    return;
   }
   const YAML::Node keys = node["keys"];
   if (!keys || !keys.IsSequence() || keys.size() == 0) {
@@ -362,9 +367,12 @@ std::string redact(YAML::Node root) {
   if (copy["store"] && copy["store"].IsMap() && copy["store"]["password"]) {
     copy["store"]["password"] = "<redacted>";
   }
-  if (copy["identity"] && copy["identity"]["jwt"] && copy["identity"]["jwt"]["keys"]) {
+  // Only where the loader takes them (a mapping of a list of mappings): iterated as a list, a
+  // mapping threw, and a refused config's errors gained one with no line.
+  if (copy["identity"].IsMap() && copy["identity"]["jwt"].IsMap() &&
+      copy["identity"]["jwt"]["keys"].IsSequence()) {
     for (auto key : copy["identity"]["jwt"]["keys"]) {
-      if (key["secret"]) key["secret"] = "<redacted>";
+      if (key.IsMap() && key["secret"]) key["secret"] = "<redacted>";
     }
   }
   YAML::Emitter out;

@@ -25,6 +25,13 @@ grep -q "lyft/d.yaml:4:25: unit: \"fortnight\"" "$work/err" || fail "no file:lin
 
 printf 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 5 }\n' > "$work/lyft/d.yaml"
 "$sluice_bin" validate "$work/sluice.yaml" > "$work/out" 2> "$work/err" || fail "the mended lyft file fails: $(cat "$work/err")"
+# A mapping where the list of JWT keys goes is one error, at its line: the secrets' redaction
+# iterated it as a list and added yaml-cpp's "invalid node" with no line.
+printf 'identity:\n  jwt:\n    keys: { algorithm: HS256, secret: 0123456789abcdef0123456789abcdef }\nlimits:\n  - { name: a, key: ip, rate: 1/s }\n' > "$work/keys_map.yaml"
+"$sluice_bin" validate "$work/keys_map.yaml" > "$work/out" 2> "$work/err" && fail "a map of JWT keys validated"
+grep -q "keys_map.yaml:3:5: identity.jwt.keys must list at least one key" "$work/err" ||
+  fail "the JWT keys' error is not at its line: $(cat "$work/err")"
+grep -q "^1 error(s)$" "$work/err" || fail "more than the one error: $(cat "$work/err")"
 # Every section's errors in one run: the policy's did not let the gateway's be seen.
 printf 'limits:\n  - { name: a, key: ip, rate: 1/fortnight }\ngateway:\n  listen: nowhere\n' > "$work/both.yaml"
 if "$sluice_bin" validate "$work/both.yaml" > "$work/out" 2> "$work/err"; then

@@ -94,6 +94,21 @@ TEST(PolicyRefusals, AJwtKeyOrIdentityNameThatCannotWorkIsRefused) {
   refused("identity:\n  jwt: { leeway: 999ms, " + hs256 + " }\n" + limit, 2,
           "identity.jwt.leeway must be whole seconds");
   EXPECT_NE(policyFrom("identity:\n  jwt: { leeway: 2000ms, " + hs256 + " }\n" + limit), nullptr);
+  // Past a day, at the leeway's own line (it was reported at the keys').
+  const std::vector<std::string> long_leeway =
+      errorsOf("identity:\n  jwt:\n    leeway: 30d\n    " + hs256 + "\n" + limit);
+  EXPECT_TRUE(hasError(long_leeway, 3, "identity.jwt.leeway must be at most 86400s"))
+      << describeErrors(long_leeway);
+  EXPECT_EQ(long_leeway.size(), 1u) << describeErrors(long_leeway);
+  // A mapping where the list of keys goes: that error alone, at its line (the redaction of the
+  // secrets iterated it as a list, and added yaml-cpp's "invalid node" with no line).
+  const std::vector<std::string> keys_map = errorsOf(
+      "identity:\n  jwt:\n    keys: { algorithm: HS256, secret: 0123456789abcdef0123456789abcdef "
+      "}\n" +
+      limit);
+  EXPECT_TRUE(hasError(keys_map, 3, "identity.jwt.keys must list at least one key"))
+      << describeErrors(keys_map);
+  EXPECT_EQ(keys_map.size(), 1u) << describeErrors(keys_map);
   for (const std::string bits : {"0", "129", "-1", "/64"}) {
     refused("identity: { ipv6_prefix: " + bits + " }\n" + limit, 1, "identity.ipv6_prefix");
   }
