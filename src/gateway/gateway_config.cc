@@ -224,7 +224,9 @@ void loadConcurrency(const YAML::Node& node, bool jwt_set_up, GatewaySettings& s
       limit.key = std::move(key).value();
       if (limit.key.readsJwtClaims() && !jwt_set_up) {
         // As for a rate limit: every request would fall back to its address.
-        errors.add(entry["key"], where + ".key reads a JWT claim, but identity.jwt is not set up");
+        errors.add(entry["key"], where +
+                                     ".key reads a JWT claim, but identity.jwt is not set up (or "
+                                     "was refused: see its errors)");
       }
     } else {
       errors.add(entry["key"] ? entry["key"] : entry, where + ".key: " + key.error());

@@ -205,7 +205,9 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
     limit.key = std::move(key).value();
     if (limit.key.readsJwtClaims() && !policy.jwt) {
       // Without a verifier no request has claims: every one would fall back to its address.
-      errors.add(node["key"], where + ".key reads a JWT claim, but identity.jwt is not set up");
+      errors.add(node["key"], where +
+                                  ".key reads a JWT claim, but identity.jwt is not set up (or was "
+                                  "refused: see its errors)");
     }
   } else {
     errors.add(node["key"] ? node["key"] : node, where + ": " + key.error());
