@@ -79,10 +79,7 @@ void compileTierSpecs(Limit& limit, const YAML::Node& node, const Policy& policy
     limit.tier_specs.emplace(name, std::move(spec).value());
     if (tier.daily_quota > 0) {
       Result<LimitSpec> daily = LimitSpec::fixedWindow(Rate{tier.daily_quota, kMicrosPerDay});
-      if (!daily.ok()) {
-        errors.add(node, "tier " + name + " daily_quota: " + daily.error());
-        continue;
-      }
+      if (!daily.ok()) continue;  // reported at the tier's daily_quota (loadTiers)
       limit.tier_daily_specs.emplace(name, std::move(daily).value());
     }
   }
@@ -342,6 +339,11 @@ void loadTiers(const YAML::Node& node, Policy& policy, Errors& errors) {
         errors.add(spec["daily_quota"], where +
                                             ".daily_quota must be at least 1 (leave it out "
                                             "for no daily quota)");
+      } else if (quota) {
+        // At its own line, and whether or not a limit takes its numbers from the tiers: it was
+        // reported at each such limit, and not at all without one.
+        const Result<LimitSpec> daily = LimitSpec::fixedWindow(Rate{*quota, kMicrosPerDay});
+        if (!daily.ok()) errors.add(spec["daily_quota"], where + ".daily_quota: " + daily.error());
       }
     }
     if (!tier.unlimited && !spec["rate"])

@@ -245,6 +245,16 @@ TEST(PolicyRefusals, LimitSettingsThatWouldMisbehaveAreRefused) {
       "tiers:\n  anonymous: { rate: 3/min, daily_quota: 0 }\nlimits: [{ name: a, from_tier: true "
       "}]\n",
       2, "daily_quota must be at least 1");
+  // A quota past what a daily window counts, at the tier's line (it was reported at the limit
+  // taking its numbers from the tiers, and not at all with none), and only there.
+  for (const std::string limits :
+       {"limits: [{ name: a, from_tier: true }]\n", "limits: [{ name: a, rate: 1/s }]\n"}) {
+    const std::vector<std::string> quota =
+        errorsOf("tiers:\n  anonymous: { rate: 1/s, daily_quota: 99999999999 }\n" + limits);
+    EXPECT_TRUE(hasError(quota, 2, "tier anonymous.daily_quota: fixed_window 99999999999/day"))
+        << describeErrors(quota);
+    EXPECT_EQ(quota.size(), 1u) << describeErrors(quota);
+  }
   // A tier's daily quota is "<limit>:daily" in headers and metrics: two policies of one name.
   refused(
       "tiers:\n  anonymous: { rate: 3/min, daily_quota: 100 }\nlimits:\n"
