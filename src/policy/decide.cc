@@ -389,6 +389,11 @@ Result<std::optional<std::vector<PlannedCheck>>> planNamed(const Policy& policy,
   counter += 'n';  // a key the caller named
   appendCounterPart(counter, key);
   if (!limit->from_tier) {
+    // The tier does not change this limit's numbers, but one that is not defined is a mistake
+    // worth saying (a misspelt "premum" was answered as if it were any tier).
+    if (tier != kAnonymousTier && !policy.tiers.contains(tier)) {
+      return Error{"tier \"" + std::string(tier) + "\" is not defined in tiers"};
+    }
     planned.push_back(
         {limit, &*limit->spec, counter, limit->name, limit->cost.value_or(cost), identity});
     return std::optional(std::move(planned));

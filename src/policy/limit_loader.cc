@@ -371,7 +371,7 @@ void loadLimits(const YAML::Node& limits, const YAML::Node& tiers, Policy& polic
   }
   const bool tiered = std::any_of(policy.limits.begin(), policy.limits.end(),
                                   [](const Limit& limit) { return limit.from_tier; });
-  if (tiered && !policy.tiers.empty() && !policy.tiers.contains("anonymous")) {
+  if (tiered && !policy.tiers.empty() && !policy.tiers.contains(kAnonymousTier)) {
     // Otherwise callers without a known key would silently have no tier limit at all.
     errors.add(tiers,
                "a limit takes its numbers from_tier, so tiers.anonymous must be defined "

@@ -36,6 +36,10 @@ enum class WhenMissing {
   kSkip,   // the limit does not apply to this request
 };
 
+// The tier of a client with no known key or tier claim; a request to the decision API names it
+// unless it names another.
+inline constexpr std::string_view kAnonymousTier = "anonymous";
+
 struct Tier {
   std::string name;
   bool unlimited = false;

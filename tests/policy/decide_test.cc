@@ -332,6 +332,10 @@ TEST_F(DecideTest, NamedLimit) {
   EXPECT_TRUE(decideNamed(*policy_, "login", "k", "anonymous", 1, engine_).value().allowed);
   EXPECT_FALSE(decideNamed(*policy_, "login", "k", "anonymous", 1, engine_).value().allowed);
   EXPECT_FALSE(decideNamed(*policy_, "nope", "k", "anonymous", 1, engine_).ok());
+  // A tier that is not defined is an error, though it would not change this limit's numbers.
+  const Result<PolicyDecision> misspelt = decideNamed(*policy_, "login", "k", "premum", 1, engine_);
+  ASSERT_FALSE(misspelt.ok());
+  EXPECT_NE(misspelt.error().find("tier \"premum\" is not defined"), std::string::npos);
 }
 
 }  // namespace
