@@ -261,10 +261,14 @@ PolicyDecision decidePlanned(std::vector<PlannedCheck> planned, Engine& engine,
 std::size_t lineToQueueIn(const PolicyDecision& result, Micros already_waited_us,
                           const HeldOn& held_on) {
   if (!held_on || already_waited_us != 0) return PolicyDecision::kNotQueued;
+  // A cost over any of its limits never fits: denied at once, whatever line it would wait in.
+  if (std::any_of(result.enforced_checks.begin(), result.enforced_checks.end(),
+                  [](const PlannedCheck& check) { return check.cost > check.spec->limit(); })) {
+    return PolicyDecision::kNotQueued;
+  }
   for (std::size_t i = 0; i < result.enforced_checks.size(); ++i) {
     const PlannedCheck& check = result.enforced_checks[i];
-    if (check.limit->action == Action::kThrottle && check.cost > 0 &&
-        check.cost <= check.spec->limit() && held_on(check)) {
+    if (check.limit->action == Action::kThrottle && check.cost > 0 && held_on(check)) {
       return i;
     }
   }
@@ -272,8 +276,9 @@ std::size_t lineToQueueIn(const PolicyDecision& result, Micros already_waited_us
 }
 
 // Whether a limit that does not throttle would refuse the request now, by a peek (costs 0) of
-// the enforced checks: such a request is answered at once, as alone, not queued. A store that
-// could not answer the peek counts as refusing: the decision then follows on_error at once.
+// the enforced checks: such a request is answered at once, as alone, not queued. A peek the
+// store could not answer reads as its on_error says: refusing when that denies (or when the
+// store is unavailable), and else as it reads, so the request queues and decides in its turn.
 bool aRejectLimitRefuses(const PolicyDecision& result, const Decision& peeked) {
   for (std::size_t i = 0; i < result.enforced_checks.size(); ++i) {
     const PlannedCheck& check = result.enforced_checks[i];

@@ -144,7 +144,7 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
   if (node["tier_claim"]) {
     policy.tier_claim = nonEmptyScalar(node["tier_claim"], "identity.jwt.tier_claim", errors);
   }
-  const Micros leeway_us =
+  Micros leeway_us =
       node["leeway"] ? durationValue(node["leeway"], "identity.jwt.leeway", errors).value_or(0) : 0;
   // exp and nbf are whole seconds: a finer leeway would be cut to whole seconds unseen.
   if (leeway_us % kMicrosPerSecond != 0) {
@@ -153,7 +153,7 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
     // Here, at its own line: the verifier's refusal is reported at the keys.
     errors.add(node["leeway"], "identity.jwt.leeway must be at most " +
                                    std::to_string(JwtVerifier::kMaxLeewayS) + "s (a day)");
-    return;
+    leeway_us = 0;  // the keys are still checked, their errors said in the same run
   }
   const YAML::Node keys = node["keys"];
   if (!keys || !keys.IsSequence() || keys.size() == 0) {
@@ -259,7 +259,8 @@ void readKeys(const std::string& text, Policy& policy, Errors& errors) {
             errors.add(entry["key"],
                        "a key must not begin or end with a blank: no request's key can");
           } else if (std::any_of(key.begin(), key.end(), [](char c) {
-                       return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
+                       // A tab may stand inside a header's value; no other control can.
+                       return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7F;
                      })) {
             errors.add(entry["key"],
                        "a key must not hold a control character: no request's header can");

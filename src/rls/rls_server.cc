@@ -114,8 +114,9 @@ RlsServer::RlsServer(Engine& engine, const Clock& clock, RlsSettings settings)
 RlsServer::~RlsServer() { shutdown(); }
 
 Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
-  started_digest_ = lyftConfigDirDigest(settings_.config_dir);  // before: a later edit shows
   LyftLoadResult loaded = loadLyftConfigDir(settings_.config_dir);
+  // What was loaded: a file that changed during the load shows as changed at the first look.
+  started_digest_ = loaded.digest;
   if (loaded.config == nullptr) return Error{joined(loaded.errors)};
   if (loaded.config->domainCount() == 0) {
     spdlog::warn("envoy rls: {} holds no domain config; every domain is unknown",

@@ -301,6 +301,28 @@ limits:
   EXPECT_EQ(refused.status, 503);
 }
 
+// A cost over any limit of the request never fits: it is denied at once, not queued behind
+// the requests held on another of its limits to be denied in its turn (review finding).
+TEST_F(DecideTest, ACostOverAnyLimitIsNotQueued) {
+  load(R"(
+limits:
+  - { name: slow, key: ip, algorithm: gcra, rate: 2/s, burst: 10, action: throttle, max_delay: 1s }
+  - { name: tiny, key: ip, algorithm: gcra, rate: 2/s, burst: 2, action: throttle, max_delay: 1s }
+)");
+  RequestView view = request("/");
+  view.cost = 5;  // fits slow, never tiny
+  const RequestContext context = resolveIdentity(*policy_, view, clock_.now() / kMicrosPerSecond);
+  std::optional<PolicyDecision> answer;
+  decideAsync(
+      *policy_, context, engine_, 0,
+      [&](PolicyDecision&& decision) { answer = std::move(decision); },
+      [](const PlannedCheck&) { return true; });
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->queue_behind, PolicyDecision::kNotQueued);
+  EXPECT_FALSE(answer->allowed);
+  EXPECT_EQ(answer->enforced.retry_after_us, kNever);
+}
+
 // A throttle limit whose store cannot decide at all (a denial with no wait) denies with its
 // status. It used to come back as a throttle wait of 0 with status 200: the gateway then sent
 // "200 OK" with an error body, and an auth subrequest answered 200, which nginx lets through.
