@@ -302,18 +302,20 @@ EngineChecks peekChecks(const std::vector<PlannedCheck>& planned) {
   return checks;
 }
 
+// A decision waiting for a store that answers later (a network store).
+struct AsyncDecision {
+  PolicyDecision result;
+  EngineChecks checks;  // views the result's keys; alive until the engine answers
+  DecisionHandler done;
+};
+
 // Decides the split checks now: at once for a store in this process, else when it answers.
 void decideNow(PolicyDecision split, Engine& engine, Micros already_waited_us,
                DecisionHandler done) {
   // A store in this process answers at once: deciding directly saves the shared state and the
   // callbacks' allocations (a handful per request on the HTTP and gateway doors).
   if (engine.decidesInline()) return done(decideSplit(std::move(split), engine, already_waited_us));
-  struct State {
-    PolicyDecision result;
-    EngineChecks checks;  // views the result's keys; alive until the engine answers
-    DecisionHandler done;
-  };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<AsyncDecision>();
   state->result = std::move(split);
   state->done = std::move(done);
   state->checks = engineChecks(state->result.enforced_checks);
@@ -348,12 +350,7 @@ void queueOrRefuse(PolicyDecision split, Engine& engine, DecisionHandler done) {
     const Decision peeked = engine.check(peekChecks(split.enforced_checks));
     return decide_or_queue(std::move(split), peeked, std::move(done), queued);
   }
-  struct State {
-    PolicyDecision result;
-    EngineChecks checks;  // views the result's keys; alive until the engine answers
-    DecisionHandler done;
-  };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<AsyncDecision>();
   state->result = std::move(split);
   state->done = std::move(done);
   state->checks = peekChecks(state->result.enforced_checks);

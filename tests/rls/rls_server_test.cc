@@ -60,6 +60,15 @@ class RlsServerTest : public ::testing::Test {
     return stub_->ShouldRateLimit(&context, request, &response);
   }
 
+  // A new directory under the temporary one, its name from `stem` and this test's run.
+  std::filesystem::path freshDir(const std::string& stem) const {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     (stem + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                      "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
+    std::filesystem::create_directories(dir);
+    return dir;
+  }
+
   FakeClock clock_{kServerStart};
   MemoryStore store_;
   Engine engine_{store_, clock_};
@@ -270,11 +279,7 @@ TEST_F(RlsServerTest, ConcurrentCallsAdmitExactlyTheLimit) {
 
 // reload() swaps in a new directory's config; a broken one is refused and the old one stays.
 TEST_F(RlsServerTest, ReloadKeepsTheOldConfigOnErrors) {
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("sluice-rls-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-       std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = freshDir("sluice-rls-");
   settings_.config_dir = dir.string();
   settings_.listen = "127.0.0.1:0";
   RlsServer server(engine_, clock_, settings_);
@@ -295,11 +300,7 @@ TEST_F(RlsServerTest, ReloadKeepsTheOldConfigOnErrors) {
 // turned every call into NOT_FOUND (helper's finding, through the watcher).
 TEST_F(RlsServerTest, AnEmptiedDirectoryIsRefusedWhileDomainsAreServed) {
   const sluice::testing::CapturedLog log;
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("sluice-rls-emptied-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = freshDir("sluice-rls-emptied-");
   std::ofstream(dir / "d.yaml") << "domain: edge\ndescriptors:\n  - key: k\n"
                                    "    rate_limit: { unit: minute, requests_per_unit: 5 }\n";
   RlsSettings settings = settings_;
@@ -345,11 +346,7 @@ TEST_F(RlsServerTest, AnEmptiedDirectoryIsRefusedWhileDomainsAreServed) {
 // counter that fell to 0 whenever the files changed would read as a reset. A rule new in the
 // reloaded files starts at 0, and a rule gone from them is no longer listed.
 TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("sluice-rls-counts-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = freshDir("sluice-rls-counts-");
   // Two more rules that read alike (kept.a_b): one sample, their counts summed, and after a
   // reload the sum goes on. (Each kept its own counts, and a reload carried over only the
   // first's to both: the sample fell from 2 to 1, which Prometheus reads as a reset.)
@@ -414,11 +411,7 @@ TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
 // Both count in the watcher's reload metric, and a directory gone (a mount lost) is logged once.
 TEST_F(RlsServerTest, WatchedDirectoryChangesAreLoaded) {
   const sluice::testing::CapturedLog log;
-  const auto dir =
-      std::filesystem::temp_directory_path() /
-      ("sluice-rls-watch-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-       "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)));
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = freshDir("sluice-rls-watch-");
   const auto write = [&](int per_minute) {
     std::ofstream(dir / "d.yaml") << "domain: watched\ndescriptors:\n  - key: k\n"
                                      "    rate_limit: { unit: minute, requests_per_unit: "
