@@ -1,4 +1,5 @@
-// The sluice binary: `sluice serve --config FILE` (cli/serve.h) and `sluice validate FILE`.
+// The sluice binary: `sluice serve --config FILE` (cli/serve.h) and `sluice validate [--config]
+// FILE`.
 #include <cstdio>
 #include <set>
 #include <string>
@@ -91,7 +92,8 @@ int main(int argc, char** argv) {
   serve_command->add_option("-c,--config", config_path, "configuration file")->required();
   std::string validate_path;
   CLI::App* validate_command = app.add_subcommand("validate", "check a configuration file");
-  validate_command->add_option("file", validate_path, "configuration file")->required();
+  // The file as `serve` takes it (-c/--config) or bare, as `sluice validate FILE`.
+  validate_command->add_option("file,-c,--config", validate_path, "configuration file")->required();
   CLI11_PARSE(app, argc, argv);
   if (serve_command->parsed()) return sluice::cli::serve(config_path);
   return validate(validate_path);

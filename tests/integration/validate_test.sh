@@ -14,6 +14,9 @@ for config in "$examples"/sluice.yaml "$examples"/*/sluice.yaml; do
   [ -f "$config" ] || continue
   "$sluice_bin" validate "$config" > /dev/null 2> "$work/err" || fail "$config does not validate: $(cat "$work/err")"
 done
+# The file as serve takes it, too.
+"$sluice_bin" validate --config "$examples/sluice.yaml" > /dev/null 2> "$work/err" ||
+  fail "validate --config fails: $(cat "$work/err")"
 
 mkdir -p "$work/lyft"
 printf 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 5 }\n' > "$work/lyft/d.yaml"
