@@ -143,6 +143,11 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
   }
   if (node["tier_claim"]) {
     policy.tier_claim = nonEmptyScalar(node["tier_claim"], "identity.jwt.tier_claim", errors);
+    // Tiers are loaded first. Without any, no claim could name one: the setting would do nothing.
+    if (policy.tiers.empty()) {
+      errors.add(node["tier_claim"],
+                 "identity.jwt.tier_claim names each token's tier, but no tiers are defined");
+    }
   }
   Micros leeway_us =
       node["leeway"] ? durationValue(node["leeway"], "identity.jwt.leeway", errors).value_or(0) : 0;

@@ -85,6 +85,8 @@ TEST(PolicyRefusals, AJwtKeyOrIdentityNameThatCannotWorkIsRefused) {
           "identity.jwt.header must not be empty");
   refused("identity:\n  jwt: { tier_claim: \"\", " + hs256 + " }\n" + limit, 2,
           "identity.jwt.tier_claim must not be empty");
+  refused("identity:\n  jwt: { tier_claim: plan, " + hs256 + " }\n" + limit, 2,
+          "identity.jwt.tier_claim names each token's tier, but no tiers are defined");
   // Nor can a name that is no header name ever match one.
   refused("identity: { api_key_header: \"X-Key\\r\\nFoo\" }\n" + limit, 1,
           "identity.api_key_header \"X-Key\r\nFoo\" is not a header name");
