@@ -247,6 +247,12 @@ TEST_F(ServiceTest, AShapedRequestsResetCountsFromItsAnswer) {
   ASSERT_EQ(shaped.at("name").as_string(), "shaped") << held.body;
   EXPECT_LE(shaped.at("reset_after_ms").as_int64(), 1'000) << held.body;
   EXPECT_NE(held.body.find(R"(\"shaped\";r=3;t=1")"), std::string::npos) << held.body;
+  // The auth door's answer likewise.
+  ASSERT_EQ(auth("/shaped", "192.0.2.87").status, 200);
+  const HttpReply held_auth = auth("/shaped", "192.0.2.87");
+  ASSERT_EQ(held_auth.status, 200);
+  EXPECT_NE(held_auth.header("ratelimit").find(R"("shaped";r=3;t=1)"), std::string::npos)
+      << held_auth.header("ratelimit");
 }
 
 // An auth subrequest without the original URI decides on its own target, where no limit on the
