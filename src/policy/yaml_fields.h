@@ -24,7 +24,8 @@ class Errors {
  public:
   explicit Errors(std::string source) : source_(std::move(source)) {}
 
-  void add(const YAML::Mark& mark, const std::string& message) {
+  void add(const YAML::Mark& given, const std::string& message) {
+    const YAML::Mark& mark = given.is_null() ? near_ : given;
     if (mark.is_null()) {
       list_.push_back(source_ + ": " + message);
     } else {
@@ -32,6 +33,23 @@ class Errors {
                       std::to_string(mark.column + 1) + ": " + message);
     }
   }
+
+  // While alive, an error on a node without a place is reported at `node`'s place: a mapping a
+  // merge key (<<) built is a new node, which yaml-cpp gives no line, so its errors said only
+  // the file. Set it at a mapping whose merged children are read (a lyft descriptor).
+  class Near {
+   public:
+    Near(Errors& errors, const YAML::Node& node) : errors_(errors), saved_(errors.near_) {
+      if (!node.Mark().is_null()) errors_.near_ = node.Mark();
+    }
+    ~Near() { errors_.near_ = saved_; }
+    Near(const Near&) = delete;
+    Near& operator=(const Near&) = delete;
+
+   private:
+    Errors& errors_;
+    YAML::Mark saved_;
+  };
   void add(const YAML::Node& node, const std::string& message) { add(node.Mark(), message); }
   // The YAML parser's error, at its place, in words a reader of the file can act on.
   void add(const YAML::Exception& error);
@@ -42,6 +60,7 @@ class Errors {
  private:
   std::string source_;
   std::vector<std::string> list_;
+  YAML::Mark near_ = YAML::Mark::null_mark();  // see Near
 };
 
 // The place of byte `offset` of `text`, for an error found in the text before YAML reads it.

@@ -225,6 +225,7 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
                     {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
                      "value_to_metric", "share_threshold", "metadata", "quota_mode"},
                     errors);
+  const Errors::Near near(errors, yaml);  // a rate_limit a merge built has no line
   DescriptorNode node;
   bool ok = true;
   std::optional<std::string> key;

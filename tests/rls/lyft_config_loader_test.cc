@@ -348,6 +348,13 @@ TEST(LyftConfigMergeKeysTest, BadMergesAreErrors) {
       errorsOf("domain: d\ndescriptors:\n  - key: a\n    descriptors: &l [ { key: b } ]\n"
                "  - key: c\n    <<: *l\n"),
       "cfg.yaml:6:5: a merge key (<<) takes a mapping or a list of mappings, not an alias"));
+  // A rate_limit a merge built is a new mapping, which yaml-cpp gives no line: its error is at
+  // the descriptor that merged it (it said only the file).
+  const auto merged = errorsOf(
+      "domain: d\ndescriptors:\n  - key: n\n    rate_limit: {name: y}\n"
+      "    <<: {rate_limit: {requests_per_unit: 3}}\n");
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(merged[0].rfind("cfg.yaml:3:5: rate_limit: needs a unit", 0), 0u) << merged[0];
   // A list that contains itself, without any merge, is not called a merge.
   const auto loop = errorsOf("domain: d\ndescriptors:\n  - &m {key: a, descriptors: [*m]}\n");
   EXPECT_FALSE(anyContains(loop, "merge")) << loop.front();
