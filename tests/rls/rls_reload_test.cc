@@ -58,13 +58,10 @@ TEST_F(RlsServerTest, AnEmptiedDirectoryIsRefusedWhileDomainsAreServed) {
   RlsServer server(engine_, clock_, settings);
   const auto endpoint = server.start();
   ASSERT_TRUE(endpoint.ok()) << endpoint.error();
-  const auto stub = RateLimitService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(endpoint.value().port()), grpc::InsecureChannelCredentials()));
+  const auto stub = stubFor(endpoint.value());
   const auto answers = [&] {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     RateLimitResponse response;
-    return stub->ShouldRateLimit(&context, request("edge", "k", "v"), &response).ok();
+    return callOn(*stub, request("edge", "k", "v"), response).ok();
   };
   ASSERT_TRUE(answers());
 
@@ -116,13 +113,10 @@ TEST_F(RlsServerTest, ReloadKeepsTheCountsOfRulesThatStay) {
   RlsServer server(engine_, clock_, settings);
   const auto endpoint = server.start();
   ASSERT_TRUE(endpoint.ok()) << endpoint.error();
-  auto stub = RateLimitService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(endpoint.value().port()), grpc::InsecureChannelCredentials()));
+  const auto stub = stubFor(endpoint.value());
   const auto hit = [&](const std::string& key, const std::string& value = "v") {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     RateLimitResponse response;
-    ASSERT_TRUE(stub->ShouldRateLimit(&context, request("kept", key, value), &response).ok());
+    ASSERT_TRUE(callOn(*stub, request("kept", key, value), response).ok());
   };
   for (int i = 0; i < 3; ++i) hit("stays");
   hit("leaves");
@@ -175,14 +169,10 @@ TEST_F(RlsServerTest, WatchedDirectoryChangesAreLoaded) {
   ASSERT_TRUE(endpoint.ok()) << endpoint.error();
   server.watchConfigDir(loop);
   std::thread watching([&] { loop.run(); });
-  const auto stub = RateLimitService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(endpoint.value().port()), grpc::InsecureChannelCredentials()));
+  const auto stub = stubFor(endpoint.value());
   const auto limit_now = [&] {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     RateLimitResponse response;
-    const grpc::Status status =
-        stub->ShouldRateLimit(&context, request("watched", "k", "v"), &response);
+    const grpc::Status status = callOn(*stub, request("watched", "k", "v"), response);
     return status.ok() ? response.statuses(0).current_limit().requests_per_unit() : 0u;
   };
   // Polls until the served limit is `expected`; false after 5 s (a bound, not a measure).

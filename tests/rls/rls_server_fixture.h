@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <boost/asio/ip/tcp.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "rls/rls_server.h"
@@ -50,9 +51,20 @@ class RlsServerTest : public ::testing::Test {
   }
 
   grpc::Status call(const RateLimitRequest& request, RateLimitResponse& response) {
+    return callOn(*stub_, request, response);
+  }
+
+  // A client of the server at `endpoint` (one a test started itself), and a call on it, bounded.
+  static std::unique_ptr<RateLimitService::Stub> stubFor(
+      const boost::asio::ip::tcp::endpoint& endpoint) {
+    return RateLimitService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(endpoint.port()), grpc::InsecureChannelCredentials()));
+  }
+  static grpc::Status callOn(RateLimitService::Stub& stub, const RateLimitRequest& request,
+                             RateLimitResponse& response) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return stub_->ShouldRateLimit(&context, request, &response);
+    return stub.ShouldRateLimit(&context, request, &response);
   }
 
   // A new directory under the temporary one, its name from `stem` and this test's run.
