@@ -11,12 +11,12 @@
 #include <string_view>
 
 #include <spdlog/spdlog.h>
-#include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
 #include "gateway/proxy_exchange.h"
 #include "gateway/proxy_session.h"
+#include "server/eager_write.h"
 
 namespace sluice::gateway {
 
@@ -203,24 +203,24 @@ void ProxySession::writeUpstream(std::size_t bytes) {
     return readResponseHeader();
   }
   arm(Watch::kUpstream, state_->settings.response_timeout_us);
-  net::async_write(*exchange.upstream, buffers_,
-                   [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                     if (self->exchange_->answered_early) return self->readResponseHeader();
-                     if (ec) {
-                       ec = self->upstreamError(ec);
-                       if (self->retryOnFreshConnection(ec)) return;
-                       if (self->client_gone_) return self->close();  // nobody to answer
-                       // An upstream that closed the connection before taking the whole
-                       // request may have answered first: its answer is read before its
-                       // reset (and when there is none, the read reports the failure).
-                       if (ec != beast::error::timeout) return self->readResponseHeader();
-                       return self->upstreamFailed(ec);
-                     }
-                     self->exchange_->request_head_sent = true;
-                     if (!self->request_->is_done()) return self->pumpRequest();
-                     self->exchange_->request_sent = true;
-                     self->readResponseHeader();
-                   });
+  server::eagerWrite(*exchange.upstream, buffers_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (self->exchange_->answered_early) return self->readResponseHeader();
+                       if (ec) {
+                         ec = self->upstreamError(ec);
+                         if (self->retryOnFreshConnection(ec)) return;
+                         if (self->client_gone_) return self->close();  // nobody to answer
+                         // An upstream that closed the connection before taking the whole
+                         // request may have answered first: its answer is read before its
+                         // reset (and when there is none, the read reports the failure).
+                         if (ec != beast::error::timeout) return self->readResponseHeader();
+                         return self->upstreamFailed(ec);
+                       }
+                       self->exchange_->request_head_sent = true;
+                       if (!self->request_->is_done()) return self->pumpRequest();
+                       self->exchange_->request_sent = true;
+                       self->readResponseHeader();
+                     });
 }
 
 void ProxySession::readResponseHeader() {
@@ -337,7 +337,7 @@ void ProxySession::writeClientChunk(std::size_t bytes) {
   // have the last bytes, so a client asking again at once (on another connection) finds them so.
   if (done) exchange.permits.clear();
   arm(Watch::kClient, state_->settings.client_timeout_us);
-  net::async_write(
+  server::eagerWrite(
       client_, buffers_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
         if (ec) return self->close();
         self->exchange_->response_head_sent = true;

@@ -6,7 +6,6 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
@@ -14,6 +13,7 @@
 
 #include "gateway/proxy_exchange.h"
 #include "http/json_string.h"
+#include "server/eager_write.h"
 #include "server/request_head.h"
 
 namespace sluice::gateway {
@@ -277,7 +277,7 @@ void ProxySession::respondLocal(unsigned status, std::string_view message,
 
 void ProxySession::writeClient(std::function<void()> then) {
   arm(Watch::kClient, state_->settings.client_timeout_us);
-  net::async_write(
+  server::eagerWrite(
       client_, net::buffer(out_),
       [self = shared_from_this(), then = std::move(then)](beast::error_code ec, std::size_t) {
         if (ec) return self->close();

@@ -22,6 +22,7 @@
 #include "server/body_reads.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
+#include "server/eager_write.h"
 #include "server/loop_io.h"
 #include "server/request_head.h"
 
@@ -272,13 +273,13 @@ class Session : public std::enable_shared_from_this<Session> {
     out_ += "\r\n\r\n";
     if (!head_request_) out_ += response.body();  // HEAD: the headers, Content-Length included
     armDeadline();
-    net::async_write(socket_, net::buffer(out_),
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       if (ec) return self->close();
-                       if (!self->keep_alive_)
-                         return self->requestUnread() ? self->linger() : self->close();
-                       self->doRead();
-                     });
+    eagerWrite(socket_, net::buffer(out_),
+               [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                 if (ec) return self->close();
+                 if (!self->keep_alive_)
+                   return self->requestUnread() ? self->linger() : self->close();
+                 self->doRead();
+               });
   }
 
   // Whether the client may still be sending the request just answered: its body over the
