@@ -15,6 +15,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "algorithm/sliding_window_log.h"
 #include "sluice/sluice.h"
 
 namespace {
@@ -277,6 +278,27 @@ void BM_ThreeLimits(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ThreeLimits);
+
+// A large cost denied against a full sliding log: 100,000 one-unit entries at distinct
+// instants, a request for half the limit, asked again and again (a client retrying). Its
+// retry-after is when enough of the oldest entries slide out; the algorithm alone, no store.
+void BM_SlidingLogLargeCostDenial(benchmark::State& state) {
+  constexpr std::uint64_t kLimit = 100'000;
+  const LimitSpec spec =
+      LimitSpec::slidingWindowLog(sluice::Rate{kLimit, sluice::kMicrosPerHour}).value();
+  sluice::algorithm::SlidingWindowLog log;
+  sluice::Micros now_us = 1;
+  for (std::uint64_t i = 0; i < kLimit; ++i) {
+    if (!log.consume(++now_us, spec, 1).allowed) state.SkipWithError("the log did not fill");
+  }
+  for (auto _ : state) {
+    const sluice::Outcome outcome = log.evaluate(now_us, spec, kLimit / 2);
+    if (outcome.allowed) state.SkipWithError("a cost over what is left was admitted");
+    benchmark::DoNotOptimize(outcome.retry_after_us);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SlidingLogLargeCostDenial);
 
 }  // namespace
 

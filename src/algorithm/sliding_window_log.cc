@@ -5,7 +5,10 @@
 namespace sluice::algorithm {
 
 SlidingWindowLog::SlidingWindowLog(const SlidingWindowLog& other)
-    : capacity_(other.size_), size_(other.size_), units_(other.units_) {
+    : capacity_(other.size_),
+      size_(other.size_),
+      forgotten_(other.forgotten_),
+      units_(other.units_) {
   if (size_ == 0) return;
   ring_ = std::make_unique<Entry[]>(capacity_);
   for (std::uint32_t i = 0; i < size_; ++i) ring_[i] = other.at(i);
@@ -13,10 +16,34 @@ SlidingWindowLog::SlidingWindowLog(const SlidingWindowLog& other)
 
 void SlidingWindowLog::forgetBefore(Micros cutoff_us) noexcept {
   while (size_ > 0 && ring_[head_].at_us <= cutoff_us) {
-    units_ -= ring_[head_].units;
-    head_ = (head_ + 1) % capacity_;
+    units_ -= ring_[head_].total - forgotten_;
+    forgotten_ = ring_[head_].total;
+    head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
     --size_;
   }
+}
+
+// Galloping from the oldest entry, then halving: a step per doubling of the answer's index,
+// so the usual denial (a small cost, answered by the oldest entry or so) reads one or two
+// entries, and a large cost against a full log some forty.
+std::uint32_t SlidingWindowLog::firstReaching(std::uint64_t units) const noexcept {
+  std::uint32_t low = 0;  // every index below `low` falls short
+  std::uint64_t probe = 0;
+  while (probe < size_ && unitsThrough(static_cast<std::uint32_t>(probe)) < units) {
+    low = static_cast<std::uint32_t>(probe) + 1;
+    probe = probe * 2 + 1;
+  }
+  // Reaches, or size_ when none does.
+  auto high = static_cast<std::uint32_t>(std::min<std::uint64_t>(probe, size_));
+  while (low < high) {
+    const std::uint32_t middle = low + (high - low) / 2;
+    if (unitsThrough(middle) >= units) {
+      high = middle;
+    } else {
+      low = middle + 1;
+    }
+  }
+  return low;
 }
 
 Outcome SlidingWindowLog::evaluate(Micros now_us, const LimitSpec& spec, std::uint64_t cost,
@@ -39,17 +66,14 @@ Outcome SlidingWindowLog::evaluate(Micros now_us, const LimitSpec& spec, std::ui
   }
   if (used + cost > limit) {
     outcome.reason = DenyReason::kOverLimit;
-    // Wait until enough of the oldest units slide out for this cost to fit.
+    // Wait until enough of the oldest units slide out for this cost to fit: until the first
+    // entry through which the units reach must_expire slides out.
     const std::uint64_t must_expire = used + cost - limit;
-    std::uint64_t expired = 0;
-    Micros fits_at_us = now_us + window_us;  // pending units expire a window after now
-    for (std::uint32_t i = 0; i < size_; ++i) {
-      expired += at(i).units;
-      if (expired >= must_expire) {
-        fits_at_us = at(i).at_us + window_us;
-        break;
-      }
-    }
+    // The oldest entry alone, the usual case, without a call.
+    const std::uint32_t first =
+        size_ > 0 && unitsThrough(0) >= must_expire ? 0 : firstReaching(must_expire);
+    // None: pending units must go too, and they expire a window after now.
+    const Micros fits_at_us = (first < size_ ? at(first).at_us : now_us) + window_us;
     outcome.retry_after_us = fits_at_us - now_us;
     return outcome;
   }
@@ -62,16 +86,17 @@ Outcome SlidingWindowLog::evaluate(Micros now_us, const LimitSpec& spec, std::ui
 void SlidingWindowLog::record(Micros now_us, const LimitSpec& spec, std::uint64_t cost) {
   if (cost == 0) return;
   if (size_ > 0) {
-    Entry& newest = ring_[(head_ + size_ - 1) % capacity_];
+    Entry& newest = ring_[slot(size_ - 1)];
     now_us = std::max(now_us, newest.at_us);
     if (newest.at_us == now_us) {  // same instant: one entry, so memory stays bounded
-      newest.units += cost;
+      newest.total += cost;
       units_ += cost;
       return;
     }
   }
+  const std::uint64_t total_before = size_ > 0 ? at(size_ - 1).total : forgotten_;
   if (size_ == capacity_) grow(spec.rate().count);
-  ring_[(head_ + size_) % capacity_] = {now_us, cost};
+  ring_[slot(size_)] = {now_us, total_before + cost};
   ++size_;
   units_ += cost;
 }

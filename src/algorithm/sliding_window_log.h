@@ -39,14 +39,31 @@ class SlidingWindowLog {
   [[nodiscard]] std::uint32_t entries() const noexcept { return size_; }
 
  private:
+  // An instant and the running total of units recorded up to and including it. Totals rather
+  // than each entry's own units, so that a denial finds how many of the oldest entries must
+  // slide out by a binary search instead of a walk: a large cost denied against a full log of
+  // 100,000 entries walked them all, under the store's shard lock, on every retry. The totals
+  // only ever grow (modulo 2^64); differences of them, which is all that is read, stay exact.
   struct Entry {
     Micros at_us;
-    std::uint64_t units;
+    std::uint64_t total;
   };
 
-  [[nodiscard]] const Entry& at(std::uint32_t index) const noexcept {
-    return ring_[(head_ + index) % capacity_];
+  // Where the entry `index` places from the oldest lives in ring_. Precondition: index <
+  // capacity_. (head_ is below capacity_ too, so one subtraction wraps the sum: no division on
+  // the decision path.)
+  [[nodiscard]] std::uint32_t slot(std::uint32_t index) const noexcept {
+    const std::uint64_t sum = std::uint64_t{head_} + index;
+    return static_cast<std::uint32_t>(sum < capacity_ ? sum : sum - capacity_);
   }
+  // Precondition: index < size_.
+  [[nodiscard]] const Entry& at(std::uint32_t index) const noexcept { return ring_[slot(index)]; }
+  // The units of the entries [0, index], oldest first.
+  [[nodiscard]] std::uint64_t unitsThrough(std::uint32_t index) const noexcept {
+    return at(index).total - forgotten_;
+  }
+  // The first index whose unitsThrough reaches `units`; size_ when none does.
+  [[nodiscard]] std::uint32_t firstReaching(std::uint64_t units) const noexcept;
   void forgetBefore(Micros cutoff_us) noexcept;
   void grow(std::uint64_t max_entries);
 
@@ -54,7 +71,8 @@ class SlidingWindowLog {
   std::uint32_t capacity_ = 0;
   std::uint32_t head_ = 0;
   std::uint32_t size_ = 0;
-  std::uint64_t units_ = 0;  // sum of units over the entries
+  std::uint64_t forgotten_ = 0;  // the running total up to the newest entry forgotten
+  std::uint64_t units_ = 0;      // the units of the entries: the newest total − forgotten_
 };
 
 }  // namespace sluice::algorithm

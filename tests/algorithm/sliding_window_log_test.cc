@@ -1,5 +1,7 @@
 #include "algorithm/sliding_window_log.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "support/specs.h"
@@ -66,6 +68,82 @@ TEST_F(SlidingWindowLogTest, PeekOversizedAndReset) {
   EXPECT_EQ(peek.reset_after_us, kMicrosPerSecond - 10);
   EXPECT_EQ(consume(t0_, 4).reason, DenyReason::kCostExceedsLimit);
   EXPECT_EQ(log_.fullAt(limit_), t0_ + kMicrosPerSecond);
+}
+
+// Every cost's retry-after against a log whose entries hold different units, after the ring has
+// wrapped (its oldest entries forgotten and new ones written over their slots), checked against
+// a walk of the entries: the wait ends when the oldest entry through which enough units have
+// slid out leaves the window. A cost that cannot fit before pending units expire waits a window.
+TEST(SlidingWindowLogSearch, RetryAfterMatchesAWalkOfTheEntries) {
+  const LimitSpec limit = spec(Algorithm::kSlidingWindowLog, "60/s");
+  SlidingWindowLog log;
+  struct Recorded {
+    Micros at_us;
+    std::uint64_t units;
+  };
+  std::vector<Recorded> recorded;
+  const Micros t0 = kJan2026;
+  Micros at = t0;
+  // Fill, then let the first half slide out and refill, so the ring wraps.
+  for (int round = 0; round < 2; ++round) {
+    for (std::uint64_t units = 1; log.unitsRecorded() + units <= 60; units = units % 4 + 1) {
+      at += 10'000;
+      ASSERT_TRUE(log.consume(at, limit, units).allowed);
+      recorded.push_back({at, units});
+    }
+    if (round == 0) {
+      at = recorded[recorded.size() / 2].at_us + kMicrosPerSecond - 10'000;
+      (void)log.evaluate(at, limit, 0);  // forgets the older half
+    }
+  }
+  const Micros now = at + 1;
+  (void)log.evaluate(now, limit, 0);
+  std::erase_if(recorded,
+                [&](const Recorded& entry) { return entry.at_us <= now - kMicrosPerSecond; });
+  std::uint64_t used = 0;
+  for (const Recorded& entry : recorded) used += entry.units;
+  ASSERT_EQ(log.unitsRecorded(), used);
+  ASSERT_GT(recorded.size(), 10u);
+  for (std::uint64_t pending = 0; pending <= 2; ++pending) {
+    for (std::uint64_t cost = 1; cost <= 60; ++cost) {
+      const Outcome outcome = log.evaluate(now, limit, cost, pending);
+      if (used + pending + cost <= 60) {
+        EXPECT_TRUE(outcome.allowed) << "cost " << cost;
+        continue;
+      }
+      Micros expected = now + kMicrosPerSecond;
+      std::uint64_t expired = 0;
+      for (const Recorded& entry : recorded) {
+        expired += entry.units;
+        if (expired >= used + pending + cost - 60) {
+          expected = entry.at_us + kMicrosPerSecond;
+          break;
+        }
+      }
+      ASSERT_FALSE(outcome.allowed) << "cost " << cost;
+      EXPECT_EQ(now + outcome.retry_after_us, expected)
+          << "cost " << cost << " pending " << pending;
+    }
+  }
+}
+
+// A copy answers as the original does, and both go on independently.
+TEST(SlidingWindowLogSearch, ACopyKeepsTheTotals) {
+  const LimitSpec limit = spec(Algorithm::kSlidingWindowLog, "10/s");
+  SlidingWindowLog log;
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(log.consume(kJan2026 + i * 100'000, limit, 1).allowed);
+  const Micros now = kJan2026 + kMicrosPerSecond + 250'000;
+  (void)log.evaluate(now, limit, 0);  // forgets the three at 0, 0.1 and 0.2 s
+  SlidingWindowLog copy(log);
+  EXPECT_EQ(copy.unitsRecorded(), 5u);
+  const Outcome original = log.evaluate(now, limit, 9);
+  const Outcome copied = copy.evaluate(now, limit, 9);
+  EXPECT_EQ(copied.retry_after_us, original.retry_after_us);
+  // 5 + 9 − 10 = 4 units must go: the fourth remaining entry (at 0.6 s) leaves at 1.6 s.
+  EXPECT_EQ(now + copied.retry_after_us, kJan2026 + 600'000 + kMicrosPerSecond);
+  ASSERT_TRUE(copy.consume(now, limit, 5).allowed);
+  EXPECT_EQ(copy.unitsRecorded(), 10u);
+  EXPECT_EQ(log.unitsRecorded(), 5u);
 }
 
 }  // namespace
