@@ -56,9 +56,9 @@ void loadUpstreams(const YAML::Node& gateway, const YAML::Mark& section, Gateway
     upstream.name = entry.first.IsScalar() ? entry.first.Scalar() : "";
     const std::string where = "gateway.upstreams." + upstream.name;
     if (!policy::isPlainName(upstream.name)) {
-      errors.add(entry.first,
-                 "an upstream name must be text, non-empty and without control "
-                 "characters (routes name it)");
+      errors.add(entry.first, "an upstream name must be text, non-empty, at most " +
+                                  std::to_string(policy::kMaxNameBytes) +
+                                  " bytes and without control characters (routes name it)");
     }
     const YAML::Node value = entry.second;
     // reset(), not =: assigning to a yaml-cpp node writes through to the node it refers to.
@@ -204,7 +204,8 @@ void loadConcurrency(const YAML::Node& node, bool jwt_set_up, GatewaySettings& s
     // The name goes into the RateLimit-Policy header of a refusal, and the logs.
     if (!policy::isPlainName(limit.name)) {
       errors.add(entry["name"] ? entry["name"] : entry,
-                 where + ".name must be non-empty, without control characters");
+                 where + ".name must be non-empty, at most " +
+                     std::to_string(policy::kMaxNameBytes) + " bytes, without control characters");
     }
     // The name is the counter's: two entries of one name would count each other's requests.
     for (const ConcurrencyLimit& earlier : settings.concurrency) {

@@ -6,6 +6,7 @@
 
 #include "algorithm/scaled_math.h"
 #include "http/json_string.h"
+#include "policy/own_headers.h"
 #include "sluice/outcome.h"
 
 namespace sluice::http {
@@ -33,17 +34,10 @@ std::string integerText(std::int64_t value) {
 // client percent-decodes an item's name to match it to its limit. The denied body's "limit"
 // carries the same spelling as the header.
 void appendSafeName(std::string& out, std::string_view name, bool escape_quotes) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  if (!escape_quotes) return policy::appendPercentEncoded(out, name);
   for (const char byte : name) {
-    const auto code = static_cast<unsigned char>(byte);
-    if (code < 0x20 || code > 0x7E || byte == '%') {
-      out += '%';
-      out += kHex[code >> 4];
-      out += kHex[code & 0xF];
-      continue;
-    }
-    if (escape_quotes && (byte == '"' || byte == '\\')) out += '\\';
-    out += byte;
+    if (byte == '"' || byte == '\\') out += '\\';
+    policy::appendPercentEncoded(out, {&byte, 1});
   }
 }
 
@@ -67,37 +61,63 @@ bool neverFits(const Outcome& binding, Micros retry_after_us) noexcept {
   return binding.reason == DenyReason::kCostExceedsLimit || retry_after_us == kNever;
 }
 
-void appendPolicyList(std::string& list, const Decision& decision,
-                      std::span<const LimitLabel> labels) {
-  for (std::size_t i = 0; i < decision.statuses.size(); ++i) {
-    const LimitLabel* label = labelAt(labels, i);
+// Appends one item per limit through `append_item(list, index)`, ", "-separated. Past
+// kMaxNameListBytes, again: the binding limit's item (`binding`, or none when out of range) and as
+// many others, in order, as fit. One pass in the usual case.
+template <class AppendItem>
+void appendBoundedList(std::string& list, std::size_t count, std::size_t binding,
+                       const AppendItem& append_item) {
+  const std::size_t start = list.size();
+  for (std::size_t i = 0; i < count; ++i) {
     if (i > 0) list += ", ";
-    appendSfString(list, label != nullptr ? label->name : std::string_view{});
-    list += ";q=";
-    appendInteger(list, cappedInteger(decision.statuses[i].limit));
-    if (label != nullptr) {
-      // w is an SF Integer > 0: a sub-second or zero period still says "1".
-      list += ";w=";
-      appendInteger(list, std::max<std::int64_t>(1, headerSeconds(label->window_us)));
+    append_item(list, i);
+  }
+  if (list.size() - start <= policy::kMaxNameListBytes) return;
+  list.resize(start);
+  std::size_t others = 0;  // bytes of the items besides the binding one
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t before = list.size();
+    if (before > start) list += ", ";
+    append_item(list, i);
+    if (i == binding) continue;
+    others += list.size() - before;
+    if (others > policy::kMaxNameListBytes) {
+      others -= list.size() - before;
+      list.resize(before);
     }
   }
 }
 
-void appendServiceLimitList(std::string& list, const Decision& decision,
-                            std::span<const LimitLabel> labels) {
-  for (std::size_t i = 0; i < decision.statuses.size(); ++i) {
-    const LimitLabel* label = labelAt(labels, i);
-    const Outcome& status = decision.statuses[i];
-    if (i > 0) list += ", ";
-    appendSfString(list, label != nullptr ? label->name : std::string_view{});
-    list += ";r=";
-    appendInteger(list, cappedInteger(status.remaining));
-    // Seconds until more quota is available: for a denial, until the request would fit, as
-    // Retry-After says (which should not point earlier than t); otherwise until full again.
-    const bool waits = !status.allowed && !neverFits(status, status.retry_after_us);
-    list += ";t=";
-    appendInteger(list, headerSeconds(waits ? status.retry_after_us : status.reset_after_us));
+// The index of the binding limit's status, or statuses.size() when there is none.
+std::size_t bindingIndex(const Decision& decision) noexcept {
+  return decision.bindingStatus() == nullptr ? decision.statuses.size() : decision.binding;
+}
+
+void appendPolicyItem(std::string& list, const Decision& decision,
+                      std::span<const LimitLabel> labels, std::size_t i) {
+  const LimitLabel* label = labelAt(labels, i);
+  appendSfString(list, label != nullptr ? label->name : std::string_view{});
+  list += ";q=";
+  appendInteger(list, cappedInteger(decision.statuses[i].limit));
+  if (label != nullptr) {
+    // w is an SF Integer > 0: a sub-second or zero period still says "1".
+    list += ";w=";
+    appendInteger(list, std::max<std::int64_t>(1, headerSeconds(label->window_us)));
   }
+}
+
+void appendServiceLimitItem(std::string& list, const Decision& decision,
+                            std::span<const LimitLabel> labels, std::size_t i) {
+  const LimitLabel* label = labelAt(labels, i);
+  const Outcome& status = decision.statuses[i];
+  appendSfString(list, label != nullptr ? label->name : std::string_view{});
+  list += ";r=";
+  appendInteger(list, cappedInteger(status.remaining));
+  // Seconds until more quota is available: for a denial, until the request would fit, as
+  // Retry-After says (which should not point earlier than t); otherwise until full again.
+  const bool waits = !status.allowed && !neverFits(status, status.retry_after_us);
+  list += ";t=";
+  appendInteger(list, headerSeconds(waits ? status.retry_after_us : status.reset_after_us));
 }
 
 // The most headers renderRateLimitHeaders writes: three X-RateLimit-*, two IETF, Retry-After.
@@ -120,9 +140,16 @@ void renderRateLimitHeaders(const Decision& decision, std::span<const LimitLabel
   }
   // RateLimit-Policy must be a non-empty list, so both IETF fields go only with some limit.
   if (options.ietf && !decision.statuses.empty()) {
-    appendPolicyList(sink.value(options.names.ratelimit_policy), decision, labels);
+    const std::size_t count = decision.statuses.size();
+    const std::size_t binding_at = bindingIndex(decision);
+    appendBoundedList(
+        sink.value(options.names.ratelimit_policy), count, binding_at,
+        [&](std::string& list, std::size_t i) { appendPolicyItem(list, decision, labels, i); });
     sink.done();
-    appendServiceLimitList(sink.value(options.names.ratelimit), decision, labels);
+    appendBoundedList(sink.value(options.names.ratelimit), count, binding_at,
+                      [&](std::string& list, std::size_t i) {
+                        appendServiceLimitItem(list, decision, labels, i);
+                      });
     sink.done();
   }
   if (options.retry_after && !decision.allowed && binding != nullptr &&

@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 
 #include "policy/api_key_hash.h"
+#include "policy/own_headers.h"
 
 namespace sluice::policy {
 namespace {
@@ -72,8 +73,13 @@ std::string PolicyDecision::shadowDenials() const {
   std::string names;
   for (std::size_t i = 0; i < shadow.statuses.size(); ++i) {
     if (shadow.statuses[i].allowed) continue;
+    const std::size_t before = names.size();
     if (!names.empty()) names += ", ";
-    names += shadow_checks[i].label;
+    appendPercentEncoded(names, shadow_checks[i].label, ",");
+    if (names.size() > kMaxNameListBytes) {
+      names.resize(before);  // the rest are left out (kMaxNameListBytes)
+      break;
+    }
   }
   return names;
 }

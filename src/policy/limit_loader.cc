@@ -188,7 +188,9 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
   } else {
     limit.name = scalar(node["name"], "limit name", errors).value_or("");
     if (!isPlainName(limit.name)) {
-      errors.add(node["name"], "a limit name must be non-empty, without control characters");
+      errors.add(node["name"], "a limit name must be non-empty, at most " +
+                                   std::to_string(kMaxNameBytes) +
+                                   " bytes, without control characters");
     } else if (!names.insert(limit.name).second) {
       errors.add(node["name"], "limit name \"" + limit.name + "\" is used twice");
     }

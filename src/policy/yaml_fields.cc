@@ -73,7 +73,7 @@ std::optional<YAML::Mark> keyMark(const YAML::Node& map, std::string_view name) 
 }
 
 bool isPlainName(std::string_view name) noexcept {
-  if (name.empty()) return false;
+  if (name.empty() || name.size() > kMaxNameBytes) return false;
   for (std::size_t at = 0; at < name.size(); ++at) {
     if (controlCharacterAt(name, at)) return false;
   }

@@ -2,6 +2,7 @@
 // the shared vocabulary of the configuration loaders.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -107,8 +108,11 @@ std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, E
 std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
                                     Errors& errors);
 // A name that goes into headers, metrics labels, logs or other settings (a limit's, an
-// upstream's): not empty, and no control character (C0, DEL or C1), which would end a header or
-// log line early, break a Prometheus scrape, or steer the terminal a log is read on.
+// upstream's): not empty, at most kMaxNameBytes, and no control character (C0, DEL or C1),
+// which would end a header or log line early, break a Prometheus scrape, or steer the terminal
+// a log is read on. The bound keeps every header that names it within what HTTP stacks take: a
+// 70,000-byte limit name made a header value Beast refuses by throwing, which ended the process.
+inline constexpr std::size_t kMaxNameBytes = 200;
 [[nodiscard]] bool isPlainName(std::string_view name) noexcept;
 
 // The most a configuration file (policy, keys, JWT key, lyft file) may hold: far above any real

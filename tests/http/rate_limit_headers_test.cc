@@ -12,6 +12,7 @@
 #include <boost/property_tree/ptree.hpp>
 
 #include "engine/engine.h"
+#include "policy/own_headers.h"
 #include "sluice/outcome.h"
 #include "support/specs.h"
 
@@ -369,6 +370,33 @@ TEST_F(RateLimitHeadersTest, DeniedBodyEscapesTheName) {
 }
 
 // headerSeconds: whole seconds, rounded up, with the edges pinned.
+// Thousands of limits on one request: each IETF list keeps its first items up to
+// kMaxNameListBytes, plus the binding limit's item wherever it stands, so no value grows past
+// what HTTP stacks take (Beast threw past 64 KiB, which ended the process). A few limits are
+// listed whole, as before.
+TEST_F(RateLimitHeadersTest, ManyLimitsListedWithinABudget) {
+  std::vector<Outcome> statuses;
+  std::vector<std::string> names;
+  for (int i = 0; i < 3000; ++i) {
+    statuses.push_back(allowedStatus(100, 50, 12 * kSecond));
+    names.push_back("limit-number-" + std::to_string(i) + "-with-a-long-name");
+  }
+  std::vector<LimitLabel> labels;
+  for (const std::string& name : names) labels.push_back({name, kMinute});
+  statuses[2500] = allowedStatus(100, 1, 12 * kSecond);  // binds: the fewest left
+  const Decision decision = decisionOf(statuses);
+  const HeaderList headers = render(decision, labels);
+  for (const auto& [name, value] : headers) {
+    if (name != "RateLimit" && name != "RateLimit-Policy") continue;
+    EXPECT_LE(value.size(), policy::kMaxNameListBytes + 100) << name;
+    EXPECT_GT(value.size(), policy::kMaxNameListBytes - 100) << name;
+    EXPECT_TRUE(value.starts_with("\"limit-number-0-with-a-long-name\";")) << name;
+    EXPECT_NE(value.find("\"limit-number-2500-with-a-long-name\""), std::string::npos) << name;
+    EXPECT_FALSE(value.ends_with(", ")) << name;
+  }
+  EXPECT_EQ(headers[1].second, "1");  // X-RateLimit-Remaining: the binding limit's, as ever
+}
+
 struct SecondsCase {
   Micros us;
   std::int64_t seconds;

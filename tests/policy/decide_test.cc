@@ -137,6 +137,19 @@ limits:
   EXPECT_EQ(second.enforced.statuses.at(0).remaining, 8u);
 }
 
+// X-RateLimit-Shadow's names are percent-encoded as the IETF lists' are, and a comma inside a
+// name too, so that "a, b" and "c" read as two names, not three.
+TEST_F(DecideTest, ShadowNamesStayApart) {
+  load(R"(
+limits:
+  - { name: "a, b", key: ip, rate: 1/min, action: shadow }
+  - { name: "c", key: ip, rate: 1/min, action: shadow }
+  - { name: "café%", key: ip, rate: 1/min, action: shadow }
+)");
+  (void)decideFor(request("/"));
+  EXPECT_EQ(decideFor(request("/")).shadowDenials(), "a%2C b, c, caf%C3%A9%25");
+}
+
 // A request an enforced limit denies is not counted against the shadow limits: enforced too, they
 // would have taken nothing from it (all or nothing), so they could not have denied what follows.
 TEST_F(DecideTest, DeniedRequestsAreNotCountedAgainstShadowLimits) {

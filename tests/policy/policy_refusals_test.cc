@@ -240,6 +240,8 @@ TEST(PolicyRefusals, LimitSettingsThatWouldMisbehaveAreRefused) {
   refused("limits: [{ name: \"\", rate: 1/s }]\n", 1, "must be non-empty");
   refused("limits: [{ name: \"a\\0b\", rate: 1/s }]\n", 1, "without control characters");
   refused("limits: [{ name: \"a\\x9b\", rate: 1/s }]\n", 1, "without control characters");  // C1
+  // A name goes into every header that lists limits: 201 bytes is over the bound, 200 is not.
+  refused("limits: [{ name: " + std::string(201, 'n') + ", rate: 1/s }]\n", 1, "at most 200 bytes");
   refused(
       "tiers:\n  anonymous: { rate: 3/min, burst: 0 }\nlimits: [{ name: a, from_tier: true }]\n", 2,
       "burst must be at least 1");
