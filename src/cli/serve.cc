@@ -23,6 +23,7 @@
 #include "cli/optional_doors.h"
 #include "cli/port_clashes.h"
 #include "policy/freed_memory.h"
+#include "policy/limit_loader.h"
 #include "policy/policy_loader.h"
 #include "server/http_server.h"
 #include "server/io_pool.h"
@@ -64,9 +65,11 @@ server::HttpServerLimits serverLimits(const policy::Policy& policy, std::size_t 
 void stopWhenDrained(std::function<void()> stop, std::shared_ptr<net::steady_timer> timer,
                      std::function<std::size_t()> open_connections,
                      std::chrono::steady_clock::time_point deadline) {
-  if (open_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
-    stop();
-    return;
+  const std::size_t open = open_connections();
+  if (open == 0) return stop();
+  if (std::chrono::steady_clock::now() >= deadline) {
+    spdlog::warn("stopping: {} connection(s) still open at the drain's deadline are closed", open);
+    return stop();
   }
   timer->expires_after(std::chrono::milliseconds(20));
   timer->async_wait([stop = std::move(stop), timer, open_connections = std::move(open_connections),
@@ -92,8 +95,9 @@ void reload(const Doors& doors) {
 }
 
 // SIGINT or SIGTERM: not ready, no new connections, the requests in flight finished (for at
-// most 10 s), then the loops stop. The admin listener keeps serving meanwhile, so health
-// checks and load balancers read /readyz 503 for the whole drain rather than a refused
+// most 10 s, plus the longest a limit may hold a request: a throttled request held 30 s was cut
+// off unanswered at 10 s), then the loops stop. The admin listener keeps serving meanwhile, so
+// health checks and load balancers read /readyz 503 for the whole drain rather than a refused
 // connection; its own connections (a metrics scraper's keep-alive) are not waited for, but a
 // reload under way is, so that a POST /admin/reload in flight is answered.
 void drainAndStop(const Doors& doors, server::IoPool& pool) {
@@ -110,7 +114,8 @@ void drainAndStop(const Doors& doors, server::IoPool& pool) {
     pool.stop();
   };
   stopWhenDrained(stop, std::make_shared<net::steady_timer>(pool.first()), open_connections,
-                  std::chrono::steady_clock::now() + std::chrono::seconds(10));
+                  std::chrono::steady_clock::now() + std::chrono::seconds(10) +
+                      std::chrono::microseconds(policy::longestHoldUs(*doors.service.policy())));
 }
 
 // The configuration in `file`, checked for serving; null, with the errors printed, when it

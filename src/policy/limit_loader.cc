@@ -30,15 +30,20 @@ std::string normalizedPattern(const std::string& path, RouteMatch::PathKind kind
   return normal;
 }
 
+// How long a leaky_bucket_shaper's last place waits: (burst - 1) emission intervals.
+long double shaperHoldUs(const LimitSpec& spec) noexcept {
+  return static_cast<long double>(spec.burst() - 1) *
+         static_cast<long double>(spec.rate().period_us) /
+         static_cast<long double>(spec.rate().count);
+}
+
 // A shaper holds an admitted request until its slot, as far as its queue reaches: the last place
 // in a queue of `burst` waits (burst - 1) emission intervals.
 // Each held request holds a connection, so that is bounded as a throttle's max_delay is (1/h
 // with a queue of 1000 held connections for up to 41 days, and the clients gone meanwhile).
 std::optional<std::string> shaperHoldProblem(const LimitSpec& spec) {
   if (spec.algorithm() != Algorithm::kLeakyBucketShaper) return std::nullopt;
-  const long double hold_us = static_cast<long double>(spec.burst() - 1) *
-                              static_cast<long double>(spec.rate().period_us) /
-                              static_cast<long double>(spec.rate().count);
+  const long double hold_us = shaperHoldUs(spec);
   if (hold_us <= static_cast<long double>(kMaxThrottleDelayUs)) return std::nullopt;
   return "a leaky_bucket_shaper holds a request up to (burst - 1) / rate (" +
          std::to_string(static_cast<std::uint64_t>(hold_us / kMicrosPerSecond)) +
@@ -379,6 +384,23 @@ void loadLimits(const YAML::Node& limits, const YAML::Node& tiers, Policy& polic
                "a limit takes its numbers from_tier, so tiers.anonymous must be defined "
                "(anonymous: {unlimited: true} exempts callers without a key)");
   }
+}
+
+Micros longestHoldUs(const Policy& policy) noexcept {
+  Micros throttle_us = 0;
+  long double shaper_us = 0;
+  const auto shaper = [&shaper_us](const LimitSpec& spec) {
+    if (spec.algorithm() == Algorithm::kLeakyBucketShaper) {
+      shaper_us = std::max(shaper_us, shaperHoldUs(spec));
+    }
+  };
+  for (const Limit& limit : policy.limits) {
+    if (limit.action == Action::kThrottle) throttle_us = std::max(throttle_us, limit.max_delay_us);
+    if (limit.spec) shaper(*limit.spec);
+    for (const auto& [tier, spec] : limit.tier_specs) shaper(spec);
+  }
+  // Loaded limits keep each within kMaxThrottleDelayUs; the bound guards the conversion.
+  return throttle_us + static_cast<Micros>(std::min<long double>(shaper_us, kMaxThrottleDelayUs));
 }
 
 }  // namespace sluice::policy

@@ -21,4 +21,9 @@ RouteMatch loadRouteFields(const YAML::Node& node, const std::string& what, Erro
 // A `match:` mapping `what` holding only those fields.
 RouteMatch loadMatchSection(const YAML::Node& node, const std::string& what, Errors& errors);
 
+// The longest the policy's limits can hold a request before answering it: the longest throttle
+// max_delay plus the longest shaper queue (each at most 60 s), for any tier. A drain waits this
+// much longer for requests in flight, so that none held is cut off unanswered.
+[[nodiscard]] Micros longestHoldUs(const Policy& policy) noexcept;
+
 }  // namespace sluice::policy
