@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <limits>
 
 #include "client/field_cursor.h"
 
@@ -19,7 +20,11 @@ std::optional<unsigned> monthNumber(std::string_view name) noexcept {
 
 struct DateParts {
   std::uint64_t year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  bool two_digit_year = false;  // RFC 850's: `year` is then in now's century
 };
+
+// RFC 9110 5.6.7's "50 years", as Gregorian years of 365.2425 days.
+constexpr Micros kFiftyYearsUs = 50LL * 31'556'952 * kMicrosPerSecond;
 
 bool readClock(Cursor& in, DateParts& parts) noexcept {
   const auto hour = in.digits(2);
@@ -43,7 +48,7 @@ bool readMonth(Cursor& in, DateParts& parts) noexcept {
 //   IMF-fixdate  Sun, 06 Nov 1994 08:49:37 GMT
 //   RFC 850      Sunday, 06-Nov-94 08:49:37 GMT
 //   asctime      Sun Nov  6 08:49:37 1994
-// `now_year` places RFC 850's two-digit year: one more than 50 years ahead is in the past.
+// `now_year` places RFC 850's two-digit year in now's century (parseHttpDate moves it back).
 std::optional<DateParts> readHttpDate(std::string_view text, std::int64_t now_year) noexcept {
   Cursor in(text);
   const std::string_view day_name = in.letters();
@@ -61,9 +66,10 @@ std::optional<DateParts> readHttpDate(std::string_view text, std::int64_t now_ye
     if (!day || !in.take('-') || !readMonth(in, parts) || !in.take('-')) return std::nullopt;
     const auto year = in.digits(2);
     if (!year || !in.take(' ') || !readClock(in, parts) || !in.take(" GMT")) return std::nullopt;
-    std::int64_t full_year = now_year - now_year % 100 + static_cast<std::int64_t>(*year);
-    if (full_year > now_year + 50) full_year -= 100;
+    const std::int64_t full_year = now_year - now_year % 100 + static_cast<std::int64_t>(*year);
+    if (full_year < 100) return std::nullopt;  // before year 100: no earlier century to move to
     parts.day = *day, parts.year = static_cast<std::uint64_t>(full_year);
+    parts.two_digit_year = true;
   } else if (day_name.size() == 3 && in.take(", ")) {  // IMF-fixdate
     const auto day = in.digits(2);
     if (!day || !in.take(' ') || !readMonth(in, parts) || !in.take(' ')) return std::nullopt;
@@ -100,9 +106,18 @@ std::int64_t yearOf(Micros unix_us) noexcept {
 }  // namespace
 
 std::optional<Micros> parseHttpDate(std::string_view text, Micros now_unix_us) {
-  const auto parts = readHttpDate(text, yearOf(now_unix_us));
+  auto parts = readHttpDate(text, yearOf(now_unix_us));
   if (!parts) return std::nullopt;
-  return unixMicros(*parts);
+  const std::optional<Micros> at = unixMicros(*parts);
+  // RFC 9110 5.6.7: a two-digit year that reads more than 50 years ahead of now is the latest
+  // past year with those digits. Compared as instants, not years: seen from June 2026,
+  // "01-Dec-76" is 1976 (2076 would be 50.5 years ahead), which the years alone kept as 2076.
+  const bool saturated = now_unix_us > std::numeric_limits<Micros>::max() - kFiftyYearsUs;
+  if (at && parts->two_digit_year && !saturated && *at > now_unix_us + kFiftyYearsUs) {
+    parts->year -= 100;
+    return unixMicros(*parts);
+  }
+  return at;
 }
 
 }  // namespace sluice::client

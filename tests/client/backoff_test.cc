@@ -1,6 +1,7 @@
 #include "sluice/backoff.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -92,6 +93,23 @@ TEST(BackoffTest, AServerWaitLongerThanTheCallerWillWaitEndsTheRetries) {
   Backoff backoff(chosen);
   EXPECT_TRUE(backoff.next(10 * kMicrosPerSecond).has_value());
   EXPECT_FALSE(backoff.next(11 * kMicrosPerSecond).has_value());
+}
+
+// A caller that always honours the server (max_server_wait_us at the largest value) and a
+// Retry-After that saturates: the wait saturates too, where it wrapped to a negative delay (an
+// immediate retry). A cap at the largest value doubles without overflowing.
+TEST(BackoffTest, HugeWaitsAndCapsSaturate) {
+  BackoffOptions chosen = options(100, std::numeric_limits<Micros>::max());
+  chosen.max_server_wait_us = std::numeric_limits<Micros>::max();
+  Backoff backoff(chosen);
+  const auto wait = backoff.next(std::numeric_limits<Micros>::max());
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_EQ(*wait, std::numeric_limits<Micros>::max());
+  for (int i = 0; i < 90; ++i) {
+    const auto next = backoff.next();
+    ASSERT_TRUE(next.has_value());
+    ASSERT_GE(*next, 0) << "retry " << i;
+  }
 }
 
 TEST(BackoffTest, ManyRetriesNeitherOverflowNorPassTheCap) {

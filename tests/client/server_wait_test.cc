@@ -43,6 +43,16 @@ TEST(RetryAfterTest, ATwoDigitYearMoreThanFiftyYearsAheadIsInThePast) {
   EXPECT_EQ(parseRetryAfter("Friday, 01-Jan-99 00:00:00 GMT", now_2026), 0);
 }
 
+TEST(RetryAfterTest, FiftyYearsAheadIsMeasuredInTimeNotInYears) {
+  // Seen from 2026-06-01: 01-Dec-76 would be 2076, 50.5 years ahead, so it is 1976 (no wait);
+  // 01-Jan-76 is 49.6 years ahead, so it stays 2076.
+  const Micros june_2026 = 1'780'272'000LL * kSecond;  // 2026-06-01T00:00:00Z
+  EXPECT_EQ(parseRetryAfter("Tuesday, 01-Dec-76 00:00:00 GMT", june_2026), 0);
+  const auto in_2076 = parseRetryAfter("Wednesday, 01-Jan-76 00:00:00 GMT", june_2026);
+  ASSERT_TRUE(in_2076.has_value());
+  EXPECT_EQ(*in_2076, (3'345'062'400LL - 1'780'272'000LL) * kSecond);  // to 2076-01-01
+}
+
 TEST(RetryAfterTest, MalformedValuesAreIgnored) {
   for (const char* bad : {"", "  ", "-5", "1.5", "12abc", "soon", "Sun, 06 Nov 1994 08:49:37",
                           "Sun, 31 Feb 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
@@ -81,6 +91,20 @@ TEST(RateLimitFieldTest, AMalformedFieldIsIgnoredWhole) {
         R"("a";R=0;t=3)", R"(("a";r=0;t=3)"}) {
     EXPECT_FALSE(parseRateLimitWait(bad).has_value()) << bad;
   }
+}
+
+// A Date is one '@' and an Integer (RFC 9651 3.3.7). Reading nested '@'s called the reader once
+// per '@', and a server's header of 200,000 of them overflowed the client's stack.
+TEST(RateLimitFieldTest, ADateIsOneAtSignAndAnInteger) {
+  EXPECT_EQ(parseRateLimitWait(R"("a";r=0;t=4;since=@1659578233)"), 4 * kSecond);
+  EXPECT_EQ(parseRateLimitWait(R"("a";r=0;t=4;since=@-5)"), 4 * kSecond);
+  for (const char* bad : {R"("a";r=0;t=4;since=@@1)", R"("a";r=0;t=4;since=@x)",
+                          R"("a";r=0;t=4;since=@)", R"("a";r=0;t=4;since=@1.5)"}) {
+    EXPECT_FALSE(parseRateLimitWait(bad).has_value()) << bad;
+  }
+  const std::string deep = std::string(200'000, '@') + "1;r=0;t=1";
+  EXPECT_FALSE(parseRateLimitWait(deep).has_value());
+  EXPECT_FALSE(serverWait("", deep, 0).has_value());
 }
 
 TEST(ServerWaitTest, RetryAfterTakesPrecedenceOverRateLimit) {
