@@ -17,10 +17,12 @@
 #include <sys/uio.h>
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <utility>
 
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <boost/system/error_code.hpp>
@@ -28,10 +30,11 @@
 namespace sluice::server {
 
 // Sends what the socket takes of `buffers` without waiting (at most their first kParts pieces):
-// the bytes sent, 0 when it takes none or fails. A failure is left for the asynchronous write
-// that follows to meet and report.
+// the bytes sent, or 0 with `error` set when the send failed for another reason than a full
+// socket (a reset, say: the error is the socket's, which only the first send reports).
 template <typename ConstBuffers>
-std::size_t sendWithoutWaiting(int native_handle, const ConstBuffers& buffers) noexcept {
+std::size_t sendWithoutWaiting(int native_handle, const ConstBuffers& buffers,
+                               boost::system::error_code& error) noexcept {
   constexpr std::size_t kParts = 16;
   std::array<iovec, kParts> parts{};
   std::size_t count = 0;
@@ -46,17 +49,29 @@ std::size_t sendWithoutWaiting(int native_handle, const ConstBuffers& buffers) n
   message.msg_iov = parts.data();
   message.msg_iovlen = count;
   const ssize_t sent = ::sendmsg(native_handle, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
-  return sent > 0 ? static_cast<std::size_t>(sent) : 0;
+  if (sent >= 0) return static_cast<std::size_t>(sent);
+  if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    error.assign(errno, boost::system::system_category());
+  }
+  return 0;
 }
 
 // As asio::async_write(socket, buffers, handler), but `handler(error_code, bytes)` runs at once,
-// inside this call, when the socket takes every byte now. Otherwise what is left goes through
-// async_write, and the handler is called as it would be. One write at a time per socket, as
-// with async_write; `buffers`' memory must last until the handler runs.
+// inside this call, when the socket takes every byte now. A failed send's error is posted to the
+// handler, as async_write reports one. Otherwise what is left goes through async_write, and the
+// handler is called as it would be. One write at a time per socket, as with async_write;
+// `buffers`' memory must last until the handler runs.
 template <typename Socket, typename ConstBuffers, typename Handler>
 void eagerWrite(Socket& socket, const ConstBuffers& buffers, Handler&& handler) {
   const std::size_t total = boost::asio::buffer_size(buffers);
-  const std::size_t sent = sendWithoutWaiting(socket.native_handle(), buffers);
+  boost::system::error_code error;
+  const std::size_t sent = sendWithoutWaiting(socket.native_handle(), buffers, error);
+  if (error) {
+    return boost::asio::post(socket.get_executor(),
+                             [error, handler = std::forward<Handler>(handler)]() mutable {
+                               handler(error, std::size_t{0});
+                             });
+  }
   if (sent == total) return handler(boost::system::error_code{}, total);
   if (sent == 0) return boost::asio::async_write(socket, buffers, std::forward<Handler>(handler));
   boost::beast::buffers_suffix<ConstBuffers> rest(buffers);

@@ -163,6 +163,21 @@ TEST_F(EagerWriteTest, AClosedSocketReportsTheError) {
   EXPECT_TRUE(result_->ec);
 }
 
+// A peer that reset the connection: the handler gets the reset, as async_write reports it, not
+// the broken pipe a second send would see, and through the loop.
+TEST_F(EagerWriteTest, APeersResetIsTheErrorReported) {
+  peer_.set_option(net::socket_base::linger(true, 0));
+  peer_.close();                      // with linger 0: a reset
+  std::this_thread::sleep_for(20ms);  // for the reset to reach this end of the loopback
+  const std::string answer = "too late";
+  write(net::buffer(answer));
+  EXPECT_FALSE(result_) << "an error ran its handler inside the call";
+  loop_.restart();
+  loop_.run_for(100ms);
+  ASSERT_TRUE(result_);
+  EXPECT_EQ(result_->ec, net::error::connection_reset) << result_->ec.message();
+}
+
 // An empty write has nothing to wait for.
 TEST_F(EagerWriteTest, AnEmptyWriteCompletesAtOnce) {
   write(net::buffer(std::string_view()));
