@@ -54,7 +54,6 @@ class Metrics {
   std::array<std::uint64_t, kResults> webhook_decisions_{};
   std::array<std::atomic<std::uint64_t>, kLatencyBucketsSeconds.size() + 1> latency_buckets_{};
   std::atomic<std::uint64_t> latency_sum_us_{0};
-  std::atomic<std::uint64_t> latency_count_{0};
   std::atomic<std::uint64_t> degraded_decisions_{0};
   std::atomic<std::uint64_t> client_gone_{0};
   std::atomic<std::uint64_t> reloads_ok_{0};
