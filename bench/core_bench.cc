@@ -279,6 +279,20 @@ void BM_ThreeLimits(benchmark::State& state) {
 }
 BENCHMARK(BM_ThreeLimits);
 
+// One request checked against 1,000 limits at once (an embedder's batch, or a generated config
+// of many limits matching one request), every key distinct and admitted.
+void BM_ThousandChecksInOneRequest(benchmark::State& state) {
+  sluice::Limiter limiter;
+  const LimitSpec spec = generousSpec(Algorithm::kGcra);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000; ++i) keys.push_back("limit-" + std::to_string(i) + ":client:42");
+  std::vector<sluice::LimitCheck> checks;
+  for (const std::string& key : keys) checks.push_back({key, &spec, 1});
+  for (auto _ : state) benchmark::DoNotOptimize(limiter.check(checks));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ThousandChecksInOneRequest);
+
 // A large cost denied against a full sliding log: 100,000 one-unit entries at distinct
 // instants, a request for half the limit, asked again and again (a client retrying). Its
 // retry-after is when enough of the oldest entries slide out; the algorithm alone, no store.

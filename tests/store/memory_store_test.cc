@@ -230,6 +230,44 @@ TEST_F(MemoryStoreTest, RepeatedKeyRetryUsesTheCombinedCost) {
   EXPECT_EQ(too_big[0].retry_after_us, kNever);
 }
 
+// Many checks in one request (the store links a key's checks by sorting past 16), keys
+// interleaved and of both kinds: the same answers as a few, key by key. 3 checks of 10 keys fit
+// a limit of 3; a fourth round does not, and nothing is taken; the denied key's answer is its
+// combined cost's, which never fits.
+TEST_F(MemoryStoreTest, ManyChecksOfRepeatedKeysAddUpPerKey) {
+  const LimitSpec three = spec(Algorithm::kFixedWindow, "3/min");
+  const LimitSpec log3 = spec(Algorithm::kSlidingWindowLog, "3/min");
+  std::vector<std::string> keys;
+  for (int k = 0; k < 10; ++k) keys.push_back("key-" + std::to_string(k));
+  std::vector<LimitCheck> rounds;
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 10; ++k) rounds.push_back({keys[k], k % 2 == 0 ? &three : &log3, 1});
+  }
+  const std::vector<Outcome> fits = applyAll(store_, rounds, t0_);
+  for (std::size_t i = 0; i < fits.size(); ++i) EXPECT_TRUE(fits[i].allowed) << i;
+  EXPECT_EQ(fits[25].remaining, 0u);  // key-5's third check: its three units used
+  EXPECT_EQ(fits[5].remaining, 2u);   // and its first: one
+  for (int k = 0; k < 10; ++k) {
+    EXPECT_EQ(apply(store_, keys[k], k % 2 == 0 ? three : log3, 0, t0_).remaining, 0u) << k;
+  }
+
+  std::vector<std::string> fresh_keys;
+  for (int k = 0; k < 10; ++k) fresh_keys.push_back("fresh-" + keys[k]);
+  std::vector<LimitCheck> fresh;
+  for (int round = 0; round < 4; ++round) {
+    for (int k = 0; k < 10; ++k) fresh.push_back({fresh_keys[k], k % 2 == 0 ? &three : &log3, 1});
+  }
+  const std::vector<Outcome> over = applyAll(store_, fresh, t0_);
+  for (std::size_t i = 30; i < 40; ++i) {
+    EXPECT_FALSE(over[i].allowed) << i;
+    EXPECT_EQ(over[i].reason, DenyReason::kCostExceedsLimit) << i;  // 4 of 3 never fits
+  }
+  EXPECT_TRUE(over[3].allowed);  // alone it would pass: reported as it is, nothing taken
+  for (int k = 0; k < 10; ++k) {
+    EXPECT_EQ(apply(store_, fresh_keys[k], k % 2 == 0 ? three : log3, 0, t0_).remaining, 3u) << k;
+  }
+}
+
 // More shards than max_keys: the shards shrink so the bound still holds.
 TEST_F(MemoryStoreTest, MaxKeysBelowShardCount) {
   MemoryStore store(MemoryStoreOptions{2, 16}, KeyHasher(11, 12));
