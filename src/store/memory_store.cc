@@ -138,8 +138,8 @@ struct MemoryStore::Staged {
   CompactState after;               // compact state after this check (and earlier ones)
   std::uint64_t pending_units = 0;  // log units admitted by earlier checks of the same key
   std::uint64_t total_cost = 0;     // this check's cost plus earlier checks' of the same key
-  // The checks of one key in a request (one hash: the hash covers the spec, so they share the
-  // algorithm), linked once before the shards are locked (linkRepeatedKeys).
+  // The checks of one counter in a request (one hash and kind), linked once before the shards
+  // are locked (linkRepeatedKeys).
   std::size_t earlier = kNoCheck;          // the latest earlier check of the same key
   std::size_t last_of_its_key = kNoCheck;  // the key's last check in the request
   std::size_t checks_of_key = 1;
@@ -153,6 +153,12 @@ namespace {
 // Fills the Staged key links of a request's checks. Done once, before the shards are locked:
 // worked out per shard and per check under the locks, a request of 2,000 checks held its shards
 // for 166 ms. Sorted by hash past a few checks; a scan of the earlier ones below that.
+// One counter: a compact state and a log of one hash are two (they live in two tables).
+template <typename Staged>
+bool sameKey(const Staged& a, const Staged& b) noexcept {
+  return a.hash == b.hash && a.is_log == b.is_log;
+}
+
 template <typename StagedList>
 void linkRepeatedKeys(std::span<const LimitCheck> checks, StagedList& staged) {
   const std::size_t count = checks.size();
@@ -161,7 +167,8 @@ void linkRepeatedKeys(std::span<const LimitCheck> checks, StagedList& staged) {
   for (std::size_t i = 0; i < count; ++i) order[i] = i;
   if (count > kFewChecks) {
     std::stable_sort(order.begin(), order.end(), [&staged](std::size_t a, std::size_t b) {
-      return staged[a].hash < staged[b].hash;
+      return std::pair(staged[a].hash, staged[a].is_log) <
+             std::pair(staged[b].hash, staged[b].is_log);
     });
   }
   // Walks each key's checks in request order, the members of a group next to each other in
@@ -169,10 +176,10 @@ void linkRepeatedKeys(std::span<const LimitCheck> checks, StagedList& staged) {
   for (std::size_t at = 0; at < count; ++at) {
     const std::size_t i = order[at];
     if (count > kFewChecks) {
-      if (at > 0 && staged[order[at - 1]].hash == staged[i].hash) staged[i].earlier = order[at - 1];
+      if (at > 0 && sameKey(staged[order[at - 1]], staged[i])) staged[i].earlier = order[at - 1];
     } else {
       for (std::size_t j = 0; j < i; ++j) {
-        if (staged[j].hash == staged[i].hash) staged[i].earlier = j;
+        if (sameKey(staged[j], staged[i])) staged[i].earlier = j;
       }
     }
   }
@@ -384,7 +391,8 @@ void MemoryStore::judgeRepeatedKeysWhole(std::span<const LimitCheck> checks,
     if (item.checks_of_key < 2 || judged[item.last_of_its_key]) continue;
     judged[item.last_of_its_key] = true;
     std::optional<Outcome> whole;  // the key's check that waits longest, if one is denied
-    // The key's checks, from its last back (the answer does not depend on the order).
+    // The key's checks, from its last back: on a tie the earliest check's answer stands (>=), as
+    // the Redis script's, which reads them in request order.
     for (std::size_t j = item.last_of_its_key; j != kNoCheck; j = staged[j].earlier) {
       const Staged& other = staged[j];
       Outcome outcome;
@@ -396,7 +404,7 @@ void MemoryStore::judgeRepeatedKeysWhole(std::span<const LimitCheck> checks,
         CompactState state = item.original;
         outcome = algorithm::consumeCompact(state, now_us, *checks[j].spec, other.total_cost);
       }
-      if (!outcome.allowed && (!whole || outcome.retry_after_us > whole->retry_after_us)) {
+      if (!outcome.allowed && (!whole || outcome.retry_after_us >= whole->retry_after_us)) {
         whole = outcome;
       }
     }
