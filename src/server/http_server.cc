@@ -114,11 +114,12 @@ class Session : public std::enable_shared_from_this<Session> {
                   beast::bind_front_handler(&Session::doRead, shared_from_this()));
   }
 
-  // Refuses the connection with 503: over the connection cap.
-  void refuse() {
+  // Refuses the connection with 503 and why: over the connection cap, or the server is
+  // stopping (accepted before the listener closed).
+  void refuse(std::string_view why) {
     auto self = shared_from_this();
-    net::dispatch(socket_.get_executor(), [self] {
-      self->write(plainResponse(http::status::service_unavailable, "too many connections", 11));
+    net::dispatch(socket_.get_executor(), [self, why] {
+      self->write(plainResponse(http::status::service_unavailable, why, 11));
     });
   }
 
@@ -349,8 +350,10 @@ void accept(const std::shared_ptr<HttpServer::State>& state,
     if (!ec) {
       const std::size_t open = state->connections.fetch_add(1, std::memory_order_relaxed) + 1;
       auto session = std::make_shared<Session>(std::move(socket), loop, state);
-      if (open > state->limits.max_connections || state->draining.load()) {
-        session->refuse();
+      if (state->draining.load()) {
+        session->refuse("the server is shutting down");
+      } else if (open > state->limits.max_connections) {
+        session->refuse("too many connections");
       } else {
         {
           std::lock_guard lock(state->sessions_mutex);
