@@ -212,9 +212,9 @@ MemoryStore::MemoryStore(MemoryStoreOptions options, KeyHasher hasher)
     // shares add up to at most max_keys. Keys spread over the shards unevenly, and a shard
     // evicts when its own share is full: with shares of a few keys, a small max_keys would
     // evict counters in use while most of the bound was still free.
-    : shard_count_(
-          std::min(std::bit_ceil(std::max<std::size_t>(1, options.shards)),
-                   std::bit_floor(std::max<std::size_t>(1, options.max_keys / kMinKeysPerShard)))),
+    : shard_count_(std::min(
+          std::bit_ceil(std::clamp<std::size_t>(options.shards, 1, MemoryStoreOptions::kMaxShards)),
+          std::bit_floor(std::max<std::size_t>(1, options.max_keys / kMinKeysPerShard)))),
       keys_per_shard_(std::max<std::size_t>(1, options.max_keys / shard_count_)),
       shards_(std::make_unique<Shard[]>(shard_count_)),
       hasher_(hasher) {

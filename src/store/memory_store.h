@@ -15,12 +15,13 @@ namespace sluice {
 
 struct MemoryStoreOptions {
   // Upper bound on keys held. When a shard is full, keys whose state is back to full (which
-  // equal unused keys) go first, then the keys closest to being full.
+  // equal unused keys) go first, then the keys closest to being full. 0 is taken as 1.
   std::size_t max_keys = 1'000'000;
   // More shards, less lock contention between threads: a cold key's cache miss happens under its
   // shard's lock, so with 16 shards two threads already collide often. Rounded up to a power
-  // of two.
+  // of two, at most kMaxShards.
   std::size_t shards = 256;
+  static constexpr std::size_t kMaxShards = 65'536;
 };
 
 class MemoryStore final : public Store {

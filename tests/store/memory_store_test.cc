@@ -268,6 +268,18 @@ TEST_F(MemoryStoreTest, ManyChecksOfRepeatedKeysAddUpPerKey) {
   }
 }
 
+// A shard count past any power of two a size_t holds is capped, not rounded up (undefined);
+// max_keys 0 is taken as 1.
+TEST_F(MemoryStoreTest, ExtremeOptionsAreBounded) {
+  MemoryStore many(MemoryStoreOptions{1000, std::numeric_limits<std::size_t>::max()},
+                   KeyHasher(3, 4));
+  EXPECT_TRUE(apply(many, "a", per_second_, 2, t0_).allowed);
+  EXPECT_FALSE(apply(many, "a", per_second_, 1, t0_).allowed);
+  MemoryStore none(MemoryStoreOptions{0, 4}, KeyHasher(5, 6));
+  EXPECT_TRUE(apply(none, "a", per_second_, 1, t0_).allowed);
+  EXPECT_LE(none.keyCount(), 1u);
+}
+
 // More shards than max_keys: the shards shrink so the bound still holds.
 TEST_F(MemoryStoreTest, MaxKeysBelowShardCount) {
   MemoryStore store(MemoryStoreOptions{2, 16}, KeyHasher(11, 12));
