@@ -125,10 +125,10 @@ struct alignas(64) MemoryStore::Shard {
   }
 };
 
-// One check of a multi-limit request, between deciding and committing.
 // No check: the end of a key's chain of checks in a request.
 constexpr std::size_t kNoCheck = static_cast<std::size_t>(-1);
 
+// One check of a multi-limit request, between deciding and committing.
 struct MemoryStore::Staged {
   std::uint64_t hash = 0;
   Shard* shard = nullptr;
