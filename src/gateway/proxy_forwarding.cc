@@ -26,21 +26,6 @@ namespace net = boost::asio;
 
 namespace {
 
-// Beast reads as much as the buffer has room for, and at least 512 bytes. A body's bytes leave
-// the buffer as they come (into chunk_), so it never grew by itself, and bodies moved 512 bytes
-// a read and a write each way: a 2 MB download took 3,900 of each. While a body streams, the
-// buffer has room for a whole chunk; finishExchange gives the room back.
-void roomForBody(beast::flat_buffer& buffer) {
-  if (buffer.capacity() < kChunkBytes) buffer.reserve(kChunkBytes);
-}
-
-// What an idle connection's buffers keep: enough for a request or response head.
-constexpr std::size_t kIdleBufferBytes = 4096;
-
-void giveBackRoom(beast::flat_buffer& buffer) {
-  if (buffer.capacity() > kIdleBufferBytes) buffer.shrink_to_fit();
-}
-
 // RFC 9110 9.2.2: sending one of these twice has the effect of sending it once.
 bool isIdempotent(bhttp::verb method) {
   switch (method) {
@@ -172,7 +157,7 @@ void ProxySession::pumpRequest() {
   body.data = chunk_.get();
   body.size = kChunkBytes;
   body.more = true;
-  roomForBody(client_buffer_);
+  roomForBody(client_buffer_, exchange_->request_head_sent);
   arm(Watch::kClient, state_->settings.client_timeout_us);
   bhttp::async_read_some(
       client_body_reads_, client_buffer_, *request_,
@@ -312,7 +297,7 @@ void ProxySession::pumpResponse() {
   body.data = chunk_.get();
   body.size = kChunkBytes;
   body.more = true;
-  roomForBody(upstream_buffer_);
+  roomForBody(upstream_buffer_, exchange.response_head_sent);
   arm(Watch::kUpstream, state_->settings.response_timeout_us);
   upstream_body_reads_.attach(*exchange.upstream);
   bhttp::async_read_some(upstream_body_reads_, upstream_buffer_, *exchange.response,
@@ -375,7 +360,9 @@ void ProxySession::finishExchange() {
   }
   const bool keep_alive = exchange.client_keep_alive;
   exchange_.reset();  // the permits go back here
-  giveBackRoom(client_buffer_);
+  // The client's buffer gave its room back when the watch began (watchClient), and its read
+  // into it may be out; the upstream's has none out (its connection is parked or closed).
+  if (!watching_client_) giveBackRoom(client_buffer_);
   giveBackRoom(upstream_buffer_);
   if (keep_alive) return readHeader();
   // Answered before its body was all read (the upstream spoke early): the client may still be

@@ -114,7 +114,9 @@ void ProxySession::watchClient() {
   if (watching_client_ || client_buffer_.size() > 0) return;
   watching_client_ = true;
   // Nothing else uses client_buffer_ until this completes: the request is fully read, and
-  // readHeader() waits for this read instead of starting its own.
+  // readHeader() waits for this read instead of starting its own. It is empty: a body's room goes
+  // back now, as it cannot while this read is out.
+  giveBackRoom(client_buffer_);
   client_.async_read_some(
       client_buffer_.prepare(beast::read_size(client_buffer_, kChunkBytes)),
       [self = shared_from_this(), generation = ++watch_generation_](
