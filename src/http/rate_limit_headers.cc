@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 #include <charconv>
+#include <string>
+#include <vector>
 
 #include "algorithm/scaled_math.h"
 #include "http/json_string.h"
@@ -61,30 +63,17 @@ bool neverFits(const Outcome& binding, Micros retry_after_us) noexcept {
   return binding.reason == DenyReason::kCostExceedsLimit || retry_after_us == kNever;
 }
 
-// Appends one item per limit through `append_item(list, index)`, ", "-separated. Past
-// kMaxNameListBytes, again: the binding limit's item (`binding`, or none when out of range) and as
-// many others, in order, as fit. One pass in the usual case.
+// Appends the items of the limits `listed` (all when it is empty) through
+// `append_item(list, index)`, ", "-separated.
 template <class AppendItem>
-void appendBoundedList(std::string& list, std::size_t count, std::size_t binding,
-                       const AppendItem& append_item) {
-  const std::size_t start = list.size();
+void appendList(std::string& list, std::size_t count, const std::vector<bool>& listed,
+                const AppendItem& append_item) {
+  bool first = true;
   for (std::size_t i = 0; i < count; ++i) {
-    if (i > 0) list += ", ";
+    if (!listed.empty() && !listed[i]) continue;
+    if (!first) list += ", ";
+    first = false;
     append_item(list, i);
-  }
-  if (list.size() - start <= policy::kMaxNameListBytes) return;
-  list.resize(start);
-  std::size_t others = 0;  // bytes of the items besides the binding one
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t before = list.size();
-    if (before > start) list += ", ";
-    append_item(list, i);
-    if (i == binding) continue;
-    others += list.size() - before;
-    if (others > policy::kMaxNameListBytes) {
-      others -= list.size() - before;
-      list.resize(before);
-    }
   }
 }
 
@@ -120,6 +109,48 @@ void appendServiceLimitItem(std::string& list, const Decision& decision,
   appendInteger(list, headerSeconds(waits ? status.retry_after_us : status.reset_after_us));
 }
 
+// Which limits RateLimit and RateLimit-Policy name, the same in both: all (empty) while each
+// list stays within kMaxNameListBytes, else the binding limit and as many others, in order, as
+// fit in both. A list's items are at most the bound below, so the exact sizes are worked out
+// only when many or long names could pass it.
+std::vector<bool> listedLimits(const Decision& decision, std::span<const LimitLabel> labels) {
+  const std::size_t count = decision.statuses.size();
+  // An item: ", ", the quoted name (a byte percent-encoded at most triples), two parameters of
+  // at most 3 + 19 bytes each.
+  constexpr std::size_t kItemBytesBesidesName = 2 + 2 + 2 * (3 + 19);
+  std::size_t most = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const LimitLabel* label = labelAt(labels, i);
+    most += kItemBytesBesidesName + 3 * (label != nullptr ? label->name.size() : 0);
+  }
+  if (most <= policy::kMaxNameListBytes) return {};
+  const std::size_t binding = bindingIndex(decision);
+  std::vector<bool> listed(count, false);
+  std::size_t policy_bytes = 0;
+  std::size_t limit_bytes = 0;
+  std::string item;
+  for (std::size_t i = 0; i < count; ++i) {
+    item.clear();
+    appendPolicyItem(item, decision, labels, i);
+    const std::size_t policy_item = item.size() + 2;
+    item.clear();
+    appendServiceLimitItem(item, decision, labels, i);
+    const std::size_t limit_item = item.size() + 2;
+    if (i == binding) {
+      listed[i] = true;  // always, and outside the bound
+      continue;
+    }
+    if (policy_bytes + policy_item > policy::kMaxNameListBytes ||
+        limit_bytes + limit_item > policy::kMaxNameListBytes) {
+      continue;
+    }
+    policy_bytes += policy_item;
+    limit_bytes += limit_item;
+    listed[i] = true;
+  }
+  return listed;
+}
+
 // The most headers renderRateLimitHeaders writes: three X-RateLimit-*, two IETF, Retry-After.
 constexpr std::size_t kMostHeaders = 6;
 
@@ -141,15 +172,15 @@ void renderRateLimitHeaders(const Decision& decision, std::span<const LimitLabel
   // RateLimit-Policy must be a non-empty list, so both IETF fields go only with some limit.
   if (options.ietf && !decision.statuses.empty()) {
     const std::size_t count = decision.statuses.size();
-    const std::size_t binding_at = bindingIndex(decision);
-    appendBoundedList(
-        sink.value(options.names.ratelimit_policy), count, binding_at,
+    const std::vector<bool> listed = listedLimits(decision, labels);
+    appendList(
+        sink.value(options.names.ratelimit_policy), count, listed,
         [&](std::string& list, std::size_t i) { appendPolicyItem(list, decision, labels, i); });
     sink.done();
-    appendBoundedList(sink.value(options.names.ratelimit), count, binding_at,
-                      [&](std::string& list, std::size_t i) {
-                        appendServiceLimitItem(list, decision, labels, i);
-                      });
+    appendList(sink.value(options.names.ratelimit), count, listed,
+               [&](std::string& list, std::size_t i) {
+                 appendServiceLimitItem(list, decision, labels, i);
+               });
     sink.done();
   }
   if (options.retry_after && !decision.allowed && binding != nullptr &&

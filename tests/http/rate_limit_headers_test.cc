@@ -397,6 +397,50 @@ TEST_F(RateLimitHeadersTest, ManyLimitsListedWithinABudget) {
   EXPECT_EQ(headers[1].second, "1");  // X-RateLimit-Remaining: the binding limit's, as ever
 }
 
+// The names of a header's items, in order.
+std::vector<std::string> itemNames(const std::string& value) {
+  std::vector<std::string> names;
+  for (std::size_t at = value.find('"'); at != std::string::npos;) {
+    const std::size_t end = value.find('"', at + 1);
+    names.push_back(value.substr(at + 1, end - at - 1));
+    const std::size_t next = value.find(", \"", end);
+    at = next == std::string::npos ? next : next + 2;
+  }
+  return names;
+}
+
+// Past the budget both lists name the same limits, though their items differ in size: the first
+// thirty with a huge t (a long RateLimit item, a short RateLimit-Policy one), the next thirty
+// with a huge q. Each list chosen alone named limits the other did not, and a choice made by
+// one list's sizes alone overran the other's bound.
+TEST_F(RateLimitHeadersTest, BothListsNameTheSameLimits) {
+  std::vector<Outcome> statuses;
+  std::vector<std::string> names;
+  for (int i = 0; i < 60; ++i) {
+    statuses.push_back(i < 30 ? allowedStatus(5, 4, 4'000'000'000'000 * kSecond)
+                              : allowedStatus(4'000'000'000'000'000, 0, kSecond));
+    names.push_back("limit-" + std::to_string(100'000 + i));
+  }
+  statuses[59] = deniedStatus(5, kSecond, kSecond);  // binds
+  std::vector<LimitLabel> labels;
+  for (const std::string& name : names) labels.push_back({name, kMinute});
+  const HeaderList headers = render(decisionOf(statuses), labels);
+  std::vector<std::string> policy_names;
+  std::vector<std::string> limit_names;
+  for (const auto& [name, value] : headers) {
+    if (name == "RateLimit-Policy") policy_names = itemNames(value);
+    if (name == "RateLimit") limit_names = itemNames(value);
+    if (name == "RateLimit" || name == "RateLimit-Policy") {
+      EXPECT_LE(value.size(), policy::kMaxNameListBytes + 40) << name;  // + the binding item
+    }
+  }
+  EXPECT_EQ(policy_names, limit_names);
+  EXPECT_LT(policy_names.size(), 60u);
+  ASSERT_FALSE(policy_names.empty());
+  EXPECT_EQ(policy_names.front(), "limit-100000");
+  EXPECT_EQ(policy_names.back(), "limit-100059");  // the binding one, whatever fits before it
+}
+
 struct SecondsCase {
   Micros us;
   std::int64_t seconds;
