@@ -71,8 +71,10 @@ bool readBareItem(Cursor& in, std::optional<std::int64_t>& integer) {
   // once per '@' (a header of 200,000 of them overflowed the stack).
   if (in.take('@')) {
     const char sign_or_digit = in.peek();
-    return (sign_or_digit == '-' || isDigit(sign_or_digit)) && readBareItem(in, integer) &&
-           integer.has_value();
+    const bool read = (sign_or_digit == '-' || isDigit(sign_or_digit)) &&
+                      readBareItem(in, integer) && integer.has_value();
+    integer.reset();  // a Date, not an Integer: `t=@5` says no wait of 5 s
+    return read;
   }
   return false;
 }

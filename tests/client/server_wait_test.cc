@@ -98,8 +98,9 @@ TEST(RateLimitFieldTest, AMalformedFieldIsIgnoredWhole) {
 TEST(RateLimitFieldTest, ADateIsOneAtSignAndAnInteger) {
   EXPECT_EQ(parseRateLimitWait(R"("a";r=0;t=4;since=@1659578233)"), 4 * kSecond);
   EXPECT_EQ(parseRateLimitWait(R"("a";r=0;t=4;since=@-5)"), 4 * kSecond);
-  for (const char* bad : {R"("a";r=0;t=4;since=@@1)", R"("a";r=0;t=4;since=@x)",
-                          R"("a";r=0;t=4;since=@)", R"("a";r=0;t=4;since=@1.5)"}) {
+  for (const char* bad :
+       {R"("a";r=0;t=4;since=@@1)", R"("a";r=0;t=4;since=@x)", R"("a";r=0;t=4;since=@)",
+        R"("a";r=0;t=4;since=@1.5)", R"("a";r=0;t=@4)", R"("a";r=@0;t=4)"}) {
     EXPECT_FALSE(parseRateLimitWait(bad).has_value()) << bad;
   }
   const std::string deep = std::string(200'000, '@') + "1;r=0;t=1";
