@@ -145,7 +145,6 @@ struct MemoryStore::Staged {
   std::size_t checks_of_key = 1;
   bool key_consumes = false;  // some check of the key costs more than 0: it may be written
   bool is_log = false;
-  bool last_of_key = true;  // no later check in this request has the same key
 };
 
 namespace {
@@ -163,37 +162,35 @@ template <typename StagedList>
 void linkRepeatedKeys(std::span<const LimitCheck> checks, StagedList& staged) {
   const std::size_t count = checks.size();
   constexpr std::size_t kFewChecks = 16;
-  boost::container::small_vector<std::size_t, 8> order(count);
-  for (std::size_t i = 0; i < count; ++i) order[i] = i;
-  if (count > kFewChecks) {
-    std::stable_sort(order.begin(), order.end(), [&staged](std::size_t a, std::size_t b) {
-      return std::pair(staged[a].hash, staged[a].is_log) <
-             std::pair(staged[b].hash, staged[b].is_log);
-    });
-  }
-  // Walks each key's checks in request order, the members of a group next to each other in
-  // `order` (sorted), or found by a scan of the earlier checks (few).
-  for (std::size_t at = 0; at < count; ++at) {
-    const std::size_t i = order[at];
-    if (count > kFewChecks) {
-      if (at > 0 && sameKey(staged[order[at - 1]], staged[i])) staged[i].earlier = order[at - 1];
-    } else {
+  if (count <= kFewChecks) {
+    for (std::size_t i = 1; i < count; ++i) {
       for (std::size_t j = 0; j < i; ++j) {
         if (sameKey(staged[j], staged[i])) staged[i].earlier = j;
       }
     }
+  } else {
+    // Sorted (stably) by counter, a key's checks sit side by side in request order.
+    boost::container::small_vector<std::size_t, 8> order(count);
+    for (std::size_t i = 0; i < count; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&staged](std::size_t a, std::size_t b) {
+      return std::pair(staged[a].hash, staged[a].is_log) <
+             std::pair(staged[b].hash, staged[b].is_log);
+    });
+    for (std::size_t at = 1; at < count; ++at) {
+      if (sameKey(staged[order[at - 1]], staged[order[at]])) {
+        staged[order[at]].earlier = order[at - 1];
+      }
+    }
   }
-  // Each group's size and whether it consumes, carried from its last check back to its first.
+  // Each group's size and whether it consumes, carried from its last check back to its first
+  // (met first from the end; the others have their last set by then).
   for (std::size_t i = count; i-- > 0;) {
-    if (!staged[i].last_of_key) continue;  // set below for every check but a key's last
+    if (staged[i].last_of_its_key != kNoCheck) continue;
     std::size_t members = 0;
     bool consumes = false;
     for (std::size_t at = i; at != kNoCheck; at = staged[at].earlier) {
       ++members;
       consumes = consumes || checks[at].cost > 0;
-      if (staged[at].earlier != kNoCheck) {
-        staged[staged[at].earlier].last_of_key = false;
-      }
     }
     for (std::size_t at = i; at != kNoCheck; at = staged[at].earlier) {
       staged[at].checks_of_key = members;
@@ -424,7 +421,7 @@ void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> s
     if (item.is_log && item.log != nullptr) {
       item.log->record(now_us, spec, checks[i].cost);
       item.shard->logs.find(item.hash)->second.expires_s = expirySeconds(item.log->fullAt(spec));
-    } else if (!item.is_log && item.slot != nullptr && item.last_of_key) {
+    } else if (!item.is_log && item.slot != nullptr && item.last_of_its_key == i) {
       store(*item.slot, item.after, spec);
     }
   }
@@ -441,7 +438,7 @@ void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> s
       }
       found->second.log->record(now_us, spec, checks[i].cost);
       found->second.expires_s = expirySeconds(found->second.log->fullAt(spec));
-    } else if (!item.is_log && item.slot == nullptr && item.last_of_key &&
+    } else if (!item.is_log && item.slot == nullptr && item.last_of_its_key == i &&
                (item.after.a != item.original.a || item.after.b != item.original.b)) {
       store(item.shard->compact.insert(item.hash), item.after, spec);
     }
