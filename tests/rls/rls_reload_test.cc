@@ -51,11 +51,8 @@ TEST_F(RlsServerTest, AnEmptiedDirectoryIsRefusedWhileDomainsAreServed) {
   const std::filesystem::path dir = freshDir("sluice-rls-emptied-");
   std::ofstream(dir / "d.yaml") << "domain: edge\ndescriptors:\n  - key: k\n"
                                    "    rate_limit: { unit: minute, requests_per_unit: 5 }\n";
-  RlsSettings settings = settings_;
-  settings.config_dir = dir.string();
-  settings.watch_interval_us = 20 * kMicrosPerMilli;
   boost::asio::io_context loop;  // outlives the server, whose timer is on it
-  RlsServer server(engine_, clock_, settings);
+  RlsServer server(engine_, clock_, watchedSettings(dir));
   const auto endpoint = server.start();
   ASSERT_TRUE(endpoint.ok()) << endpoint.error();
   const auto stub = stubFor(endpoint.value());
@@ -160,11 +157,8 @@ TEST_F(RlsServerTest, WatchedDirectoryChangesAreLoaded) {
                                   << per_minute << " }\n";
   };
   write(5);
-  RlsSettings settings = settings_;
-  settings.config_dir = dir.string();
-  settings.watch_interval_us = 20 * kMicrosPerMilli;
   boost::asio::io_context loop;  // outlives the server, whose timer is on it
-  RlsServer server(engine_, clock_, settings);
+  RlsServer server(engine_, clock_, watchedSettings(dir));
   const auto endpoint = server.start();
   ASSERT_TRUE(endpoint.ok()) << endpoint.error();
   server.watchConfigDir(loop);

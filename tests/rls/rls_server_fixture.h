@@ -67,6 +67,14 @@ class RlsServerTest : public ::testing::Test {
     return stub.ShouldRateLimit(&context, request, &response);
   }
 
+  // The fixture's settings reading `dir`, its watcher looking every 20 ms.
+  RlsSettings watchedSettings(const std::filesystem::path& dir) const {
+    RlsSettings settings = settings_;
+    settings.config_dir = dir.string();
+    settings.watch_interval_us = 20 * kMicrosPerMilli;
+    return settings;
+  }
+
   // A new directory under the temporary one, its name from `stem` and this test's run.
   std::filesystem::path freshDir(const std::string& stem) const {
     const auto dir = std::filesystem::temp_directory_path() /
