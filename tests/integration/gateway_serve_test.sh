@@ -9,7 +9,7 @@ sluice_bin="$1"
 work="$(mktemp -d)"
 source "$(dirname "$0")/lib.sh"
 upstream_pid=""
-trap 'stop_sluice; [ -n "$upstream_pid" ] && kill "$upstream_pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'stop_sluice; [ -n "$upstream_pid" ] && { kill "$upstream_pid" && wait "$upstream_pid"; } 2>/dev/null || true; rm -rf "$work"' EXIT
 
 upstream_port=$(free_port)
 mkdir -p "$work/site" && echo "hello from upstream" > "$work/site/index.html"
