@@ -23,6 +23,7 @@
 #include "gateway/upstream_pool.h"
 #include "policy/decide.h"
 #include "policy/request_context.h"
+#include "server/body_room.h"
 #include "server/loop_io.h"
 #include "server/throttle_lines.h"
 
@@ -32,24 +33,6 @@ namespace sluice::gateway {
 inline constexpr std::size_t kChunkBytes = 64 * 1024;
 // An upstream's response header block; larger is a 502.
 inline constexpr std::size_t kMaxResponseHeaderBytes = 64 * 1024;
-
-// Beast reads as much as the buffer has room for, and at least 512 bytes. A body's bytes leave
-// the buffer as they come (into the chunk buffer), so it never grew by itself, and bodies moved
-// 512 bytes a read and a write each way: a 2 MB download took 3,900 of each. A body that takes
-// more than the read its head came with (`more_to_come`: its head has gone on) gets room for a
-// whole chunk. Not sooner: most bodies are small and came with the head, and 64 KiB reserved
-// and freed for each cost the small requests' throughput.
-inline void roomForBody(boost::beast::flat_buffer& buffer, bool more_to_come) {
-  if (more_to_come && buffer.capacity() < kChunkBytes) buffer.reserve(kChunkBytes);
-}
-
-// Gives a body's room back, keeping what a head needs. Only with no read out into `buffer`: a
-// read waiting in the reactor writes where the room was (the client watch's did, once the
-// exchange ended: the next request went to freed memory).
-inline void giveBackRoom(boost::beast::flat_buffer& buffer) {
-  constexpr std::size_t kIdleBufferBytes = 4096;
-  if (buffer.capacity() > kIdleBufferBytes) buffer.shrink_to_fit();
-}
 
 struct ProxySession::Exchange {
   // A session makes and drops one exchange per request. At over a kilobyte, each would be a

@@ -116,7 +116,7 @@ void ProxySession::watchClient() {
   // Nothing else uses client_buffer_ until this completes: the request is fully read, and
   // readHeader() waits for this read instead of starting its own. It is empty: a body's room goes
   // back now, as it cannot while this read is out.
-  giveBackRoom(client_buffer_);
+  server::giveBackRoom(client_buffer_);
   client_.async_read_some(
       client_buffer_.prepare(beast::read_size(client_buffer_, kChunkBytes)),
       [self = shared_from_this(), generation = ++watch_generation_](

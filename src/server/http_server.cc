@@ -20,6 +20,7 @@
 #include "policy/origin_form.h"
 #include "server/accept_pause.h"
 #include "server/body_reads.h"
+#include "server/body_room.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 #include "server/eager_write.h"
@@ -143,6 +144,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ssize_t peek() { return socket_.is_open() ? peekOneByte(socket_.native_handle()) : -1; }
 
   void doRead() {
+    giveBackRoom(buffer_);  // no read is out into it here
     dropLeadingEmptyLines(buffer_);
     // Draining: a request already here (pipelined behind the last one) is still answered, with
     // Connection: close; an idle connection closes.
@@ -177,6 +179,7 @@ class Session : public std::enable_shared_from_this<Session> {
       busy_ = true;  // answered, and the connection closes unread (see requestUnread)
       return write(plainResponse(static_cast<http::status>(refusal->status), refusal->message, 11));
     }
+    makeRoomForBody();
     const bool wants_continue =
         header.version() >= 11 && beast::iequals(header[http::field::expect], "100-continue");
     if (!wants_continue || parser_->is_done()) {
@@ -190,6 +193,15 @@ class Session : public std::enable_shared_from_this<Session> {
                        http::async_read(self->body_reads_, self->buffer_, *self->parser_,
                                         beast::bind_front_handler(&Session::onRead, self));
                      });
+  }
+
+  // Room in the buffer for the part of the body that did not come with the head, up to a read's
+  // worth (body_room.h); given back when the next request begins (doRead).
+  void makeRoomForBody() {
+    if (parser_->is_done()) return;
+    const auto remaining = parser_->content_length_remaining();
+    if (!remaining) return roomForBody(buffer_, kBodyRoomBytes);  // chunked
+    if (*remaining > buffer_.size()) roomForBody(buffer_, *remaining - buffer_.size());
   }
 
   void onRead(beast::error_code ec, std::size_t /*bytes*/) {
