@@ -15,6 +15,7 @@
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
+#include "gateway/chunk_buffer.h"
 #include "gateway/concurrency_limiter.h"
 #include "gateway/dynamic_limits.h"
 #include "gateway/forwarding.h"
@@ -29,8 +30,6 @@
 
 namespace sluice::gateway {
 
-// Body bytes move through a buffer of this size: bodies of any size cost a session this much.
-inline constexpr std::size_t kChunkBytes = 64 * 1024;
 // An upstream's response header block; larger is a 502.
 inline constexpr std::size_t kMaxResponseHeaderBytes = 64 * 1024;
 

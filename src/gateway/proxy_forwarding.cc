@@ -152,9 +152,8 @@ void ProxySession::onUpstreamReadable(beast::error_code ec, std::uint64_t genera
 
 void ProxySession::pumpRequest() {
   if (request_->is_done()) return writeUpstream(0);
-  if (chunk_ == nullptr) chunk_ = std::make_unique_for_overwrite<char[]>(kChunkBytes);
   auto& body = request_->get().body();
-  body.data = chunk_.get();
+  body.data = chunk_.data();
   body.size = kChunkBytes;
   body.more = true;
   // Once the head has gone on, the body needs more reads: room for a chunk.
@@ -195,7 +194,7 @@ void ProxySession::writeUpstream(std::size_t bytes) {
   if (chunked && done) frame_ += kLastChunk;
   if (!exchange.request_head_sent) buffers_.push_back(net::buffer(request_head_));
   if (chunk_header > 0) buffers_.push_back(net::buffer(frame_.data(), chunk_header));
-  if (bytes > 0) buffers_.push_back(net::buffer(chunk_.get(), bytes));
+  if (bytes > 0) buffers_.push_back(net::buffer(chunk_.data(), bytes));
   if (frame_.size() > chunk_header) {
     buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
   }
@@ -293,9 +292,8 @@ void ProxySession::onResponseHeader(beast::error_code ec) {
 void ProxySession::pumpResponse() {
   Exchange& exchange = *exchange_;
   if (exchange.response->is_done()) return writeClientChunk(0);
-  if (chunk_ == nullptr) chunk_ = std::make_unique_for_overwrite<char[]>(kChunkBytes);
   auto& body = exchange.response->get().body();
-  body.data = chunk_.get();
+  body.data = chunk_.data();
   body.size = kChunkBytes;
   body.more = true;
   server::roomForBody(upstream_buffer_, exchange.response_head_sent ? kChunkBytes : 0);
@@ -331,7 +329,7 @@ void ProxySession::writeClientChunk(std::size_t bytes) {
   if (chunked && done) frame_ += kLastChunk;
   if (!exchange.response_head_sent) buffers_.push_back(net::buffer(out_));
   if (chunk_header > 0) buffers_.push_back(net::buffer(frame_.data(), chunk_header));
-  if (bytes > 0) buffers_.push_back(net::buffer(chunk_.get(), bytes));
+  if (bytes > 0) buffers_.push_back(net::buffer(chunk_.data(), bytes));
   if (frame_.size() > chunk_header) {
     buffers_.push_back(net::buffer(frame_.data() + chunk_header, frame_.size() - chunk_header));
   }
@@ -361,6 +359,9 @@ void ProxySession::finishExchange() {
   }
   const bool keep_alive = exchange.client_keep_alive;
   exchange_.reset();  // the permits go back here
+  // Nothing uses the chunk now: the response's last write is done, and the request body's reads
+  // and writes (one at a time) ended before the response was read.
+  chunk_.release();
   // The client's buffer gave its room back when the watch began (watchClient), and its read
   // into it may be out; the upstream's has none out (its connection is parked or closed).
   if (!watching_client_) server::giveBackRoom(client_buffer_);
