@@ -141,7 +141,7 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
   }
   if (path == "/metrics") {
     HttpResponse response{http::status::ok, version};
-    response.set(http::field::content_type, "text/plain; version=0.0.4");
+    response.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
     response.body() = metrics_.render(key_count_());
     for (const auto& extra : extra_metrics_) response.body() += extra();
     response.prepare_payload();

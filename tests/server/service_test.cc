@@ -279,6 +279,9 @@ TEST_F(ServiceTest, AdminEndpoints) {
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/readyz").status, 200);
   const HttpReply metrics = httpCall(admin_endpoint_, http::verb::get, "/metrics");
   EXPECT_EQ(metrics.status, 200);
+  // The text format is UTF-8 (limit names in labels may be), and says so as Prometheus's own
+  // clients do.
+  EXPECT_EQ(metrics.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_NE(metrics.body.find("sluice_decisions_total{limit=\"per-ip\",result=\"allowed\"} 1"),
             std::string::npos)
       << metrics.body;
