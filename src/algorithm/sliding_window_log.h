@@ -37,6 +37,9 @@ class SlidingWindowLog {
 
   [[nodiscard]] std::uint64_t unitsRecorded() const noexcept { return units_; }
   [[nodiscard]] std::uint32_t entries() const noexcept { return size_; }
+  // Entries the log has room for: at most the limit, and at most four times entries() plus a
+  // few once a record follows a burst that slid out (see record()).
+  [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
 
  private:
   // An instant and the running total of units recorded up to and including it. Totals rather
@@ -66,6 +69,7 @@ class SlidingWindowLog {
   [[nodiscard]] std::uint32_t firstReaching(std::uint64_t units) const noexcept;
   void forgetBefore(Micros cutoff_us) noexcept;
   void grow(std::uint64_t max_entries);
+  void reallocate(std::uint32_t new_capacity);
 
   std::unique_ptr<Entry[]> ring_;
   std::uint32_t capacity_ = 0;

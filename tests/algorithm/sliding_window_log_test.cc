@@ -146,5 +146,31 @@ TEST(SlidingWindowLogSearch, ACopyKeepsTheTotals) {
   EXPECT_EQ(log.unitsRecorded(), 5u);
 }
 
+// A burst's room goes back once the burst has slid out: a key of a large limit used at a
+// trickle afterwards does not keep the ring of its busiest minute. Its answers stay exact
+// through the shrinking (the ring wraps and is copied several times here).
+TEST(SlidingWindowLogMemory, ABurstsRoomGoesBackOnceItSlidOut) {
+  const LimitSpec limit = spec(Algorithm::kSlidingWindowLog, "100000/min");
+  SlidingWindowLog log;
+  for (int i = 0; i < 20'000; ++i) ASSERT_TRUE(log.consume(kJan2026 + i, limit, 1).allowed);
+  EXPECT_GE(log.capacity(), 20'000u);
+  // A minute on, one unit a second: each record halves the room while it is under a quarter used.
+  Micros now = kJan2026 + kMicrosPerMinute;
+  for (int i = 0; i < 30; ++i, now += kMicrosPerSecond) {
+    const Outcome outcome = log.consume(now, limit, 1);
+    ASSERT_TRUE(outcome.allowed);
+    EXPECT_EQ(outcome.remaining, 100'000u - log.unitsRecorded());
+  }
+  EXPECT_EQ(log.entries(), 30u);
+  EXPECT_LE(log.capacity(), 4 * log.entries()) << "the burst's room was kept";
+  // Still exact: the oldest of the 30 (at a minute) is what a full window's worth must wait for.
+  const Outcome denied = log.evaluate(now, limit, 100'000 - 29);
+  EXPECT_FALSE(denied.allowed);
+  EXPECT_EQ(now + denied.retry_after_us, kJan2026 + 2 * kMicrosPerMinute);
+  // And it grows again for the next burst.
+  for (int i = 0; i < 1'000; ++i) ASSERT_TRUE(log.consume(now + i, limit, 1).allowed);
+  EXPECT_EQ(log.entries(), 1'030u);
+}
+
 }  // namespace
 }  // namespace sluice::algorithm
