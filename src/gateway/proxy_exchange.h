@@ -24,7 +24,6 @@
 #include "gateway/upstream_pool.h"
 #include "policy/decide.h"
 #include "policy/request_context.h"
-#include "server/body_room.h"
 #include "server/loop_io.h"
 #include "server/throttle_lines.h"
 

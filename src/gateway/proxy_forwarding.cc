@@ -157,7 +157,7 @@ void ProxySession::pumpRequest() {
   body.size = kChunkBytes;
   body.more = true;
   // Once the head has gone on, the body needs more reads: room for a chunk.
-  server::roomForBody(client_buffer_, exchange_->request_head_sent ? kChunkBytes : 0);
+  client_room_.make(client_buffer_, exchange_->request_head_sent ? kChunkBytes : 0);
   arm(Watch::kClient, state_->settings.client_timeout_us);
   bhttp::async_read_some(
       client_body_reads_, client_buffer_, *request_,
@@ -296,7 +296,7 @@ void ProxySession::pumpResponse() {
   body.data = chunk_.data();
   body.size = kChunkBytes;
   body.more = true;
-  server::roomForBody(upstream_buffer_, exchange.response_head_sent ? kChunkBytes : 0);
+  upstream_room_.make(upstream_buffer_, exchange.response_head_sent ? kChunkBytes : 0);
   arm(Watch::kUpstream, state_->settings.response_timeout_us);
   upstream_body_reads_.attach(*exchange.upstream);
   bhttp::async_read_some(upstream_body_reads_, upstream_buffer_, *exchange.response,
@@ -364,8 +364,8 @@ void ProxySession::finishExchange() {
   chunk_.release();
   // The client's buffer gave its room back when the watch began (watchClient), and its read
   // into it may be out; the upstream's has none out (its connection is parked or closed).
-  if (!watching_client_) server::giveBackRoom(client_buffer_);
-  server::giveBackRoom(upstream_buffer_);
+  if (!watching_client_) client_room_.giveBack(client_buffer_);
+  upstream_room_.giveBack(upstream_buffer_);
   if (keep_alive) return readHeader();
   // Answered before its body was all read (the upstream spoke early): the client may still be
   // sending it, and must get the answer before the connection closes.

@@ -116,7 +116,7 @@ void ProxySession::watchClient() {
   // Nothing else uses client_buffer_ until this completes: the request is fully read, and
   // readHeader() waits for this read instead of starting its own. It is empty: a body's room goes
   // back now, as it cannot while this read is out.
-  server::giveBackRoom(client_buffer_);
+  client_room_.giveBack(client_buffer_);
   client_.async_read_some(
       client_buffer_.prepare(beast::read_size(client_buffer_, kChunkBytes)),
       [self = shared_from_this(), generation = ++watch_generation_](
@@ -272,6 +272,10 @@ void ProxySession::respondLocal(unsigned status, std::string_view message,
       (!request_->is_done() ||
        request_->get().find(bhttp::field::transfer_encoding) != request_->get().end());
   writeClient([self = shared_from_this(), keep_alive, body_unread] {
+    // As finishExchange does: an answer of the gateway's own (a 502 after the body went
+    // upstream, say) would otherwise leave an idle kept-alive connection holding the chunk.
+    // Nothing uses it here: the body's reads and writes ended before this answer was made.
+    self->chunk_.release();
     if (keep_alive) return self->readHeader();
     body_unread ? self->lingerThenClose() : self->close();
   });

@@ -27,6 +27,7 @@
 #include "gateway/gateway_state.h"
 #include "policy/decide.h"
 #include "server/body_reads.h"
+#include "server/body_room.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 
@@ -151,6 +152,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   boost::asio::ip::tcp::endpoint peer_;
   std::string peer_ip_;
   boost::beast::flat_buffer client_buffer_;
+  server::BodyRoom client_room_;  // in client_buffer_, for a request body
   server::BodyReads client_body_reads_{client_, client_buffer_};
   FieldArena fields_;  // the header fields of request_ and of the exchange's response
   std::optional<
@@ -175,6 +177,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   std::string request_head_;
   std::string client_header_lines_;
   boost::beast::flat_buffer upstream_buffer_;
+  server::BodyRoom upstream_room_;  // in upstream_buffer_, for a response body
   server::BodyReads upstream_body_reads_{upstream_buffer_};  // attached to each exchange's socket
   // Body bytes pass through this, held from an exchange's first body bytes to its end.
   ChunkBuffer chunk_;

@@ -144,7 +144,6 @@ class Session : public std::enable_shared_from_this<Session> {
   ssize_t peek() { return socket_.is_open() ? peekOneByte(socket_.native_handle()) : -1; }
 
   void doRead() {
-    giveBackRoom(buffer_);  // no read is out into it here
     dropLeadingEmptyLines(buffer_);
     // Draining: a request already here (pipelined behind the last one) is still answered, with
     // Connection: close; an idle connection closes.
@@ -196,16 +195,19 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Room in the buffer for the part of the body that did not come with the head, up to a read's
-  // worth (body_room.h); given back when the next request begins (doRead).
+  // worth (body_room.h); given back once the body is read (onRead).
   void makeRoomForBody() {
     if (parser_->is_done()) return;
     const auto remaining = parser_->content_length_remaining();
-    if (!remaining) return roomForBody(buffer_, kBodyRoomBytes);  // chunked
-    if (*remaining > buffer_.size()) roomForBody(buffer_, *remaining - buffer_.size());
+    if (!remaining) return body_room_.make(buffer_, BodyRoom::kMostBytes);  // chunked
+    if (*remaining > buffer_.size()) body_room_.make(buffer_, *remaining - buffer_.size());
   }
 
   void onRead(beast::error_code ec, std::size_t /*bytes*/) {
     busy_ = true;
+    // The body is in (or its read failed), and no read is out: its room goes back now, not
+    // after the answer, which a throttle may hold for up to its max_delay.
+    body_room_.giveBack(buffer_);
     // A closed connection, or one the deadline closed (slow or idle).
     if (ec == http::error::end_of_stream || ec == net::error::operation_aborted) return close();
     if (ec == http::error::header_limit) {
@@ -343,6 +345,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ConnectionDeadline<Session> deadline_;  // closes the connection when it passes
   net::io_context& loop_;                 // the loop this connection lives on
   beast::flat_buffer buffer_;
+  BodyRoom body_room_;                      // in buffer_
   BodyReads body_reads_{socket_, buffer_};  // a request body's reads, after its header's
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::State> state_;
