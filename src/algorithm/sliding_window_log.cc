@@ -1,6 +1,7 @@
 #include "algorithm/sliding_window_log.h"
 
 #include <algorithm>
+#include <new>
 
 namespace sluice::algorithm {
 namespace {
@@ -105,7 +106,7 @@ void SlidingWindowLog::record(Micros now_us, const LimitSpec& spec, std::uint64_
   // A burst's room goes back once it has slid out, a halving per record: a key of a large
   // limit that once held 100,000 entries kept 1.6 MB while it was used at a trickle. Halving
   // only below a quarter full, so a log near a boundary does not shrink and grow by turns.
-  if (capacity_ >= kShrinkFrom && size_ < capacity_ / 4) reallocate(capacity_ / 2);
+  if (capacity_ >= kShrinkFrom && size_ < capacity_ / 4) shrink();
   ring_[slot(size_)] = {now_us, total_before + cost};
   ++size_;
   units_ += cost;
@@ -126,9 +127,23 @@ void SlidingWindowLog::grow(std::uint64_t max_entries) {
   reallocate(new_capacity);
 }
 
+// Halves the ring. Without memory to do so it stays as it is: a record that does not need room
+// must not fail (the memory store records under noexcept).
+void SlidingWindowLog::shrink() noexcept {
+  const std::uint32_t new_capacity = capacity_ / 2;
+  std::unique_ptr<Entry[]> ring(new (std::nothrow) Entry[new_capacity]);
+  if (ring == nullptr) return;
+  moveInto(std::move(ring), new_capacity);
+}
+
 // Precondition: size_ < new_capacity.
 void SlidingWindowLog::reallocate(std::uint32_t new_capacity) {
-  auto ring = std::make_unique<Entry[]>(new_capacity);
+  moveInto(std::make_unique<Entry[]>(new_capacity), new_capacity);
+}
+
+// The entries, oldest first, into `ring` of `new_capacity` (> size_) entries.
+void SlidingWindowLog::moveInto(std::unique_ptr<Entry[]> ring,
+                                std::uint32_t new_capacity) noexcept {
   for (std::uint32_t i = 0; i < size_; ++i) ring[i] = at(i);
   ring_ = std::move(ring);
   capacity_ = new_capacity;

@@ -37,8 +37,8 @@ class SlidingWindowLog {
 
   [[nodiscard]] std::uint64_t unitsRecorded() const noexcept { return units_; }
   [[nodiscard]] std::uint32_t entries() const noexcept { return size_; }
-  // Entries the log has room for: at most the limit, and at most four times entries() plus a
-  // few once a record follows a burst that slid out (see record()).
+  // Entries the log has room for: at most the limit. Once a burst has slid out, each record
+  // halves it while it is under a quarter used (see record()).
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
 
  private:
@@ -70,6 +70,8 @@ class SlidingWindowLog {
   void forgetBefore(Micros cutoff_us) noexcept;
   void grow(std::uint64_t max_entries);
   void reallocate(std::uint32_t new_capacity);
+  void shrink() noexcept;
+  void moveInto(std::unique_ptr<Entry[]> ring, std::uint32_t new_capacity) noexcept;
 
   std::unique_ptr<Entry[]> ring_;
   std::uint32_t capacity_ = 0;
