@@ -77,7 +77,7 @@ redis-server --port "$plain_port" --bind 127.0.0.1 --save '' --appendonly no --d
   --logfile "$work/plain-redis.log" --unixsocket "$work/plain.sock" --unixsocketperm 700 &
 plain_pid=$!
 # Wait for it too: on SIGTERM it removes its socket and writes its log, racing the rm below.
-trap '{ kill "$plain_pid" && wait "$plain_pid"; } 2>/dev/null || true; stop_all; rm -rf "$work"' EXIT
+trap '{ kill -CONT "$plain_pid"; kill "$plain_pid" && wait "$plain_pid"; } 2>/dev/null || true; stop_all; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do [ "$(redis-cli -p "$plain_port" ping 2>/dev/null)" = PONG ] && break; sleep 0.05; done
 cat > "$work/plain.yaml" <<YAML
 server: { listen: 127.0.0.1:0, admin: 127.0.0.1:0 }

@@ -308,8 +308,9 @@ TEST_F(ServiceTest, BodiesThatComeInPiecesAreReadWholeAndTheConnectionGoesOn) {
   tcp::socket socket(io);
   socket.connect(api_endpoint_);
   socket.set_option(tcp::no_delay(true));
-  // Under max_body_bytes (4096); the padding is JSON whitespace, so a byte lost or repeated
-  // anywhere in it would break the JSON or the key.
+  // Under max_body_bytes (4096). The padding is JSON whitespace, which hides a byte lost or
+  // repeated in it; one lost or repeated in the tokens, or a piece out of order, breaks the
+  // JSON or the key (the pieces are sent apart, so most reads take one of them).
   const auto body = [](int n) {
     return R"({"limit": "per-ip",)" + std::string(3000, ' ') + R"("key": "in-pieces-)" +
            std::to_string(n) + R"("})";
