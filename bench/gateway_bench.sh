@@ -126,12 +126,18 @@ for round in $(seq "$rounds"); do
   echo "$(added "$via_nginx_p99" "$direct_p99") $(added "$via_sluice_p99" "$direct_p99")" >> "$work/added.txt"
 
   path="api/items?id=42"
+  # With a baseline build, it is interleaved too: the before/after of a change, read side by side.
+  base_endpoint=()
+  [ -n "$baseline_bin" ] && base_endpoint=("baseline=127.0.0.1:$baseline_port/$path")
   "$probe_bin" "$seconds" "direct=127.0.0.1:$backend_port/$path" "nginx=127.0.0.1:$nginx_port/$path" \
-    "sluice=127.0.0.1:$sluice_port/$path" > "$work/probe_round.txt" || fail "the latency probe failed"
+    "sluice=127.0.0.1:$sluice_port/$path" "${base_endpoint[@]}" > "$work/probe_round.txt" ||
+    fail "the latency probe failed"
   # name requests p50 p99 p99.9 → "p50 / p99 / p99.9"
   at() { awk -v n="$1" '$1 == n { printf "%s / %s / %s", $3, $4, $5 }' "$work/probe_round.txt"; }
   p99_of() { awk -v n="$1" '$1 == n { print $4 }' "$work/probe_round.txt"; }
-  echo "| $round | $(at direct) | $(at nginx) | $(at sluice) | $(awk '{ n = $2 } END { print n }' "$work/probe_round.txt") |" >> "$work/probe.txt"
+  base_cell=""
+  [ -n "$baseline_bin" ] && base_cell=" $(at baseline) |"
+  echo "| $round | $(at direct) | $(at nginx) | $(at sluice) |$base_cell $(awk '{ n = $2 } END { print n }' "$work/probe_round.txt") |" >> "$work/probe.txt"
   awk -v s="$(p99_of sluice)" -v n="$(p99_of nginx)" -v d="$(p99_of direct)" \
     'BEGIN { printf "%.0f %.0f %.0f\n", s - n, n - d, s - d }' >> "$work/probe_gap.txt"
 done
@@ -151,8 +157,9 @@ cat "$work/latency.txt"
 echo
 echo "one connection (wrk -t1 -c1 -d${seconds}s); median added at p99 over $rounds rounds: nginx $(cut -d' ' -f1 "$work/added.txt" | median) µs, sluice $(cut -d' ' -f2 "$work/added.txt" | median) µs (target ≤ 100 µs)"
 echo
-echo "| round | interleaved, µs p50 / p99 / p99.9: backend direct | through nginx limit_req | through the sluice gateway | requests each |"
-echo "|---|---|---|---|---|"
+[ -n "$baseline_bin" ] && baseline_head=" through the baseline |" && baseline_rule="---|"
+echo "| round | interleaved, µs p50 / p99 / p99.9: backend direct | through nginx limit_req | through the sluice gateway |$baseline_head requests each |"
+echo "|---|---|---|---|$baseline_rule---|"
 cat "$work/probe.txt"
 echo
 echo "interleaved probe, ${seconds} s a round, shuffled order; median over $rounds rounds of p99 sluice − nginx: $(cut -d' ' -f1 "$work/probe_gap.txt" | median) µs; added over direct at p99: nginx $(cut -d' ' -f2 "$work/probe_gap.txt" | median) µs, sluice $(cut -d' ' -f3 "$work/probe_gap.txt" | median) µs"
