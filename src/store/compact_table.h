@@ -21,7 +21,10 @@ struct CompactSlot {
   std::uint64_t hash = 0;  // 0 marks an empty slot
   algorithm::CompactState state;
   std::uint32_t expires_s = 0;  // Unix seconds from which the state equals an unused key's
-  std::uint32_t unused = 0;
+  // How much of its limit the key's last admission used, in 1/65536ths (kFullyUsed: all of
+  // it): when keys must be evicted, of two that are full again at the same second the less used
+  // goes first (MemoryStore's evictNearestFull).
+  std::uint32_t used_share = 0;
 };
 static_assert(sizeof(CompactSlot) == 32);
 

@@ -59,9 +59,27 @@ CompactState liveState(const CompactSlot& slot, Micros now_us) noexcept {
   return isExpired(slot.expires_s, now_us) ? CompactState{} : slot.state;
 }
 
-void store(CompactSlot& slot, const CompactState& state, const LimitSpec& spec) noexcept {
+// CompactSlot::used_share of a key that has used its whole limit, and of a sliding log (whose
+// slot does not say): kept longest among the keys full again at the same second.
+constexpr std::uint32_t kFullyUsed = 1u << 16;
+
+// How much of its limit an admission left used, as CompactSlot::used_share.
+std::uint32_t usedShare(const Outcome& admitted) noexcept {
+  if (admitted.limit == 0 || admitted.remaining >= admitted.limit) return 0;
+  const std::uint64_t used = admitted.limit - admitted.remaining;
+  // used < limit here; below 2^47 (specs' limits are far below it) the product fits 64 bits, and
+  // a limit past that is read as fully used.
+  if (admitted.limit >= (std::uint64_t{1} << 47)) return kFullyUsed;
+  return static_cast<std::uint32_t>(used * kFullyUsed / admitted.limit);
+}
+
+// `admitted`: the outcome that admitted the key's new state (its latest check's, when a request
+// names the key more than once).
+void store(CompactSlot& slot, const CompactState& state, const LimitSpec& spec,
+           const Outcome& admitted) noexcept {
   slot.state = state;
   slot.expires_s = expirySeconds(algorithm::compactFullAt(state, spec));
+  slot.used_share = usedShare(admitted);
 }
 
 }  // namespace
@@ -105,21 +123,36 @@ struct alignas(64) MemoryStore::Shard {
     return evictNearestFull(size() - target, kept);
   }
 
-  // Drops the `count` keys closest to full, except `kept`: the least state is lost.
+  // Drops the `count` keys closest to full, except `kept`: the least state is lost. Of keys
+  // full again at the same second (every window counter in the current window is), the less
+  // used go first: an exhausted counter is kept over one used once, so a flood of fresh keys
+  // does not hand its limit back.
   std::size_t evictNearestFull(std::size_t count, std::span<const std::uint64_t> kept) {
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> by_expiry;  // (expiry, hash)
+    struct Candidate {
+      std::uint32_t expires_s;
+      std::uint32_t used_share;
+      std::uint64_t hash;
+      bool operator<(const Candidate& other) const noexcept {
+        if (expires_s != other.expires_s) return expires_s < other.expires_s;
+        if (used_share != other.used_share) return used_share < other.used_share;
+        return hash < other.hash;
+      }
+    };
+    std::vector<Candidate> by_expiry;
     by_expiry.reserve(size());
     compact.forEach([&](const CompactSlot& slot) {
-      if (!contains(kept, slot.hash)) by_expiry.emplace_back(slot.expires_s, slot.hash);
+      if (!contains(kept, slot.hash)) {
+        by_expiry.push_back({slot.expires_s, slot.used_share, slot.hash});
+      }
     });
     for (const auto& [hash, slot] : logs) {
-      if (!contains(kept, hash)) by_expiry.emplace_back(slot.expires_s, hash);
+      if (!contains(kept, hash)) by_expiry.push_back({slot.expires_s, kFullyUsed, hash});
     }
     count = std::min(count, by_expiry.size());
     std::nth_element(by_expiry.begin(), by_expiry.begin() + static_cast<std::ptrdiff_t>(count),
                      by_expiry.end());
     for (std::size_t i = 0; i < count; ++i) {
-      if (!compact.erase(by_expiry[i].second)) logs.erase(by_expiry[i].second);
+      if (!compact.erase(by_expiry[i].hash)) logs.erase(by_expiry[i].hash);
     }
     return count;
   }
@@ -257,7 +290,7 @@ StoreStatus MemoryStore::applyOne(const LimitCheck& check, const Clock& clock,
       makeRoom(shard, now_us, 1, {});
       slot = &shard.compact.insert(hash);
     }
-    store(*slot, state, spec);
+    store(*slot, state, spec, outcome);
     return StoreStatus::kOk;
   }
   const auto found = shard.logs.find(hash);
@@ -316,7 +349,7 @@ StoreStatus MemoryStore::applyMany(std::span<const LimitCheck> checks, const Clo
 
   const bool all_allowed = decide(checks, staged, now_us, outcomes);
   if (all_allowed) {
-    commit(checks, staged, now_us);
+    commit(checks, staged, outcomes, now_us);
   } else {
     // Nothing is consumed; the limits that would have allowed report their state as it is.
     for (std::size_t i = 0; i < count; ++i) {
@@ -413,7 +446,7 @@ void MemoryStore::judgeRepeatedKeysWhole(std::span<const LimitCheck> checks,
 }
 
 void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> staged,
-                         Micros now_us) noexcept {
+                         std::span<const Outcome> outcomes, Micros now_us) noexcept {
   // Existing keys first: their pointers stay valid only until the first insertion.
   for (std::size_t i = 0; i < checks.size(); ++i) {
     Staged& item = staged[i];
@@ -422,7 +455,7 @@ void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> s
       item.log->record(now_us, spec, checks[i].cost);
       item.shard->logs.find(item.hash)->second.expires_s = expirySeconds(item.log->fullAt(spec));
     } else if (!item.is_log && item.slot != nullptr && item.last_of_its_key == i) {
-      store(*item.slot, item.after, spec);
+      store(*item.slot, item.after, spec, outcomes[i]);
     }
   }
   // New keys; the room for them was made before deciding.
@@ -440,7 +473,7 @@ void MemoryStore::commit(std::span<const LimitCheck> checks, std::span<Staged> s
       found->second.expires_s = expirySeconds(found->second.log->fullAt(spec));
     } else if (!item.is_log && item.slot == nullptr && item.last_of_its_key == i &&
                (item.after.a != item.original.a || item.after.b != item.original.b)) {
-      store(item.shard->compact.insert(item.hash), item.after, spec);
+      store(item.shard->compact.insert(item.hash), item.after, spec, outcomes[i]);
     }
   }
 }

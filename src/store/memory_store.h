@@ -69,7 +69,8 @@ class MemoryStore final : public Store {
   void judgeRepeatedKeysWhole(std::span<const LimitCheck> checks, std::span<const Staged> staged,
                               Micros now_us, std::span<Outcome> outcomes) noexcept;
   // Writes an all-allowed multi-check request's states; shards are locked.
-  void commit(std::span<const LimitCheck> checks, std::span<Staged> staged, Micros now_us) noexcept;
+  void commit(std::span<const LimitCheck> checks, std::span<Staged> staged,
+              std::span<const Outcome> outcomes, Micros now_us) noexcept;
 
   std::size_t shard_count_;
   std::size_t keys_per_shard_;

@@ -115,6 +115,31 @@ TEST_F(MemoryStoreTest, MaxKeysBoundEvictsExpiredFirst) {
   EXPECT_GT(store.evictedLive(), 0u);
 }
 
+// Keys full again at the same second (window counters in one window) are evicted least used
+// first: a flood of fresh keys does not evict the exhausted counters and so hand their limit
+// back. (Ties went by hash before, and nearly all eight were evicted here.)
+TEST_F(MemoryStoreTest, EvictionKeepsTheMostUsedOfKeysFullAtTheSameTime) {
+  MemoryStore store(MemoryStoreOptions{64, 1}, KeyHasher(5, 6));
+  const LimitSpec per_minute = spec(Algorithm::kFixedWindow, "3/min");
+  for (int i = 0; i < 8; ++i) {
+    for (int n = 0; n < 3; ++n)
+      ASSERT_TRUE(apply(store, "spent:" + std::to_string(i), per_minute, 1, t0_).allowed);
+  }
+  // A multi-check request takes the other path (applyMany and commit): its keys too.
+  const std::vector<LimitCheck> both{{"spent:pair-a", &per_minute, 3},
+                                     {"spent:pair-b", &per_minute, 3}};
+  ASSERT_TRUE(applyAll(store, both, t0_)[0].allowed);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(apply(store, "fresh:" + std::to_string(i), per_minute, 1, t0_).allowed);
+  }
+  EXPECT_GT(store.evictedLive(), 900u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FALSE(apply(store, "spent:" + std::to_string(i), per_minute, 1, t0_).allowed) << i;
+  }
+  EXPECT_FALSE(apply(store, "spent:pair-a", per_minute, 1, t0_).allowed);
+  EXPECT_FALSE(apply(store, "spent:pair-b", per_minute, 1, t0_).allowed);
+}
+
 // All-or-nothing: when one limit denies, none is consumed, and the others report as they are.
 TEST_F(MemoryStoreTest, AllOrNothingAcrossKeysAndAlgorithms) {
   EXPECT_TRUE(apply(store_, "tight", per_second_, 2, t0_).allowed);
