@@ -24,6 +24,7 @@
 #include "gateway/upstream_pool.h"
 #include "policy/decide.h"
 #include "policy/request_context.h"
+#include "server/bounded_parser.h"
 #include "server/loop_io.h"
 #include "server/throttle_lines.h"
 
@@ -73,7 +74,7 @@ struct ProxySession::Exchange {
   bool request_sent = false;
   bool answered_early = false;  // the upstream spoke before the request body was all sent
   std::optional<
-      boost::beast::http::response_parser<boost::beast::http::buffer_body, ArenaAllocator<char>>>
+      server::BoundedResponseParser<boost::beast::http::buffer_body, ArenaAllocator<char>>>
       response;
   Framing client_framing = Framing::kNone;
   bool client_keep_alive = false;

@@ -234,6 +234,7 @@ void ProxySession::readResponseHeader() {
   exchange.response.emplace(std::piecewise_construct, std::make_tuple(),
                             std::make_tuple(ArenaAllocator<char>(fields_)));
   exchange.response->header_limit(kMaxResponseHeaderBytes);
+  exchange.response->trailer_limit(kMaxResponseHeaderBytes);
   exchange.response->body_limit(boost::none);  // streamed through the chunk buffer
   if (exchange.head_request) exchange.response->skip(true);
   arm(Watch::kUpstream, state_->settings.response_timeout_us);

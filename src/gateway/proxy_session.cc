@@ -198,6 +198,7 @@ void ProxySession::newRequestParser() {
   request_.emplace(std::piecewise_construct, std::make_tuple(),
                    std::make_tuple(ArenaAllocator<char>(fields_)));
   request_->header_limit(static_cast<std::uint32_t>(state_->settings.max_header_bytes));
+  request_->trailer_limit(state_->settings.max_header_bytes);
   request_->body_limit(boost::none);  // streamed through a fixed buffer, never held whole
 }
 
@@ -228,7 +229,7 @@ void ProxySession::onHeader(beast::error_code ec) {
   exchange_->version = request_->get().version() == 10 ? 10 : 11;
   client_header_lines_.clear();
   if (ec == bhttp::error::header_limit) {
-    return respondLocal(431, "the request header block is over the limit", {});
+    return respondLocal(431, "the request header block or trailer is over the limit", {});
   }
   if (ec) return respondLocal(400, "malformed HTTP request", {});
   disarm();  // each later step sets its own deadline

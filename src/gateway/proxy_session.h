@@ -28,6 +28,7 @@
 #include "policy/decide.h"
 #include "server/body_reads.h"
 #include "server/body_room.h"
+#include "server/bounded_parser.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 
@@ -155,8 +156,7 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   server::BodyRoom client_room_;  // in client_buffer_, for a request body
   server::BodyReads client_body_reads_{client_, client_buffer_};
   FieldArena fields_;  // the header fields of request_ and of the exchange's response
-  std::optional<
-      boost::beast::http::request_parser<boost::beast::http::buffer_body, ArenaAllocator<char>>>
+  std::optional<server::BoundedRequestParser<boost::beast::http::buffer_body, ArenaAllocator<char>>>
       request_;
   std::unique_ptr<Exchange> exchange_;
   std::unique_ptr<Tunnel> tunnel_;  // set once the exchange became a WebSocket

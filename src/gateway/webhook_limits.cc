@@ -15,6 +15,7 @@
 #include "http/json_string.h"
 #include "policy/api_key_hash.h"
 #include "policy/key_selector.h"
+#include "server/bounded_parser.h"
 #include "server/http_server.h"
 
 namespace sluice::gateway {
@@ -75,6 +76,7 @@ class WebhookCall : public std::enable_shared_from_this<WebhookCall> {
     request_.prepare_payload();
     parser_.body_limit(kMaxAnswerBytes);
     parser_.header_limit(kMaxAnswerHeaderBytes);
+    parser_.trailer_limit(kMaxAnswerHeaderBytes);
     // What the parser has not taken yet; bounded, so a chunk line that never ends fails the
     // call instead of growing memory until the timeout.
     buffer_.max_size(kMaxAnswerHeaderBytes + 2 * kMaxAnswerBytes);
@@ -140,7 +142,7 @@ class WebhookCall : public std::enable_shared_from_this<WebhookCall> {
   std::string key_;
   WebhookLimits::Done done_;
   bhttp::request<bhttp::string_body> request_;
-  bhttp::response_parser<bhttp::string_body> parser_;
+  server::BoundedResponseParser<bhttp::string_body> parser_;
   beast::flat_buffer buffer_;
 };
 

@@ -21,6 +21,7 @@
 #include "server/accept_pause.h"
 #include "server/body_reads.h"
 #include "server/body_room.h"
+#include "server/bounded_parser.h"
 #include "server/connection_deadline.h"
 #include "server/drain_aware_socket.h"
 #include "server/eager_write.h"
@@ -157,6 +158,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void readHeader() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->limits.max_header_bytes));
+    parser_->trailer_limit(state_->limits.max_header_bytes);
     parser_->body_limit(state_->limits.max_body_bytes);
     http::async_read_header(socket_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::onHeader, shared_from_this()));
@@ -212,7 +214,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::end_of_stream || ec == net::error::operation_aborted) return close();
     if (ec == http::error::header_limit) {
       return write(plainResponse(http::status::request_header_fields_too_large,
-                                 "the request header block is over the limit", 11));
+                                 "the request header block or trailer is over the limit", 11));
     }
     if (ec == http::error::body_limit) {
       return write(
@@ -347,7 +349,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   BodyRoom body_room_;                      // in buffer_
   BodyReads body_reads_{socket_, buffer_};  // a request body's reads, after its header's
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<BoundedRequestParser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::State> state_;
   tcp::endpoint peer_;
   bool busy_ = false;  // a request is being handled (only touched on the connection's loop)

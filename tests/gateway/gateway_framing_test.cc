@@ -170,6 +170,29 @@ TEST_F(GatewayTest, ABareLineFeedEndingAChunkedResponseGets502) {
   EXPECT_EQ(gateway_->stats().upstream_timed_out, 0u);
 }
 
+// A chunked body's trailer field too long for Beast's fields (65,534 bytes or more), or trailer
+// fields past max_header_bytes in all, are refused like an over-long header block; the field
+// made Beast throw out of the read, which ended the process. Both ways: the client's request
+// (431), and the upstream's answer (a failure of the upstream).
+TEST_F(GatewayTest, TrailersOverTheLimitAreRefusedAndTheGatewayGoesOn) {
+  std::string many_fields;
+  for (int i = 0; i < 40; ++i)
+    many_fields += "X-" + std::to_string(i) + ": " + std::string(1'000, 'b') + "\r\n";
+  for (const std::string& trailer : {"X-Big: " + std::string(70'000, 'a') + "\r\n",
+                                     std::string(70'000, 'n') + ": v\r\n", many_fields}) {
+    const std::string raw = rawExchange(
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n" +
+            trailer + "\r\n",
+        true);
+    EXPECT_TRUE(raw.starts_with("HTTP/1.1 431") || raw.starts_with("HTTP/1.1 400"))
+        << trailer.substr(0, 20) << ": " << raw.substr(0, 100);
+  }
+  // The answer's head and first chunk had gone on when its trailer came: the client's connection
+  // is cut, as for any upstream failure mid-body, and no complete answer reaches it.
+  EXPECT_NE(get("/huge-trailer").status, 200);
+  EXPECT_EQ(get("/hello").status, 200);  // still serving
+}
+
 // Host goes upstream even when the client lists it in Connection (which names hop-by-hop
 // fields): the upstream must not be left to guess the site.
 TEST_F(GatewayTest, HostIsKeptWhateverConnectionLists) {

@@ -130,6 +130,17 @@ struct TestUpstream::Connection : std::enable_shared_from_this<Connection> {
       --upstream.in_flight;
       return switchProtocols(path == "/ws");
     }
+    if (path == "/huge-trailer") {  // a chunked answer whose trailer field Beast cannot hold
+      --upstream.in_flight;
+      static const std::string kHugeTrailer =
+          "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Big: " +
+          std::string(70'000, 't') + "\r\n\r\n";
+      boost::asio::async_write(stream, boost::asio::buffer(kHugeTrailer),
+                               [self = shared_from_this()](boost::beast::error_code, std::size_t) {
+                                 self->upstream.held_.push_back(self);  // open, never read
+                               });
+      return;
+    }
     if (path == "/bare-lf-last-chunk") {  // and the connection held open, as if more may come
       --upstream.in_flight;
       static const std::string kBareLf =

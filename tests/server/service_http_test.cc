@@ -1,6 +1,6 @@
 // The service's HTTP door end to end: HEAD, 405, Date and 100-continue; bodies over the limit;
 // chunked framing that breaks; Transfer-Encoding, absolute-form targets, Host; HTTP/1.0
-// keep-alive; empty lines before a request; bodies that come in pieces. The fixture is
+// keep-alive; empty lines before a request; bodies that come in pieces; trailers. The fixture is
 // service_fixture.h.
 #include <charconv>
 #include <chrono>
@@ -297,6 +297,35 @@ TEST_F(ServiceTest, Http10KeepAliveIsHonoured) {
     EXPECT_EQ(answers[i][http::field::connection], "keep-alive") << "answer " << i;
   }
   EXPECT_EQ(answers[6][http::field::connection], "");
+}
+
+// A chunked body's trailer is bounded as the header block is: a field too long for Beast's
+// fields (65,534 bytes or more; it threw out of the read, and the process ended), a name as
+// long, or fields past max_header_bytes (16 KiB here) in all get 431, and the server goes on.
+TEST_F(ServiceTest, ATrailerOverTheLimitGets431AndTheServerGoesOn) {
+  std::string many_fields;
+  for (int i = 0; i < 40; ++i) {
+    many_fields += "X-" + std::to_string(i) + ": " + std::string(1'000, 'b') + "\r\n";
+  }
+  for (const std::string& trailer : {"X-Big: " + std::string(65'535, 'a') + "\r\n",
+                                     std::string(70'000, 'n') + ": v\r\n", many_fields}) {
+    const std::optional<std::string> received = exchangeUntilClosed(
+        api_endpoint_,
+        "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "2\r\n{}\r\n0\r\n" +
+            trailer + "\r\n");
+    ASSERT_TRUE(received.has_value()) << trailer.substr(0, 20);
+    EXPECT_TRUE(received->starts_with("HTTP/1.1 431"))
+        << trailer.substr(0, 20) << ": " << *received;
+  }
+  // A small trailer is read, and the body decided.
+  const std::optional<std::string> decided = exchangeUntilClosed(
+      api_endpoint_,
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n"
+      "23\r\n{\"limit\": \"per-ip\", \"key\": \"trail\"}\r\n0\r\nX-Checksum: 1\r\n\r\n");
+  ASSERT_TRUE(decided.has_value());
+  EXPECT_TRUE(decided->starts_with("HTTP/1.1 200")) << *decided;
 }
 
 // Bodies that arrive after their head, in pieces, are read whole (the buffer gets room for
