@@ -1,6 +1,7 @@
 // The sluice binary: `sluice serve --config FILE` (cli/serve.h) and `sluice validate [--config]
 // FILE`.
 #include <cstdio>
+#include <new>
 #include <set>
 #include <string>
 
@@ -95,6 +96,14 @@ int main(int argc, char** argv) {
   // The file as `serve` takes it (-c/--config) or bare, as `sluice validate FILE`.
   validate_command->add_option("file,-c,--config", validate_path, "configuration file")->required();
   CLI11_PARSE(app, argc, argv);
-  if (serve_command->parsed()) return sluice::cli::serve(config_path);
-  return validate(validate_path);
+  const std::string& path = serve_command->parsed() ? config_path : validate_path;
+  try {
+    if (serve_command->parsed()) return sluice::cli::serve(config_path);
+    return validate(validate_path);
+  } catch (const std::bad_alloc&) {
+    // Reading the configuration at start ran out of memory (a reload refuses and goes on): an
+    // error and exit code 2, as for any configuration refused at start, not an abort.
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), sluice::policy::kOutOfMemoryReading);
+    return 2;
+  }
 }

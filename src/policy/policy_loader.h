@@ -14,6 +14,12 @@ struct LoadResult {
   std::vector<std::string> errors;  // "file:line:column: message", in file order
 };
 
+// What a reload, `serve` or `validate` says, after the file's name, when reading a
+// configuration ran out of memory (std::bad_alloc) instead of ending the process.
+inline constexpr const char* kOutOfMemoryReading =
+    "not enough memory to read it (the YAML parser holds a few hundred bytes per value: a file "
+    "of a few megabytes of short values can take gigabytes)";
+
 // The configuration file as read once: a reload hands the same text to every part that reads a
 // section of it (the policy, each front door's), so that no part reads a later version of the
 // file than another. (Read twice, a file replaced between the reads was judged half old, half

@@ -3,6 +3,8 @@
 // POST /admin/reload or SIGHUP (reloadInBackground).
 #include "server/service.h"
 
+#include <new>
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/field.hpp>
@@ -67,12 +69,24 @@ ReloadReport Service::reload() {
     metrics_.countReload(false);
     return logged(ReloadReport{.errors = {file.error()}, .warnings = {}, .number = number});
   }
-  policy::LoadResult loaded = policy::loadPolicy(file.value(), &initial_->store);
-  ReloadReport report{.errors = std::move(loaded.errors), .warnings = {}, .number = number};
-  if (loaded.policy != nullptr) report.warnings = restartOnlyChanges(*initial_, *loaded.policy);
+  policy::LoadResult loaded;
+  ReloadReport report{.errors = {}, .warnings = {}, .number = number};
   std::vector<std::function<void()>> commits;
-  for (const auto& hook : reload_hooks_) {
-    if (auto commit = hook(file.value(), report)) commits.push_back(std::move(commit));
+  // The YAML parser holds a few hundred bytes per value it reads: a file of a few megabytes of
+  // short values can take gigabytes. Out of memory, the reload is refused (nothing is
+  // committed) and the process goes on with the old config, where the exception ended it.
+  try {
+    loaded = policy::loadPolicy(file.value(), &initial_->store);
+    report.errors = std::move(loaded.errors);
+    if (loaded.policy != nullptr) report.warnings = restartOnlyChanges(*initial_, *loaded.policy);
+    for (const auto& hook : reload_hooks_) {
+      if (auto commit = hook(file.value(), report)) commits.push_back(std::move(commit));
+    }
+  } catch (const std::bad_alloc&) {
+    metrics_.countReload(false);
+    return logged(ReloadReport{.errors = {config_path_ + ": " + policy::kOutOfMemoryReading},
+                               .warnings = {},
+                               .number = number});
   }
   const bool taken = loaded.policy != nullptr && report.errors.empty();
   metrics_.countReload(taken);
