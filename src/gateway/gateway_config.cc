@@ -64,10 +64,17 @@ void loadUpstreams(const YAML::Node& gateway, const YAML::Mark& section, Gateway
     // reset(), not =: assigning to a yaml-cpp node writes through to the node it refers to.
     YAML::Node address;
     address.reset(value);
+    bool has_address = true;
     if (value.IsMap()) {
       policy::checkKeys(value, where, {"address", "max_idle", "idle_timeout"}, errors);
-      address.reset(value["address"]);
-      if (!address) errors.add(value, where + " needs an address");
+      // Looked up first: reset() from a key that is not there throws (yaml-cpp's "invalid
+      // node", with no line), which hid every other error of the file.
+      if (const YAML::Node found = value["address"]) {
+        address.reset(found);
+      } else {
+        has_address = false;
+        errors.add(value, where + " needs an address");
+      }
       if (value["max_idle"]) {
         upstream.max_idle_per_thread =
             policy::unsignedValue(value["max_idle"], where + ".max_idle", errors).value_or(64);
@@ -77,7 +84,7 @@ void loadUpstreams(const YAML::Node& gateway, const YAML::Mark& section, Gateway
             positiveDuration(value["idle_timeout"], where + ".idle_timeout", errors).value_or(1);
       }
     }
-    if (address) {
+    if (has_address) {
       if (auto endpoint = endpointValue(address, where, errors)) {
         upstream.endpoint = *endpoint;
         upstream.host = server::hostFieldText(*endpoint);

@@ -362,8 +362,15 @@ void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& p
   }
   if (node["jwt"]) loadJwt(node["jwt"], base_dir, policy, errors);
   if (node["keys_file"]) {
-    keys_file =
-        resolvePath(base_dir, scalar(node["keys_file"], "identity.keys_file", errors).value_or(""));
+    const std::optional<std::string> path = scalar(node["keys_file"], "identity.keys_file", errors);
+    // Empty (a template whose variable was unset), it read as no keys file: every key's client
+    // fell to the anonymous tier without a word.
+    if (path && path->empty()) {
+      errors.add(node["keys_file"],
+                 "identity.keys_file must not be empty: remove it for no keys file");
+    } else if (path) {
+      keys_file = resolvePath(base_dir, *path);
+    }
     keys_file_node = node["keys_file"];
   }
 }

@@ -177,6 +177,25 @@ TEST(GatewayConfigTest, ReportsEveryErrorWithItsPlace) {
   EXPECT_NE(errors.find("test.yaml:8:3: unknown key \"colour\""), std::string::npos) << errors;
 }
 
+// An upstream written as a mapping without its address is an error at its line, and the file's
+// other errors are still reported: the missing key made yaml-cpp throw "invalid node", with no
+// line, in place of all of them.
+TEST(GatewayConfigTest, AnUpstreamWithoutItsAddressIsReportedWithTheOtherErrors) {
+  const auto loaded = load(R"(gateway:
+  upstreams:
+    app: { max_idle: 3 }
+  routes: [ { path_prefix: /, upstream: app } ]
+  guard: { global_rps: -5 }
+)");
+  ASSERT_FALSE(loaded.ok());
+  const std::string& errors = loaded.error();
+  EXPECT_NE(errors.find("test.yaml:3:10: gateway.upstreams.app needs an address"),
+            std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("global_rps must be a whole number"), std::string::npos) << errors;
+  EXPECT_EQ(errors.find("invalid node"), std::string::npos) << errors;
+}
+
 // A header limit that would refuse ordinary requests, or that the parser cannot hold, is an
 // error at its line (0 answered every request 431; 2^32 wrapped to 0; above 64 KiB one field
 // could outgrow Beast's field table, which throws: the process ended).

@@ -320,6 +320,16 @@ TEST(PolicyLoader, ReadsRegularFilesOnly) {
   ::unlink(fifo.c_str());
 }
 
+// An empty keys_file (a template whose variable was unset) is refused at its line: it read as no
+// keys file, and every listed key's client fell to the anonymous tier without a word.
+TEST(PolicyLoader, AnEmptyKeysFileIsRefused) {
+  const std::vector<std::string> errors =
+      errorsOf("limits: [{ name: a, rate: 1/s }]\nidentity:\n  keys_file: \"\"\n");
+  ASSERT_EQ(errors.size(), 1u) << describeErrors(errors);
+  EXPECT_NE(errors[0].find(":3:14: identity.keys_file must not be empty"), std::string::npos)
+      << errors[0];
+}
+
 // Tiers and a keys file: keys map to tiers, by value or by SHA-256; unknown tiers are errors.
 TEST(PolicyLoader, KeysFile) {
   const std::string dir = ::testing::TempDir();
