@@ -60,9 +60,20 @@ bool RouteMatch::matches(std::string_view method, std::string_view path) const n
              (path_.size() == path.size() + 1 && path_.back() == '/' &&
               startsWith(path_, path, case_sensitive_));
     case PathKind::kGlob:
-      return globMatches(path_, path, !case_sensitive_);
+      return globMatches(path_, path, !case_sensitive_) || matchesAsDirectory(path);
   }
   return false;
+}
+
+// Request paths arrive normalized without a trailing '/', so `/api/` reads as `/api`: a glob
+// ending in `/*` or `/**`, whose stars match the empty text after that '/', must take it in
+// too (`/api/**` let the `/api/` index page by). As the prefix kind takes `/api` into `/api/`.
+bool RouteMatch::matchesAsDirectory(std::string_view path) const noexcept {
+  std::string_view pattern = path_;
+  const std::size_t stars = pattern.ends_with("/**") ? 2 : pattern.ends_with("/*") ? 1 : 0;
+  if (stars == 0) return false;
+  pattern.remove_suffix(stars + 1);
+  return globMatches(pattern, path, !case_sensitive_);
 }
 
 bool globMatches(std::string_view pattern, std::string_view text, bool ignore_case) noexcept {

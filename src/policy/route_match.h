@@ -37,6 +37,8 @@ class RouteMatch {
   [[nodiscard]] const std::string& describe() const noexcept { return description_; }
 
  private:
+  [[nodiscard]] bool matchesAsDirectory(std::string_view path) const noexcept;
+
   std::vector<std::string> methods_;
   PathKind kind_ = PathKind::kAny;
   std::string path_;

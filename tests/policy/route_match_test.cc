@@ -21,6 +21,25 @@ TEST(Glob, SegmentAndDeepStars) {
   EXPECT_FALSE(globMatches("/**a**a**a**a**b", "/" + std::string(5000, 'a')));
 }
 
+// Request paths arrive without a trailing '/' (`/p/` reads as `/p`): a glob ending in `/**` or
+// `/*` takes that directory in, as the path before normalization matched; `/p/**` let the `/p/`
+// index page by. Nothing else widens: `/p/*/x` does not take `/p/x`, nor `/p/**` `/pq`.
+TEST(RouteMatch, AGlobEndingInStarsTakesInItsDirectory) {
+  const RouteMatch deep({}, RouteMatch::PathKind::kGlob, "/p/**");
+  EXPECT_TRUE(deep.matches("GET", "/p"));
+  EXPECT_TRUE(deep.matches("GET", "/p/a/b"));
+  EXPECT_FALSE(deep.matches("GET", "/pq"));
+  EXPECT_FALSE(deep.matches("GET", "/"));
+  const RouteMatch one({}, RouteMatch::PathKind::kGlob, "/users/*/posts/*");
+  EXPECT_TRUE(one.matches("GET", "/users/7/posts"));
+  EXPECT_TRUE(one.matches("GET", "/users/7/posts/9"));
+  EXPECT_FALSE(one.matches("GET", "/users/7"));
+  const RouteMatch inner({}, RouteMatch::PathKind::kGlob, "/p/*/x");
+  EXPECT_FALSE(inner.matches("GET", "/p/x"));
+  const RouteMatch folded({}, RouteMatch::PathKind::kGlob, "/API/**", false);
+  EXPECT_TRUE(folded.matches("GET", "/api"));
+}
+
 // Methods and path kinds combine.
 TEST(RouteMatch, MethodsAndPaths) {
   const RouteMatch login({"POST"}, RouteMatch::PathKind::kExact, "/login");
