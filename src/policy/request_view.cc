@@ -35,7 +35,8 @@ bool alreadyNormal(std::string_view path, PathReading reading) noexcept {
   if (path == "/") return true;
   if (path.empty() || path.front() != '/' || path.back() == '/' ||
       path.find('%') != std::string_view::npos ||
-      (reading.drops_parameters && path.find(';') != std::string_view::npos)) {
+      (reading.drops_parameters && path.find(';') != std::string_view::npos) ||
+      (reading.backslash_separates && path.find('\\') != std::string_view::npos)) {
     return false;
   }
   std::size_t start = 1;
@@ -62,7 +63,11 @@ std::string normalizePath(std::string_view raw, PathReading reading) {
   decoded.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] == ';' && reading.drops_parameters) {
-      i = std::min(raw.find('/', i), raw.size()) - 1;
+      // Up to the next separator: a '\' is one too, when the reading takes it for one.
+      const std::size_t end = raw.find_first_of(reading.backslash_separates ? "/\\" : "/", i);
+      i = std::min(end, raw.size()) - 1;
+    } else if (raw[i] == '\\' && reading.backslash_separates) {
+      decoded += '/';
     } else if (raw[i] == '%' && i + 2 < raw.size() && hexDigitValue(raw[i + 1]) >= 0 &&
                hexDigitValue(raw[i + 2]) >= 0) {
       const char c = static_cast<char>(hexDigitValue(raw[i + 1]) * 16 + hexDigitValue(raw[i + 2]));
@@ -107,17 +112,23 @@ void RequestView::setPath(std::string_view raw) {
   const bool slashes =
       sent.find("%2F") != std::string_view::npos || sent.find("%2f") != std::string_view::npos;
   const bool parameters = sent.find(';') != std::string_view::npos;
-  if (!slashes && !parameters) return;  // one reading: most paths
-  for (const PathReading reading :
-       {PathReading{true, false}, PathReading{false, true}, PathReading{true, true}}) {
+  const bool backslashes = sent.find('\\') != std::string_view::npos;
+  if (!slashes && !parameters && !backslashes) return;  // one reading: most paths
+  // Every combination of the readings this path calls for, the one taking all of them last.
+  for (unsigned mask = 1; mask < 8; ++mask) {
+    const PathReading reading{.encoded_slash_separates = (mask & 1) != 0,
+                              .drops_parameters = (mask & 2) != 0,
+                              .backslash_separates = (mask & 4) != 0};
     if ((reading.encoded_slash_separates && !slashes) ||
-        (reading.drops_parameters && !parameters)) {
+        (reading.drops_parameters && !parameters) ||
+        (reading.backslash_separates && !backslashes)) {
       continue;
     }
     std::string other = normalizePath(raw, reading);
     if (other == path) continue;
-    if (reading.encoded_slash_separates == slashes && reading.drops_parameters == parameters) {
-      folded_path = other;  // the last reading: every one this path has
+    if (reading.encoded_slash_separates == slashes && reading.drops_parameters == parameters &&
+        reading.backslash_separates == backslashes) {
+      folded_path = other;  // every reading this path has
     }
     if (std::find(other_paths.begin(), other_paths.end(), other) == other_paths.end()) {
       other_paths.push_back(std::move(other));

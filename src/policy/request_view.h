@@ -17,7 +17,8 @@ struct RequestView {
   std::string path;    // normalized (normalizePath), read literally: ';' and %2F are data
   // The other readings backends make of the same path, each kept only when it differs: %2F read
   // as '/' (nginx: /x%2F..%2Flogin is /login), segment parameters dropped (servlet containers:
-  // /login;a=b is /login), then both. Routes and limits match any reading (RouteMatch::matches).
+  // /login;a=b is /login), '\' read as '/' (WHATWG URL parsers, as Node's: /x\..\login is
+  // /login), and their combinations. Routes and limits match any reading (RouteMatch::matches).
   std::vector<std::string> other_paths;
   // Header lines as received; names compare case-insensitively. Repeated names keep all lines.
   std::vector<std::pair<std::string, std::string>> headers;
@@ -49,11 +50,13 @@ struct RequestView {
 };
 
 // How a backend reads what normalizing leaves open: whether %2F separates segments (nginx) or
-// is data, and whether a segment's parameters (";..." up to the next '/') are dropped before
-// mapping (servlet containers) or are part of it.
+// is data, whether a segment's parameters (";..." up to the next '/') are dropped before
+// mapping (servlet containers) or are part of it, and whether a '\' separates segments (WHATWG
+// URL parsers: browsers, Node's URL; an encoded one, %5C, stays data there too).
 struct PathReading {
   bool encoded_slash_separates = false;
   bool drops_parameters = false;
+  bool backslash_separates = false;
 };
 
 // The path as a backend will see it, so a limit on /login cannot be dodged with /%6Cogin,

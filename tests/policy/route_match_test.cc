@@ -124,6 +124,16 @@ TEST(NormalizePath, Readings) {
   EXPECT_EQ(normalizePath("/a%3Bb", parameters), "/a;b");  // an encoded ';' is data
   EXPECT_EQ(normalizePath("/x%2F..%2Flogin", slashes), "/login");
   EXPECT_EQ(normalizePath("/a%2fb%2F", slashes), "/a/b");
+  // '\' as '/' (WHATWG URL parsers); an encoded one stays data, as it does there.
+  const PathReading backslashes{.backslash_separates = true};
+  EXPECT_EQ(normalizePath("/x\\..\\login"), "/x\\..\\login");
+  EXPECT_EQ(normalizePath("/x\\..\\login", backslashes), "/login");
+  EXPECT_EQ(normalizePath("/login\\", backslashes), "/login");
+  EXPECT_EQ(normalizePath("/x%5C..%5Clogin", backslashes), "/x\\..\\login");
+  // A parameter ends at a '\' too, when that reading takes it for a separator.
+  EXPECT_EQ(normalizePath("/a;p\\login",
+                          PathReading{.drops_parameters = true, .backslash_separates = true}),
+            "/a/login");
 }
 
 // A request keeps the other readings of its path only where they differ, and its folded path
@@ -146,6 +156,13 @@ TEST(NormalizePath, RequestsKeepTheReadingsThatDiffer) {
   // A limit on /admin/ meets it (as nginx reads it), and so does one on /login (as Tomcat does).
   EXPECT_TRUE(RouteMatch({}, RouteMatch::PathKind::kPrefix, "/admin/").matches(view));
   EXPECT_TRUE(RouteMatch({}, RouteMatch::PathKind::kExact, "/login").matches(view));
+  // Backslashes, which nginx passes on as they are and Node's URL reads as '/': a limit on
+  // /login meets /x\..\login and /login\ (they escaped it), and both count as /login.
+  for (const char* spelling : {"/x\\..\\login", "/login\\", "/x/..\\login"}) {
+    view.setPath(spelling);
+    EXPECT_TRUE(RouteMatch({}, RouteMatch::PathKind::kExact, "/login").matches(view)) << spelling;
+    EXPECT_EQ(view.foldedPath(), "/login") << spelling;
+  }
 }
 
 }  // namespace
