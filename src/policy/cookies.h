@@ -14,6 +14,12 @@ namespace sluice::policy {
 [[nodiscard]] std::optional<std::string_view> findCookie(std::string_view cookie_header,
                                                          std::string_view name) noexcept;
 
+// Whether backends may read a cookie value (as findCookie gives it) as more than one cookie: it
+// holds a blank or a comma, which RFC 6265 keeps out of values and which some parsers split on
+// (Python's SimpleCookie reads "sid=JUNK sid=REAL" as sid=REAL). Such a value is in doubt, as a
+// cookie sent with two values is: keying it would let a client mint a counter per junk prefix.
+[[nodiscard]] bool mayReadAsSeveralCookies(std::string_view value) noexcept;
+
 // findCookie's next occurrence in `rest`, which moves past it: a loop reads every occurrence.
 [[nodiscard]] std::optional<std::string_view> nextCookie(std::string_view& rest,
                                                          std::string_view name) noexcept;

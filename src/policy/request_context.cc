@@ -29,8 +29,9 @@ std::string lowerCase(std::string_view text) {
 }
 
 // Every "name=value" pair of a Cookie header, read as cookie: key parts read them: %XX decoded,
-// an empty value none, and a name sent with two different values null (in doubt: backends take
-// the first or the last), which a json: key part counts by address, as cookie: does.
+// an empty value none, and a name sent with two different values, or with a value backends may
+// read as several cookies, null (in doubt: backends take the first or the last, or split it),
+// which a json: key part counts by address, as cookie: does.
 void addCookies(std::string_view header, boost::json::object& cookies) {
   while (!header.empty()) {
     const std::size_t end = header.find(';');
@@ -46,7 +47,9 @@ void addCookies(std::string_view header, boost::json::object& cookies) {
     if (!value || value->empty()) continue;
     std::string decoded = percentDecoded(*value);
     const auto seen = cookies.find(name);
-    if (seen == cookies.end()) {
+    if (mayReadAsSeveralCookies(*value)) {
+      cookies[name] = nullptr;
+    } else if (seen == cookies.end()) {
       cookies[name] = decoded;
     } else if (!seen->value().is_string() || seen->value().as_string() != decoded) {
       seen->value() = nullptr;

@@ -96,6 +96,12 @@ TEST_F(KeySelectorTest, CookiesOnEveryLine) {
   EXPECT_EQ(key({"cookie:nope"}), std::nullopt);
   view_.headers = {{"Cookie", "session=; session=S%31%"}};  // an empty one is none
   EXPECT_EQ(key({"cookie:session"}), "3:S1%");
+  // A value with a blank or a comma, which Python's SimpleCookie splits into other cookies
+  // ("sid=JUNK sid=REAL" is sid=REAL to it), is in doubt: each junk prefix minted a counter.
+  for (const char* line : {"session=JUNK session=REAL", "session=a,session=b", "session=\"a b\""}) {
+    view_.headers = {{"Cookie", line}};
+    EXPECT_EQ(key({"cookie:session"}), kInDoubt) << line;
+  }
 }
 
 // A header sent on two lines that differ is in doubt, as a cookie with two values: backends take
@@ -118,12 +124,13 @@ TEST_F(KeySelectorTest, AHeaderOnLinesThatDifferCountsByAddress) {
 // null there, which a path finds as no value.
 TEST(RequestDocument, CookiesReadAsCookieKeysReadThem) {
   RequestView view;
-  view.headers = {{"Cookie", "a=; a=S%31; b=x; c=1"}, {"Cookie", "b=y; c=%31"}};
+  view.headers = {{"Cookie", "a=; a=S%31; b=x; c=1; d=JUNK d=REAL"}, {"Cookie", "b=y; c=%31"}};
   const RequestContext context(view);
   const auto& cookies = context.document().at("request").at("http").at("cookies");
   EXPECT_EQ(cookies.at("a").as_string(), "S1");
   EXPECT_TRUE(cookies.at("b").is_null());
   EXPECT_EQ(cookies.at("c").as_string(), "1");
+  EXPECT_TRUE(cookies.at("d").is_null());  // a value some backends split into other cookies
 }
 
 // A json: part finding a cookie that is null (sent with two values) counts by address, as
