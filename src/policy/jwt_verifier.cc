@@ -54,6 +54,25 @@ bool isBase64Url(std::string_view text) noexcept {
   return true;
 }
 
+// `token` without '=' padding on its signature, when the padding is what base64 would add (one
+// '=' after 3 mod 4 characters, two after 2 mod 4); as it is otherwise, for split() to judge.
+// RFC 7515 omits padding, but lenient backends (PyJWT) accept a padded signature: refused
+// here, such a token counted as none, and a `jwt:` limit with when_missing: skip was skipped.
+// The signing input (header.payload) is what was signed either way, so the signature is still
+// checked; header and payload stay strict, as padding there changes what was signed.
+std::string_view withoutSignaturePadding(std::string_view token) noexcept {
+  std::size_t padding = 0;
+  while (padding < 2 && padding < token.size() && token[token.size() - 1 - padding] == '=') {
+    ++padding;
+  }
+  if (padding == 0) return token;
+  const std::size_t dot = token.rfind('.', token.size() - padding - 1);
+  if (dot == std::string_view::npos) return token;
+  const std::size_t unpadded = token.size() - padding - dot - 1;
+  const bool canonical = (padding == 1 && unpadded % 4 == 3) || (padding == 2 && unpadded % 4 == 2);
+  return canonical ? token.substr(0, token.size() - padding) : token;
+}
+
 std::optional<Segments> split(std::string_view token) noexcept {
   if (token.empty() || token.size() > JwtVerifier::kMaxTokenBytes) return std::nullopt;
   const std::size_t first_dot = token.find('.');
@@ -219,6 +238,7 @@ JwtVerifier::JwtVerifier(std::vector<Key> keys, std::int64_t leeway_s)
 
 std::optional<boost::json::object> JwtVerifier::verify(std::string_view token,
                                                        std::int64_t now_s) const noexcept {
+  token = withoutSignaturePadding(token);
   const std::optional<Segments> segments = split(token);
   if (!segments) return std::nullopt;
   // Only keys of the named algorithm are tried, and names compare exactly: "none" and "hs256"

@@ -195,7 +195,7 @@ TEST_F(JwtVerifierTest, MalformedTokensAreRejected) {
       valid + ".",
       valid + " ",
       " " + valid,
-      valid + "=",
+      valid + "==",  // padding base64 would not write (one '=' is: see ASignatureWithItsPadding)
       std::string(valid).insert(5, 1, '\0'),
       std::string("\xff\xfe\x00\x01", 4),
       base64Url("not json") + ".e30.c2ln",
