@@ -54,4 +54,22 @@ std::size_t firstIllFormedUtf8(std::string_view text) noexcept {
   return std::string_view::npos;
 }
 
+std::string printableText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size();) {
+    const std::optional<unsigned> control = controlCharacterAt(text, at);
+    if (!control) {
+      out += text[at++];
+      continue;
+    }
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    out += "\\x";
+    out += kHex[(*control >> 4) & 0xF];
+    out += kHex[*control & 0xF];
+    at += *control >= 0x80 ? 2 : 1;  // C1 characters take two bytes in UTF-8
+  }
+  return out;
+}
+
 }  // namespace sluice::policy

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace sluice::policy {
@@ -30,5 +31,10 @@ struct Utf8Sequence {
 // obey (U+009B starts an escape sequence).
 [[nodiscard]] std::optional<unsigned> controlCharacterAt(std::string_view text,
                                                          std::size_t at) noexcept;
+
+// `text` with each control character (as controlCharacterAt finds them) written as \xNN, for a
+// line of output or log that carries text from a file: a newline or an escape sequence in a
+// config value forged a second error line, or a log line, and reached terminals raw.
+[[nodiscard]] std::string printableText(std::string_view text);
 
 }  // namespace sluice::policy

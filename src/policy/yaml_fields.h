@@ -13,6 +13,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "policy/utf8.h"
 #include "sluice/rate.h"
 #include "sluice/result.h"
 #include "sluice/time.h"
@@ -25,13 +26,16 @@ class Errors {
  public:
   explicit Errors(std::string source) : source_(std::move(source)) {}
 
+  // Control characters in the message (a config value quoted in it) are written as \xNN
+  // (printableText): a newline or an escape sequence in a value forged a second error line in
+  // `validate`'s output and a log line of its own on reload, and reached terminals raw.
   void add(const YAML::Mark& given, const std::string& message) {
     const YAML::Mark& mark = given.is_null() ? near_ : given;
     if (mark.is_null()) {
-      list_.push_back(source_ + ": " + message);
+      list_.push_back(printableText(source_ + ": " + message));
     } else {
-      list_.push_back(source_ + ":" + std::to_string(mark.line + 1) + ":" +
-                      std::to_string(mark.column + 1) + ": " + message);
+      list_.push_back(printableText(source_ + ":" + std::to_string(mark.line + 1) + ":" +
+                                    std::to_string(mark.column + 1) + ": " + message));
     }
   }
 

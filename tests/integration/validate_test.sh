@@ -85,6 +85,15 @@ if [ -n "$unreadable" ]; then
   grep -q "secret.yaml: cannot read the file: Permission denied" "$work/err" ||
     fail "the reason an unreadable file fails is missing: $(cat "$work/err")"
 fi
+# Control characters in a config value quoted by an error are escaped: a newline forged a second
+# error line ("2 error(s)" for one), and an escape sequence reached the terminal.
+printf 'limits:\n  - { name: a, key: ip, rate: 1/s, algorithm: "\\e[31mgcra\\nforged.yaml:1:1: forged" }\n' > "$work/escapes.yaml"
+"$sluice_bin" validate "$work/escapes.yaml" > "$work/out" 2> "$work/err" && fail "a bad algorithm validated"
+grep -q 'algorithm "\\x1B\[31mgcra\\x0Aforged.yaml:1:1: forged" is unknown' "$work/err" ||
+  fail "the control characters were not escaped: $(cat -A "$work/err")"
+grep -q "^1 error(s)$" "$work/err" || fail "one error printed as more: $(cat -A "$work/err")"
+! grep -q $'\e' "$work/err" || fail "an escape character reached the output"
+
 # A file whose YAML takes more memory than the process may have (the parser holds a few hundred
 # bytes per value: 1.5 million one-letter values) is refused with a message and exit code 2, as
 # any refused file; it was an uncaught std::bad_alloc and an abort (134). Under a 1.5 GB address

@@ -89,7 +89,8 @@ TEST(PolicyRefusals, AJwtKeyOrIdentityNameThatCannotWorkIsRefused) {
           "identity.jwt.tier_claim names each token's tier, but no tiers are defined");
   // Nor can a name that is no header name ever match one.
   refused("identity: { api_key_header: \"X-Key\\r\\nFoo\" }\n" + limit, 1,
-          "identity.api_key_header \"X-Key\r\nFoo\" is not a header name");
+          // Control characters are escaped in messages (Errors::add).
+          "identity.api_key_header \"X-Key\\x0D\\x0AFoo\" is not a header name");
   refused("identity:\n  jwt: { header: \"X Bad:\", " + hs256 + " }\n" + limit, 2,
           "identity.jwt.header \"X Bad:\" is not a header name");
   // exp and nbf are whole seconds; 999ms read as 0.
