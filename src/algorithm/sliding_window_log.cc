@@ -124,7 +124,7 @@ void SlidingWindowLog::grow(std::uint64_t max_entries) {
   // A limit lowered by a reload can be below what the log already holds.
   const auto new_capacity = static_cast<std::uint32_t>(
       std::max<std::uint64_t>(std::min(doubled, max_entries), std::uint64_t{size_} + 1));
-  reallocate(new_capacity);
+  moveInto(std::make_unique<Entry[]>(new_capacity), new_capacity);
 }
 
 // Halves the ring. Without memory to do so it stays as it is: a record that does not need room
@@ -134,11 +134,6 @@ void SlidingWindowLog::shrink() noexcept {
   std::unique_ptr<Entry[]> ring(new (std::nothrow) Entry[new_capacity]);
   if (ring == nullptr) return;
   moveInto(std::move(ring), new_capacity);
-}
-
-// Precondition: size_ < new_capacity.
-void SlidingWindowLog::reallocate(std::uint32_t new_capacity) {
-  moveInto(std::make_unique<Entry[]>(new_capacity), new_capacity);
 }
 
 // The entries, oldest first, into `ring` of `new_capacity` (> size_) entries.

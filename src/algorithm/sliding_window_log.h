@@ -69,7 +69,6 @@ class SlidingWindowLog {
   [[nodiscard]] std::uint32_t firstReaching(std::uint64_t units) const noexcept;
   void forgetBefore(Micros cutoff_us) noexcept;
   void grow(std::uint64_t max_entries);
-  void reallocate(std::uint32_t new_capacity);
   void shrink() noexcept;
   void moveInto(std::unique_ptr<Entry[]> ring, std::uint32_t new_capacity) noexcept;
 
