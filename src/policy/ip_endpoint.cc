@@ -29,11 +29,24 @@ Result<boost::asio::ip::tcp::endpoint> parseEndpoint(std::string_view address) {
   return boost::asio::ip::tcp::endpoint(ip, static_cast<unsigned short>(port));
 }
 
+namespace {
+
+// An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is the IPv4 address to the kernel: a dual-stack
+// socket bound to it takes the IPv4 address's port.
+boost::asio::ip::address unmapped(const boost::asio::ip::address& address) noexcept {
+  if (address.is_v6() && address.to_v6().is_v4_mapped())
+    return boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
+  return address;
+}
+
+}  // namespace
+
 bool sameListeningPort(const boost::asio::ip::tcp::endpoint& a,
                        const boost::asio::ip::tcp::endpoint& b) noexcept {
+  const auto first = unmapped(a.address());
+  const auto second = unmapped(b.address());
   return a.port() != 0 && a.port() == b.port() &&
-         (a.address() == b.address() || a.address().is_unspecified() ||
-          b.address().is_unspecified());
+         (first == second || first.is_unspecified() || second.is_unspecified());
 }
 
 }  // namespace sluice::policy

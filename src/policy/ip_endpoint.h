@@ -16,7 +16,8 @@ Result<boost::asio::ip::tcp::endpoint> parseEndpoint(std::string_view address);
 
 // Whether two listeners would take the same port, so the second could not bind ("address
 // already in use"): the same fixed port on the same address, or on any address (0.0.0.0, ::)
-// and another. Port 0 picks a free port each time, and never clashes.
+// and another; an IPv4-mapped address (::ffff:a.b.c.d) is its IPv4 address. Port 0 picks a free
+// port each time, and never clashes.
 [[nodiscard]] bool sameListeningPort(const boost::asio::ip::tcp::endpoint& a,
                                      const boost::asio::ip::tcp::endpoint& b) noexcept;
 

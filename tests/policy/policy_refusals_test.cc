@@ -315,6 +315,9 @@ TEST(PolicyRefusals, ServerSettingsOutOfRangeAreRefused) {
   refused("server: { auth_uri_header: \"X Y\" }\n" + limit, 1, "must name a header");
   refused("server: { listen: 127.0.0.1:8080, admin: 127.0.0.1:8080 }\n" + limit, 1,
           "server.listen and server.admin name the same port");
+  // A dual-stack socket on an IPv4-mapped address takes the IPv4 address's port.
+  refused("server: { listen: 127.0.0.1:8080, admin: \"[::ffff:127.0.0.1]:8080\" }\n" + limit, 1,
+          "server.listen and server.admin name the same port");
   // "::1:80" is a whole IPv6 address itself: which colon starts the port is a guess.
   refused("server: { listen: \"::1:8080\" }\n" + limit, 1,
           "an IPv6 address takes brackets before its port, as [::1]:80");
