@@ -51,6 +51,7 @@ void loadUpstreams(const YAML::Node& gateway, const YAML::Mark& section, Gateway
                "gateway.upstreams must map at least one name to an address");
     return;
   }
+  const auto listen = policy::parseEndpoint(settings.listen);
   for (const auto& entry : node) {
     Upstream upstream;
     upstream.name = entry.first.IsScalar() ? entry.first.Scalar() : "";
@@ -88,6 +89,10 @@ void loadUpstreams(const YAML::Node& gateway, const YAML::Mark& section, Gateway
       if (auto endpoint = endpointValue(address, where, errors)) {
         upstream.endpoint = *endpoint;
         upstream.host = server::hostFieldText(*endpoint);
+        // The gateway would forward each request to itself, again and again, until its header
+        // block (X-Forwarded-For grows each time) is too long.
+        if (listen.ok() && policy::reachesListener(listen.value(), *endpoint))
+          errors.add(address, where + " is the gateway's own listener: requests would loop");
       }
     }
     settings.upstreams.push_back(std::move(upstream));

@@ -49,4 +49,15 @@ bool sameListeningPort(const boost::asio::ip::tcp::endpoint& a,
          (first == second || first.is_unspecified() || second.is_unspecified());
 }
 
+bool reachesListener(const boost::asio::ip::tcp::endpoint& listener,
+                     const boost::asio::ip::tcp::endpoint& destination) noexcept {
+  if (listener.port() == 0 || listener.port() != destination.port()) return false;
+  const auto listening = unmapped(listener.address());
+  const auto reached = unmapped(destination.address());
+  // Linux connects an unspecified destination (0.0.0.0, ::) to the host itself.
+  const bool this_host = reached.is_loopback() || reached.is_unspecified();
+  return listening == reached || (listening.is_unspecified() && this_host) ||
+         (reached.is_unspecified() && listening.is_loopback());
+}
+
 }  // namespace sluice::policy

@@ -21,4 +21,10 @@ Result<boost::asio::ip::tcp::endpoint> parseEndpoint(std::string_view address);
 [[nodiscard]] bool sameListeningPort(const boost::asio::ip::tcp::endpoint& a,
                                      const boost::asio::ip::tcp::endpoint& b) noexcept;
 
+// Whether connecting to `destination` reaches `listener` on this host for certain: the same
+// fixed port, and the same address, or a loopback (or unspecified) destination and a listener
+// on every address. Another address might be this host's too; that is not known here.
+[[nodiscard]] bool reachesListener(const boost::asio::ip::tcp::endpoint& listener,
+                                   const boost::asio::ip::tcp::endpoint& destination) noexcept;
+
 }  // namespace sluice::policy

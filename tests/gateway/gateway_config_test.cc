@@ -196,6 +196,35 @@ TEST(GatewayConfigTest, AnUpstreamWithoutItsAddressIsReportedWithTheOtherErrors)
   EXPECT_EQ(errors.find("invalid node"), std::string::npos) << errors;
 }
 
+// An upstream at the gateway's own listener would loop each request back to the gateway. Only
+// what surely reaches this host is refused: another address may be a backend's on its own host.
+TEST(GatewayConfigTest, AnUpstreamAtTheGatewaysOwnListenerIsRefused) {
+  const auto refusal = [](const std::string& listen, const std::string& upstream) {
+    const auto loaded =
+        load("gateway:\n  listen: \"" + listen + "\"\n  upstreams:\n    app: { address: \"" +
+             upstream + "\" }\n  routes: [ { path_prefix: /, upstream: app } ]\n");
+    return loaded.ok() ? std::string() : loaded.error();
+  };
+  for (const auto& [listen, upstream] : std::vector<std::pair<std::string, std::string>>{
+           {"127.0.0.1:8000", "127.0.0.1:8000"},
+           {"0.0.0.0:8000", "127.0.0.1:8000"},
+           {"[::]:8000", "[::1]:8000"},
+           {"127.0.0.1:8000", "0.0.0.0:8000"},
+           {"127.0.0.1:8000", "[::ffff:127.0.0.1]:8000"}}) {
+    EXPECT_NE(refusal(listen, upstream)
+                  .find("test.yaml:4:21: gateway.upstreams.app is the gateway's own listener"),
+              std::string::npos)
+        << listen << " -> " << upstream << ": " << refusal(listen, upstream);
+  }
+  for (const auto& [listen, upstream] :
+       std::vector<std::pair<std::string, std::string>>{{"127.0.0.1:8000", "127.0.0.1:8001"},
+                                                        {"0.0.0.0:8000", "10.0.0.5:8000"},
+                                                        {"127.0.0.1:0", "127.0.0.1:8000"},
+                                                        {"127.0.0.2:8000", "127.0.0.1:8000"}}) {
+    EXPECT_EQ(refusal(listen, upstream), "") << listen << " -> " << upstream;
+  }
+}
+
 // A header limit that would refuse ordinary requests, or that the parser cannot hold, is an
 // error at its line (0 answered every request 431; 2^32 wrapped to 0; above 64 KiB one field
 // could outgrow Beast's field table, which throws: the process ended).
