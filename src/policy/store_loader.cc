@@ -51,13 +51,23 @@ bool validAddress(std::string_view address) {
   return error == std::errc() && end == digits.data() + digits.size() && port > 0 && port <= 65535;
 }
 
+// A socket's path is held in sockaddr_un's 108 bytes with its terminating NUL; hiredis would cut
+// a longer one short and connect to another path, or to none.
+constexpr std::size_t kMaxUnixSocketPathBytes = 107;
+
 void loadAddresses(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   std::vector<std::string> addresses =
       node.IsSequence()
           ? stringList(node, "store.addresses", errors)
           : std::vector<std::string>{scalar(node, "store.address", errors).value_or("")};
   for (const std::string& address : addresses) {
-    if (!validAddress(address))
+    const std::string_view path = std::string_view(address).substr(address.find(':') + 1);
+    if (address.starts_with("unix:") && path.find('\0') != std::string_view::npos) {
+      errors.add(node, "a Unix socket path cannot hold a NUL byte");
+    } else if (address.starts_with("unix:") && path.size() > kMaxUnixSocketPathBytes) {
+      errors.add(node, "a Unix socket path is at most " + std::to_string(kMaxUnixSocketPathBytes) +
+                           " bytes, not " + std::to_string(path.size()));
+    } else if (!validAddress(address))
       errors.add(node,
                  "store address \"" + address +
                      "\" must be host:port, e.g. 127.0.0.1:6379, or unix:/path/to/redis.sock");

@@ -275,6 +275,17 @@ TEST(PolicyLoader, ReadsAUnixSocketAddress) {
       << describeErrors(errorsOf("store:\n  address: \"unix:\"\n"));
   EXPECT_TRUE(hasError(errorsOf("store:\n  address: unix:relative.sock\n"), 2, "unix:/path"))
       << describeErrors(errorsOf("store:\n  address: unix:relative.sock\n"));
+  // sockaddr_un holds 107 bytes and a NUL: a longer path would be cut short (another socket).
+  const std::string longest = "/" + std::string(106, 's');
+  EXPECT_NE(policyFrom("store: { type: redis, address: \"unix:" + longest +
+                       "\" }\nlimits: [ { name: a, rate: 5/s } ]\n"),
+            nullptr);
+  const std::string too_long = "store:\n  address: \"unix:" + longest + "s\"\n";
+  EXPECT_TRUE(hasError(errorsOf(too_long), 2, "a Unix socket path is at most 107 bytes, not 108"))
+      << describeErrors(errorsOf(too_long));
+  const std::string with_nul = "store:\n  address: \"unix:/run/r\\0.sock\"\n";
+  EXPECT_TRUE(hasError(errorsOf(with_nul), 2, "cannot hold a NUL byte"))
+      << describeErrors(errorsOf(with_nul));
 }
 
 // store.database for a plain Redis; a cluster has database 0 only.
