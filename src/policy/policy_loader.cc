@@ -205,7 +205,7 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
       read = value != nullptr;
     } else if (entry["public_key_file"]) {
       const std::string file = resolvePath(
-          base_dir, scalar(entry["public_key_file"], "public_key_file", errors).value_or(""));
+          base_dir, pathValue(entry["public_key_file"], "public_key_file", errors).value_or(""));
       Result<std::string> text = readFile(file);
       if (text.ok()) {
         key.key = std::move(text).value();
@@ -362,7 +362,8 @@ void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& p
   }
   if (node["jwt"]) loadJwt(node["jwt"], base_dir, policy, errors);
   if (node["keys_file"]) {
-    const std::optional<std::string> path = scalar(node["keys_file"], "identity.keys_file", errors);
+    const std::optional<std::string> path =
+        pathValue(node["keys_file"], "identity.keys_file", errors);
     // Empty (a template whose variable was unset), it read as no keys file: every key's client
     // fell to the anonymous tier without a word.
     if (path && path->empty()) {

@@ -92,6 +92,14 @@ std::optional<std::string> scalar(const YAML::Node& node, const std::string& wha
   return std::nullopt;
 }
 
+std::optional<std::string> pathValue(const YAML::Node& node, const std::string& what,
+                                     Errors& errors) {
+  auto text = scalar(node, what, errors);
+  if (!text || text->find('\0') == std::string::npos) return text;
+  errors.add(node, what + " holds a NUL byte, which no path can");
+  return std::nullopt;
+}
+
 std::optional<std::uint64_t> unsignedValue(const YAML::Node& node, const std::string& what,
                                            Errors& errors) {
   const auto text = scalar(node, what, errors);

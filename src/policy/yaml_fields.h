@@ -103,6 +103,10 @@ inline void checkKeys(const YAML::Node& map, const std::string& where,
 }
 bool isMap(const YAML::Node& node, const std::string& what, Errors& errors);
 std::optional<std::string> scalar(const YAML::Node& node, const std::string& what, Errors& errors);
+// A file or directory path: a scalar without a NUL byte (a YAML "\0" escape), which the system
+// calls would take for the path's end, opening another file.
+std::optional<std::string> pathValue(const YAML::Node& node, const std::string& what,
+                                     Errors& errors);
 std::optional<std::uint64_t> unsignedValue(const YAML::Node& node, const std::string& what,
                                            Errors& errors);
 std::optional<bool> boolValue(const YAML::Node& node, const std::string& what, Errors& errors);

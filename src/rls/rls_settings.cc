@@ -46,7 +46,7 @@ void loadSection(const YAML::Node& node, const std::string& base_dir, RlsSetting
   }
   if (!node["config_dir"]) {
     errors.add(node, "envoy_rls.config_dir is required: the lyft/ratelimit config directory");
-  } else if (auto dir = policy::scalar(node["config_dir"], "envoy_rls.config_dir", errors)) {
+  } else if (auto dir = policy::pathValue(node["config_dir"], "envoy_rls.config_dir", errors)) {
     settings.config_dir = policy::resolvePath(base_dir, *dir);
   }
   if (node["watch_interval"]) {

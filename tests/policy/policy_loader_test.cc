@@ -341,6 +341,23 @@ TEST(PolicyLoader, AnEmptyKeysFileIsRefused) {
       << errors[0];
 }
 
+// A path holding a NUL byte (YAML's "\0" escape) is refused at its line: the system calls would
+// end it there and open another file ("keys.yaml\0.bak" read keys.yaml).
+TEST(PolicyLoader, APathHoldingANulByteIsRefused) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/nul-keys.yaml") << "keys:\n  - { key: k1, tier: free }\n";
+  const std::vector<std::string> keys =
+      errorsOf("limits: [{ name: a, rate: 1/s }]\nidentity:\n  keys_file: \"" + dir +
+               "/nul-keys.yaml\\0.bak\"\n");
+  ASSERT_EQ(keys.size(), 1u) << describeErrors(keys);
+  EXPECT_NE(keys[0].find(":3:14: identity.keys_file holds a NUL byte"), std::string::npos)
+      << keys[0];
+  const std::vector<std::string> jwt = errorsOf(
+      "limits: [{ name: a, rate: 1/s }]\nidentity:\n  jwt:\n    keys:\n"
+      "      - { algorithm: RS256, public_key_file: \"k.pem\\0\" }\n");
+  EXPECT_TRUE(hasError(jwt, 5, "public_key_file holds a NUL byte")) << describeErrors(jwt);
+}
+
 // Tiers and a keys file: keys map to tiers, by value or by SHA-256; unknown tiers are errors.
 TEST(PolicyLoader, KeysFile) {
   const std::string dir = ::testing::TempDir();

@@ -33,6 +33,16 @@ TEST(RlsSettingsTest, ReadsTheSection) {
   EXPECT_FALSE(value.decider.unknown_domain_is_error);
 }
 
+// A directory holding a NUL byte (YAML's "\0") is refused at its line: opendir would stop there.
+TEST(RlsSettingsTest, AConfigDirHoldingANulByteIsRefused) {
+  const auto settings = loadRlsSettingsText("envoy_rls:\n  config_dir: \"/srv/rl\\0/old\"\n",
+                                            "s.yaml", "/etc/sluice");
+  ASSERT_FALSE(settings.ok());
+  EXPECT_NE(settings.error().find("s.yaml:2:15: envoy_rls.config_dir holds a NUL byte"),
+            std::string::npos)
+      << settings.error();
+}
+
 // response_headers may pick header families; absolute directories stay as they are.
 TEST(RlsSettingsTest, HeaderFamilies) {
   const auto settings = loadRlsSettingsText(
