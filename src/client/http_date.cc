@@ -109,12 +109,22 @@ std::optional<Micros> parseHttpDate(std::string_view text, Micros now_unix_us) {
   auto parts = readHttpDate(text, yearOf(now_unix_us));
   if (!parts) return std::nullopt;
   const std::optional<Micros> at = unixMicros(*parts);
-  // RFC 9110 5.6.7: a two-digit year that reads more than 50 years ahead of now is the latest
-  // past year with those digits. Compared as instants, not years: seen from June 2026,
-  // "01-Dec-76" is 1976 (2076 would be 50.5 years ahead), which the years alone kept as 2076.
-  const bool saturated = now_unix_us > std::numeric_limits<Micros>::max() - kFiftyYearsUs;
-  if (at && parts->two_digit_year && !saturated && *at > now_unix_us + kFiftyYearsUs) {
+  if (!at || !parts->two_digit_year) return at;
+  // The two digits were read in now's century. RFC 9110 5.6.7: a year that reads more than 50
+  // years ahead of now is the latest past year with those digits. Compared as instants, not
+  // years: seen from June 2026, "01-Dec-76" is 1976 (2076 would be 50.5 years ahead), which
+  // the years alone kept as 2076. So the date is the one within 50 years of now either way:
+  // seen from the last seconds of 2099, "01-Jan-00" is 2100, seconds ahead, not 2000.
+  if (now_unix_us > std::numeric_limits<Micros>::max() - kFiftyYearsUs ||
+      now_unix_us < std::numeric_limits<Micros>::min() + kFiftyYearsUs) {
+    return at;
+  }
+  if (*at > now_unix_us + kFiftyYearsUs) {
     parts->year -= 100;
+    return unixMicros(*parts);
+  }
+  if (*at <= now_unix_us - kFiftyYearsUs) {
+    parts->year += 100;
     return unixMicros(*parts);
   }
   return at;

@@ -53,6 +53,18 @@ TEST(RetryAfterTest, FiftyYearsAheadIsMeasuredInTimeNotInYears) {
   EXPECT_EQ(*in_2076, (3'345'062'400LL - 1'780'272'000LL) * kSecond);  // to 2076-01-01
 }
 
+TEST(RetryAfterTest, ATwoDigitYearMoreThanFiftyYearsBehindIsInTheNextCentury) {
+  // Seen from 2099-12-31T23:59:50Z, "01-Jan-00 00:00:10" is 2100, 20 s ahead (not 2000).
+  const Micros end_of_2099 = 4'102'444'790LL * kSecond;
+  EXPECT_EQ(parseRetryAfter("Friday, 01-Jan-00 00:00:10 GMT", end_of_2099), 20 * kSecond);
+  EXPECT_EQ(parseRetryAfter("Fri, 01 Jan 2100 00:00:10 GMT", end_of_2099), 20 * kSecond);
+  // Seen from 2080-01-01, "10" is 2110 (30 years ahead), "40" is 2040 (40 years behind).
+  const Micros start_of_2080 = 3'471'292'800LL * kSecond;
+  EXPECT_EQ(parseRetryAfter("Wednesday, 01-Jan-10 00:00:00 GMT", start_of_2080),
+            (4'417'977'600LL - 3'471'292'800LL) * kSecond);
+  EXPECT_EQ(parseRetryAfter("Sunday, 01-Jan-40 00:00:00 GMT", start_of_2080), 0);
+}
+
 TEST(RetryAfterTest, MalformedValuesAreIgnored) {
   for (const char* bad : {"", "  ", "-5", "1.5", "12abc", "soon", "Sun, 06 Nov 1994 08:49:37",
                           "Sun, 31 Feb 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
