@@ -176,6 +176,15 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
       response.set(http::field::allow, "POST");
       return respond(std::move(response));
     }
+    // Any web page can make a browser POST here (a form, or fetch in no-cors mode), and the
+    // browser always says so in Origin; the tools that reload (curl, scripts, orchestrators) do
+    // not send one, and no page of this listener reloads.
+    if (request.find(http::field::origin) != request.end()) {
+      return respond(errorResponse(http::status::forbidden,
+                                   "a reload is not taken from a web page (the request has an "
+                                   "Origin header)",
+                                   version));
+    }
     // Answered on the connection's loop once the reload thread is done. The reload stays under
     // way until the answer is handed to the connection, so that a drain does not stop the loops
     // between the two.

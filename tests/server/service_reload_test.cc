@@ -53,6 +53,19 @@ TEST_F(ServiceTest, ReloadKeepsTheOldPolicyOnError) {
   EXPECT_EQ(countOf(log.text(), "reloaded " + config_path_), 1u) << log.text();
 }
 
+// A browser's POST, sent by whatever page it shows (it carries Origin), does not reload: the
+// admin listener has no authentication, and a page could otherwise reload it at will.
+TEST_F(ServiceTest, AReloadFromAWebPageIsRefused) {
+  writeConfig("limits:\n  - { name: per-ip, key: ip, algorithm: fixed_window, rate: 7/min }\n");
+  const HttpReply refused = httpCall(admin_endpoint_, http::verb::post, "/admin/reload", "",
+                                     {{"Origin", "http://attacker.example"}});
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_NE(refused.body.find("not taken from a web page"), std::string::npos) << refused.body;
+  EXPECT_NE(auth("/z", "192.0.2.92").header("x-ratelimit-limit"), "7");
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");
+}
+
 // A reload error that quotes the file's bytes, here half of a UTF-8 é after a backslash (YAML's
 // unknown escape) and a Latin-1 byte from a hook, still gives a body that is JSON.
 TEST_F(ServiceTest, ReloadErrorsQuotingRawBytesAreValidJson) {
