@@ -101,19 +101,24 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
       errors.add(node[key], std::string("server.") + key + " must name a header");
     }
   }
-  for (const auto& [value, name] :
-       {std::pair{server.listen, "server.listen"}, std::pair{server.admin, "server.admin"}}) {
+  // Each at its own line; the defaults are valid, so a bad address is one written.
+  for (const auto& [value, key] :
+       {std::pair{server.listen, "listen"}, std::pair{server.admin, "admin"}}) {
     if (const auto endpoint = parseEndpoint(value); !endpoint.ok()) {
-      errors.add(node, std::string(name) +
-                           " must be an IP address and port (0..65535), e.g. 127.0.0.1:8080; " +
-                           endpoint.error());
+      errors.add(node[key] ? node[key] : node,
+                 "server." + std::string(key) +
+                     " must be an IP address and port (0..65535), e.g. 127.0.0.1:8080; " +
+                     endpoint.error());
     }
   }
   // One port for both: serve would fail to bind the second ("address already in use").
   const auto listen = parseEndpoint(server.listen);
   const auto admin = parseEndpoint(server.admin);
   if (listen.ok() && admin.ok() && sameListeningPort(listen.value(), admin.value())) {
-    errors.add(node, "server.listen and server.admin name the same port");
+    errors.add(node["admin"]    ? node["admin"]
+               : node["listen"] ? node["listen"]
+                                : node,
+               "server.listen and server.admin name the same port");
   }
 }
 

@@ -315,6 +315,13 @@ TEST(PolicyRefusals, ServerSettingsOutOfRangeAreRefused) {
   refused("server: { auth_uri_header: \"X Y\" }\n" + limit, 1, "must name a header");
   refused("server: { listen: 127.0.0.1:8080, admin: 127.0.0.1:8080 }\n" + limit, 1,
           "server.listen and server.admin name the same port");
+  // Each at the line of the address, not the server section's.
+  refused("server:\n  threads: 2\n  listen: 127.0.0.1:80800\n" + limit, 3, "server.listen must be");
+  refused("server:\n  threads: 2\n  admin: localhost:9090\n" + limit, 3, "server.admin must be");
+  refused("server:\n  listen: 127.0.0.1:8080\n  admin: 0.0.0.0:8080\n" + limit, 3,
+          "server.listen and server.admin name the same port");
+  refused("server:\n  threads: 2\n  listen: 127.0.0.1:9090\n" + limit, 3,
+          "server.listen and server.admin name the same port");  // the default admin's port
   // A dual-stack socket on an IPv4-mapped address takes the IPv4 address's port.
   refused("server: { listen: 127.0.0.1:8080, admin: \"[::ffff:127.0.0.1]:8080\" }\n" + limit, 1,
           "server.listen and server.admin name the same port");
