@@ -55,24 +55,41 @@ bool validAddress(std::string_view address) {
 // a longer one short and connect to another path, or to none.
 constexpr std::size_t kMaxUnixSocketPathBytes = 107;
 
-void loadAddresses(const YAML::Node& node, StoreSettings& store, Errors& errors) {
-  std::vector<std::string> addresses =
-      node.IsSequence()
-          ? stringList(node, "store.addresses", errors)
-          : std::vector<std::string>{scalar(node, "store.address", errors).value_or("")};
-  for (const std::string& address : addresses) {
-    const std::string_view path = std::string_view(address).substr(address.find(':') + 1);
-    if (address.starts_with("unix:") && path.find('\0') != std::string_view::npos) {
-      errors.add(node, "a Unix socket path cannot hold a NUL byte");
-    } else if (address.starts_with("unix:") && path.size() > kMaxUnixSocketPathBytes) {
-      errors.add(node, "a Unix socket path is at most " + std::to_string(kMaxUnixSocketPathBytes) +
-                           " bytes, not " + std::to_string(path.size()));
-    } else if (!validAddress(address))
-      errors.add(node,
-                 "store address \"" + address +
-                     "\" must be host:port, e.g. 127.0.0.1:6379, or unix:/path/to/redis.sock");
+// One Redis address, `at` its place in the file.
+void checkAddress(const YAML::Node& at, const std::string& address, StoreSettings::Type type,
+                  Errors& errors) {
+  const bool unix_socket = address.starts_with("unix:");
+  const std::string_view path = std::string_view(address).substr(unix_socket ? 5 : 0);
+  if (unix_socket && type == StoreSettings::Type::kRedisCluster) {
+    errors.add(at,
+               "store: a Redis Cluster's nodes are host:port (they announce each other so), not " +
+                   address);
+  } else if (unix_socket && path.find('\0') != std::string_view::npos) {
+    errors.add(at, "a Unix socket path cannot hold a NUL byte");
+  } else if (unix_socket && path.size() > kMaxUnixSocketPathBytes) {
+    errors.add(at, "a Unix socket path is at most " + std::to_string(kMaxUnixSocketPathBytes) +
+                       " bytes, not " + std::to_string(path.size()));
+  } else if (!validAddress(address)) {
+    errors.add(at, "store address \"" + address +
+                       "\" must be host:port, e.g. 127.0.0.1:6379, or unix:/path/to/redis.sock");
   }
-  if (addresses.empty()) errors.add(node, "store.addresses must name at least one server");
+}
+
+// `address: a` or `addresses: [a, b]`; each address's error at its own line.
+void loadAddresses(const YAML::Node& node, StoreSettings& store, Errors& errors) {
+  std::vector<std::string> addresses;
+  if (node.IsSequence()) {
+    for (const auto& item : node) {
+      const auto address = scalar(item, "store.addresses entry", errors);
+      if (!address) continue;
+      checkAddress(item, *address, store.type, errors);
+      addresses.push_back(*address);
+    }
+    if (node.size() == 0) errors.add(node, "store.addresses must name at least one server");
+  } else if (const auto address = scalar(node, "store.address", errors)) {
+    checkAddress(node, *address, store.type, errors);
+    addresses.push_back(*address);
+  }
   store.addresses = std::move(addresses);
 }
 
@@ -164,16 +181,6 @@ void loadStore(const YAML::Node& node, StoreSettings& store, Errors& errors) {
   if (node["addresses"]) loadAddresses(node["addresses"], store, errors);
   if (store.type != StoreSettings::Type::kRedisCluster && store.addresses.size() > 1) {
     errors.add(node, "store: only redis_cluster takes several addresses");
-  }
-  if (store.type == StoreSettings::Type::kRedisCluster) {
-    for (const std::string& address : store.addresses) {
-      if (address.starts_with("unix:")) {
-        errors.add(node,
-                   "store: a Redis Cluster's nodes are host:port (they announce each "
-                   "other so), not " +
-                       address);
-      }
-    }
   }
   if (node["connections"])
     loadPositive(node["connections"], "store.connections", store.connections, errors, 64);

@@ -269,7 +269,7 @@ TEST(PolicyLoader, ReadsAUnixSocketAddress) {
   ASSERT_NE(policy, nullptr);
   EXPECT_EQ(policy->store.addresses, std::vector<std::string>{"unix:/run/redis/redis.sock"});
   const std::string cluster = "store:\n  type: redis_cluster\n  addresses: [unix:/run/r.sock]\n";
-  EXPECT_TRUE(hasError(errorsOf(cluster), 2, "a Redis Cluster's nodes are host:port"))
+  EXPECT_TRUE(hasError(errorsOf(cluster), 3, "a Redis Cluster's nodes are host:port"))
       << describeErrors(errorsOf(cluster));
   EXPECT_TRUE(hasError(errorsOf("store:\n  address: \"unix:\"\n"), 2, "must be host:port"))
       << describeErrors(errorsOf("store:\n  address: \"unix:\"\n"));
@@ -286,6 +286,19 @@ TEST(PolicyLoader, ReadsAUnixSocketAddress) {
   const std::string with_nul = "store:\n  address: \"unix:/run/r\\0.sock\"\n";
   EXPECT_TRUE(hasError(errorsOf(with_nul), 2, "cannot hold a NUL byte"))
       << describeErrors(errorsOf(with_nul));
+}
+
+// Each of a cluster's addresses is reported at its own line, not the list's.
+TEST(PolicyLoader, StoreAddressErrorsAreAtTheirEntry) {
+  const std::string yaml =
+      "store:\n  type: redis_cluster\n  addresses:\n    - 127.0.0.1:7000\n    - redis-b\n"
+      "    - unix:/run/r.sock\n";
+  EXPECT_TRUE(hasError(errorsOf(yaml), 5, "store address \"redis-b\" must be host:port"))
+      << describeErrors(errorsOf(yaml));
+  EXPECT_TRUE(hasError(errorsOf(yaml), 6, "a Redis Cluster's nodes are host:port"))
+      << describeErrors(errorsOf(yaml));
+  EXPECT_TRUE(hasError(errorsOf("store:\n  type: redis_cluster\n  addresses: []\n"), 3,
+                       "must name at least one server"));
 }
 
 // store.database for a plain Redis; a cluster has database 0 only.
