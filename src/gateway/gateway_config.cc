@@ -189,7 +189,7 @@ void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
             guard.patterns.push_back(builtin);
           continue;
         }
-        if (auto folded = foldedPattern(pattern, patterns, errors)) {
+        if (auto folded = foldedPattern(pattern, policy::entryOf(patterns, pattern), errors)) {
           guard.patterns.push_back(std::move(*folded));
         }
       }

@@ -261,12 +261,14 @@ RouteMatch loadRouteFields(const YAML::Node& node, const std::string& what, Erro
     if (node["method"].IsSequence() && node["method"].size() == 0) {
       errors.add(node["method"], what + ".method: an empty list; leave it out to match any method");
     }
-    for (std::string method : stringList(node["method"], what + ".method", errors)) {
+    for (const std::string& written : stringList(node["method"], what + ".method", errors)) {
+      std::string method = written;
       for (char& c : method) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
       if (method == "*") {
         any_method = true;  // as the route's description writes "any"
       } else if (!isMethodToken(method)) {
-        errors.add(node["method"], what + ".method: \"" + method + "\" is not a method");
+        errors.add(entryOf(node["method"], written),
+                   what + ".method: \"" + method + "\" is not a method");
       } else {
         methods.push_back(method);
       }

@@ -350,7 +350,7 @@ void loadIdentity(const YAML::Node& node, const std::string& base_dir, Policy& p
       if (cidr.ok()) {
         networks.push_back(std::move(cidr).value());
       } else {
-        errors.add(proxies, "identity.trusted_proxies: " + cidr.error());
+        errors.add(entryOf(proxies, text), "identity.trusted_proxies: " + cidr.error());
       }
     }
     policy.client_ip = ClientIpResolver(std::move(networks));

@@ -165,6 +165,15 @@ std::vector<std::string> stringList(const YAML::Node& node, const std::string& w
   return values;
 }
 
+YAML::Node entryOf(const YAML::Node& list, std::string_view value) {
+  if (list.IsSequence()) {
+    for (const auto& item : list) {
+      if (item.IsScalar() && item.Scalar() == value) return item;
+    }
+  }
+  return list;
+}
+
 Result<std::string> readFile(const std::string& path) {
   const std::string cannot = path + ": cannot read the file";
   std::error_code ec;

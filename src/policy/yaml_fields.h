@@ -115,6 +115,9 @@ std::optional<Micros> durationValue(const YAML::Node& node, const std::string& w
 std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, Errors& errors);
 std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
                                     Errors& errors);
+// Where a value that stringList(list) returned is written, for an error at its own line: the
+// first entry that is `value`, or `list` itself when it is a single value.
+YAML::Node entryOf(const YAML::Node& list, std::string_view value);
 // A name that goes into headers, metrics labels, logs or other settings (a limit's, an
 // upstream's): not empty, at most kMaxNameBytes, and no control character (C0, DEL or C1),
 // which would end a header or log line early, break a Prometheus scrape, or steer the terminal

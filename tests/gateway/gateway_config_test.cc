@@ -120,6 +120,12 @@ TEST(GatewayConfigTest, CustomPatternsAreFoldedAsTargetsAre) {
     EXPECT_NE(refused.error().find("holding a control character or an overlong"), std::string::npos)
         << refused.error();
   }
+  // At the pattern's own line in a block list.
+  const auto listed = load(base + "  guard:\n    patterns:\n      - default\n      - '%00.jpg'\n");
+  ASSERT_FALSE(listed.ok());
+  EXPECT_NE(listed.error().find("test.yaml:7:9: gateway.guard.patterns has a pattern holding"),
+            std::string::npos)
+      << listed.error();
 }
 
 // The listener's address is checked as serve will bind it: `validate` passed "localhost:8000"

@@ -97,6 +97,11 @@ limits:
   EXPECT_TRUE(hasError(errors, 4, "write it without %")) << describeErrors(errors);
   EXPECT_TRUE(hasError(errors, 5, "case_sensitive")) << describeErrors(errors);
   EXPECT_TRUE(hasError(errors, 6, "case_sensitive needs a path")) << describeErrors(errors);
+  // An entry of a block list is reported at its own line.
+  const std::vector<std::string> entry = errorsOf(
+      "limits:\n  - name: a\n    rate: 1/s\n    match:\n      method:\n        - GET\n"
+      "        - \"PO ST\"\n");
+  EXPECT_TRUE(hasError(entry, 7, "\"PO ST\" is not a method")) << describeErrors(entry);
   // "/files/." names the directory: below it, not any path starting "/files".
   const PolicyPtr directory =
       policyFrom("limits: [{ name: a, rate: 1/s, match: { path_prefix: /files/. } }]\n");
@@ -286,6 +291,14 @@ TEST(PolicyLoader, ReadsAUnixSocketAddress) {
   const std::string with_nul = "store:\n  address: \"unix:/run/r\\0.sock\"\n";
   EXPECT_TRUE(hasError(errorsOf(with_nul), 2, "cannot hold a NUL byte"))
       << describeErrors(errorsOf(with_nul));
+}
+
+// A trusted proxy that is no network is reported at its own entry.
+TEST(PolicyLoader, TrustedProxyErrorsAreAtTheirEntry) {
+  const std::vector<std::string> errors = errorsOf(
+      "identity:\n  trusted_proxies:\n    - 10.0.0.0/8\n    - 10.0.0.0/33\n"
+      "limits: [{ name: a, rate: 1/s }]\n");
+  EXPECT_TRUE(hasError(errors, 4, "identity.trusted_proxies: ")) << describeErrors(errors);
 }
 
 // Each of a cluster's addresses is reported at its own line, not the list's.
