@@ -56,8 +56,7 @@ int validate(const std::string& path) {
   if (!rls.ok()) {
     report(rls.error());
   } else if (rls.value()) {  // the lyft files, read as `serve` reads them
-    const sluice::rls::LyftLoadResult lyft =
-        sluice::rls::loadLyftConfigDir(rls.value()->config_dir);
+    const sluice::rls::LyftLoadResult lyft = sluice::rls::loadConfiguredLyftFiles(*rls.value());
     for (const std::string& error : lyft.errors) report(error);
   }
 #endif

@@ -97,7 +97,7 @@ std::optional<std::string> OptionalDoors::openRls(const policy::ConfigFile& conf
       auto settings = rls::loadRlsSettings(file);
       // The door loads its lyft files when it opens: files it cannot load would stop the start.
       if (settings.ok() && settings.value()) {
-        const rls::LyftLoadResult lyft = rls::loadLyftConfigDir(settings.value()->config_dir);
+        const rls::LyftLoadResult lyft = rls::loadConfiguredLyftFiles(*settings.value());
         if (lyft.config == nullptr) {
           std::string errors;
           for (const std::string& error : lyft.errors)

@@ -114,7 +114,7 @@ RlsServer::RlsServer(Engine& engine, const Clock& clock, RlsSettings settings)
 RlsServer::~RlsServer() { shutdown(); }
 
 Result<boost::asio::ip::tcp::endpoint> RlsServer::start() {
-  LyftLoadResult loaded = loadLyftConfigDir(settings_.config_dir);
+  LyftLoadResult loaded = loadConfiguredLyftFiles(settings_);
   // What was loaded: a file that changed during the load shows as changed at the first look.
   started_digest_ = loaded.digest;
   if (loaded.config == nullptr) return Error{joined(loaded.errors)};

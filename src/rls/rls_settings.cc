@@ -89,6 +89,12 @@ Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
       present = root.IsMap() && root["envoy_rls"];
       if (present) {
         loadSection(root["envoy_rls"], base_dir, settings, errors);
+        if (const YAML::Node section = root["envoy_rls"];
+            section.IsMap() && section["config_dir"]) {
+          const YAML::Mark mark = section["config_dir"].Mark();
+          settings.config_dir_place = source + ":" + std::to_string(mark.line + 1) + ":" +
+                                      std::to_string(mark.column + 1) + ": ";
+        }
         settings.section_text = YAML::Dump(root["envoy_rls"]);
       }
     } catch (const YAML::Exception& error) {
@@ -112,6 +118,15 @@ Result<std::optional<RlsSettings>> loadRlsSettings(const std::string& path) {
   const Result<policy::ConfigFile> file = policy::readConfigFile(path);
   if (!file.ok()) return Error{file.error()};
   return loadRlsSettings(file.value());
+}
+
+LyftLoadResult loadConfiguredLyftFiles(const RlsSettings& settings) {
+  LyftLoadResult loaded = loadLyftConfigDir(settings.config_dir);
+  if (!loaded.digest) {  // the directory, or a file in it, could not be read at all
+    for (std::string& error : loaded.errors)
+      error = settings.config_dir_place + "envoy_rls.config_dir: " + error;
+  }
+  return loaded;
 }
 
 std::optional<policy::SectionChange> restartOnlyChange(const RlsSettings& running,

@@ -14,6 +14,7 @@
 
 #include "policy/policy_loader.h"
 #include "policy/section_change.h"
+#include "rls/lyft_config.h"
 #include "rls/rls_decider.h"
 #include "sluice/result.h"
 
@@ -22,6 +23,7 @@ namespace sluice::rls {
 struct RlsSettings {
   std::string listen = "127.0.0.1:8081";  // an IP literal and a port; port 0 picks one
   std::string config_dir;                 // resolved: absolute, or relative to the working dir
+  std::string config_dir_place;           // "file:line:column: " of config_dir's value
   // How often config_dir is read for changes, which are then loaded as a reload would load
   // them (lyft/ratelimit picks up its files' changes too). 0: only on SIGHUP or POST reload.
   Micros watch_interval_us = kMicrosPerSecond;
@@ -42,6 +44,11 @@ struct RlsSettings {
 [[nodiscard]] Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
                                                                      const std::string& source,
                                                                      const std::string& base_dir);
+
+// loadLyftConfigDir(settings.config_dir), an error about the directory itself (it cannot be
+// read) placed at config_dir's line in the Sluice config and naming the setting: at start and
+// in `validate`, where the file that names the directory is the one being checked.
+[[nodiscard]] LyftLoadResult loadConfiguredLyftFiles(const RlsSettings& settings);
 
 // For a reload, which reloads the lyft files but not these settings: a warning when the
 // envoy_rls section of the config `file` is no longer the one `running` was read from

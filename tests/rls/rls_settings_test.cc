@@ -43,6 +43,31 @@ TEST(RlsSettingsTest, AConfigDirHoldingANulByteIsRefused) {
       << settings.error();
 }
 
+// A config_dir that cannot be read is an error at config_dir's line in the Sluice config; errors
+// of the lyft files in it are at their own file's lines, as they were.
+TEST(RlsSettingsTest, AnUnreadableConfigDirIsReportedAtItsLine) {
+  const std::string missing = ::testing::TempDir() + "/no-such-lyft-dir";
+  const auto settings = loadRlsSettingsText(
+      "envoy_rls:\n  listen: 127.0.0.1:0\n  config_dir: " + missing + "\n", "s.yaml", "/x");
+  ASSERT_TRUE(settings.ok()) << settings.error();
+  const LyftLoadResult unreadable = loadConfiguredLyftFiles(*settings.value());
+  ASSERT_EQ(unreadable.errors.size(), 1u);
+  EXPECT_EQ(unreadable.errors[0].rfind(
+                "s.yaml:3:15: envoy_rls.config_dir: " + missing + ": cannot read the directory", 0),
+            0u)
+      << unreadable.errors[0];
+
+  const std::filesystem::path dir = ::testing::TempDir() + "/bad-lyft-dir";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "x.yaml") << "domain: a\ndescriptors: 5\n";
+  const auto with_bad_file =
+      loadRlsSettingsText("envoy_rls:\n  config_dir: " + dir.string() + "\n", "s.yaml", "/x");
+  ASSERT_TRUE(with_bad_file.ok()) << with_bad_file.error();
+  const LyftLoadResult bad = loadConfiguredLyftFiles(*with_bad_file.value());
+  ASSERT_FALSE(bad.errors.empty());
+  EXPECT_EQ(bad.errors[0].rfind((dir / "x.yaml").string() + ":2:", 0), 0u) << bad.errors[0];
+}
+
 // response_headers may pick header families; absolute directories stay as they are.
 TEST(RlsSettingsTest, HeaderFamilies) {
   const auto settings = loadRlsSettingsText(
