@@ -22,17 +22,6 @@
 namespace sluice::policy {
 namespace {
 
-// The file's one YAML document. Those after a `---` would be dropped without a word (the
-// loader reads the first), so a second one is an error at its place.
-YAML::Node onlyDocument(const std::string& text, Errors& errors) {
-  std::vector<YAML::Node> documents = YAML::LoadAll(text);
-  if (documents.empty()) return YAML::Node();
-  if (documents.size() > 1) {
-    errors.add(documents[1].Mark(), "a second YAML document (after ---): the file holds one");
-  }
-  return documents.front();
-}
-
 void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) {
   if (!isMap(node, "server", errors)) return;
   checkKeys(node, "server",

@@ -165,6 +165,15 @@ std::vector<std::string> stringList(const YAML::Node& node, const std::string& w
   return values;
 }
 
+YAML::Node onlyDocument(const std::string& text, Errors& errors) {
+  std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  if (documents.empty()) return YAML::Node();
+  if (documents.size() > 1) {
+    errors.add(documents[1].Mark(), "a second YAML document (after ---): the file holds one");
+  }
+  return documents.front();
+}
+
 YAML::Node entryOf(const YAML::Node& list, std::string_view value) {
   if (list.IsSequence()) {
     for (const auto& item : list) {

@@ -115,6 +115,9 @@ std::optional<Micros> durationValue(const YAML::Node& node, const std::string& w
 std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, Errors& errors);
 std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
                                     Errors& errors);
+// The text's one YAML document (a null node for none). Those after a `---` would be dropped
+// without a word (YAML::Load reads the first), so a second one is an error at its place.
+YAML::Node onlyDocument(const std::string& text, Errors& errors);
 // Where a value that stringList(list) returned is written, for an error at its own line: the
 // first entry that is `value`, or `list` itself when it is a single value.
 YAML::Node entryOf(const YAML::Node& list, std::string_view value);

@@ -362,7 +362,9 @@ LyftLoadResult loadLyftConfigTexts(std::span<const LyftSource> sources) {
       continue;
     }
     try {
-      const YAML::Node document = YAML::Load(source.yaml);
+      // One domain per file. lyft/ratelimit drops a second document without a word; here it
+      // is an error at its line, as in Sluice's own config.
+      const YAML::Node document = policy::onlyDocument(source.yaml, errors);
       policy::checkDuplicateKeys(document, errors);
       policy::resolveMergeKeys(document, errors);
       builder.addDomain(document, errors);

@@ -167,6 +167,21 @@ TEST(LyftConfigErrorsTest, DuplicateKeys) {
   EXPECT_TRUE(anyContains(errorsOf("domain: d\ndomain: e\n"), "key \"domain\" appears twice"));
 }
 
+// A file holds one domain: a second YAML document, which lyft drops without a word, is an error
+// at its line rather than a domain lost.
+TEST(LyftConfigErrorsTest, ASecondDocumentIsAnError) {
+  const auto errors = errorsOf(
+      "domain: a\ndescriptors:\n  - { key: k, rate_limit: { unit: second, requests_per_unit: 5 } "
+      "}\n"
+      "---\ndomain: b\ndescriptors: []\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind("cfg.yaml:5:", 0), 0u) << errors[0];
+  EXPECT_NE(errors[0].find("a second YAML document"), std::string::npos) << errors[0];
+  // A document marker at the start, as generators write, is one document.
+  const LyftSource marked{"cfg.yaml", "---\ndomain: a\ndescriptors: []\n"};
+  EXPECT_NE(loadLyftConfigTexts({&marked, 1}).config, nullptr);
+}
+
 // Aliases nested 6 deep and used 10 times at each level stand for a million descriptors in a
 // few KB of YAML: the file is refused with one error naming it and its descriptors, instead of
 // being built until memory runs out (or reported once per repeated duplicate).
