@@ -198,14 +198,14 @@ void loadJwt(const YAML::Node& node, const std::string& base_dir, Policy& policy
       key.key = value == nullptr ? "" : value;
       read = value != nullptr;
     } else if (entry["public_key_file"]) {
-      const std::string file = resolvePath(
-          base_dir, pathValue(entry["public_key_file"], "public_key_file", errors).value_or(""));
-      Result<std::string> text = readFile(file);
-      if (text.ok()) {
-        key.key = std::move(text).value();
-        read = true;
-      } else {
-        errors.add(entry["public_key_file"], text.error());
+      if (const auto path = pathValue(entry["public_key_file"], "public_key_file", errors)) {
+        Result<std::string> text = readFile(resolvePath(base_dir, *path));
+        if (text.ok()) {
+          key.key = std::move(text).value();
+          read = true;
+        } else {
+          errors.add(entry["public_key_file"], text.error());
+        }
       }
     } else {
       errors.add(entry, "a JWT key needs secret, secret_env or public_key_file");

@@ -381,6 +381,7 @@ TEST(PolicyLoader, APathHoldingANulByteIsRefused) {
   const std::vector<std::string> jwt = errorsOf(
       "limits: [{ name: a, rate: 1/s }]\nidentity:\n  jwt:\n    keys:\n"
       "      - { algorithm: RS256, public_key_file: \"k.pem\\0\" }\n");
+  ASSERT_EQ(jwt.size(), 1u) << describeErrors(jwt);
   EXPECT_TRUE(hasError(jwt, 5, "public_key_file holds a NUL byte")) << describeErrors(jwt);
 }
 
