@@ -229,6 +229,34 @@ TEST(ServerPoolTest, ATimedOutCallReleasesItsHandlerBeforeRedisAnswers) {
   EXPECT_TRUE(runUntil(io, [&] { return late; }));
 }
 
+// Each I/O thread has its own pool: when the server stalls, the calls of all of them time out
+// together, and the log says so once for the server, not once per thread.
+TEST(ServerPoolTest, TimeoutsAreLoggedOncePerServerAcrossPools) {
+  testing::RedisServer server;
+  boost::asio::io_context first_io;
+  boost::asio::io_context second_io;
+  const auto port = static_cast<std::uint16_t>(server.port());
+  redis::ServerPool first(first_io, "127.0.0.1", port, 1);
+  redis::ServerPool second(second_io, "127.0.0.1", port, 1);
+  ASSERT_TRUE(startAndWarmUp(first_io, first));
+  ASSERT_TRUE(startAndWarmUp(second_io, second));
+  const auto decide = decideCall("two-pools");
+  const testing::CapturedLog log;
+  {
+    testing::Frozen frozen(testing::redisPid(server));
+    for (auto [io, pool] : {std::pair{&first_io, &first}, std::pair{&second_io, &second}}) {
+      std::optional<std::string> failed;
+      pool->call(
+          decide, 20ms,
+          [&failed](const redisReply*, std::string_view error) { failed = std::string(error); },
+          [](const redisReply*) {});
+      ASSERT_TRUE(runUntil(*io, [&] { return failed.has_value(); }));
+      EXPECT_EQ(failed, "timed out");
+    }
+  }
+  EXPECT_EQ(testing::countOf(log.text(), "no answer within 20 ms"), 1u) << log.text();
+}
+
 // A script call Redis refuses (here out of memory under maxmemory) fails, and says why in the
 // log, once for a burst of them: it was seen only as degraded decisions.
 TEST(ServerPoolTest, RefusedCallsAreLoggedOnceForABurst) {

@@ -171,7 +171,7 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
 }
 
 void ServerPool::logTimeout(std::chrono::microseconds timeout) {
-  const std::optional<std::uint64_t> dropped = timeouts_logged_.admit();
+  const std::optional<std::uint64_t> dropped = logs_->timeouts.admit();
   if (!dropped) return;
   spdlog::warn(
       "redis {}: no answer within {} ms; such calls fail and their decisions are degraded "
@@ -188,7 +188,8 @@ ServerPool::ServerPool(boost::asio::io_context& io, std::string host, std::uint1
       port_(port),
       address_(host.starts_with('/') ? "unix:" + host : host + ":" + std::to_string(port)),
       auth_(std::move(auth)),
-      database_(database) {
+      database_(database),
+      logs_(ServerLogThrottles::forServer(address_)) {
   // hiredis writes with write(2): a write to a Redis that just died raises SIGPIPE, whose
   // default action kills the process. A rate limiter must outlive its store, so ignore it
   // (process-wide, as every network server does; Asio's own sockets never raise it).
@@ -312,7 +313,7 @@ void ServerPool::command(std::vector<std::string> argv, std::chrono::microsecond
 void ServerPool::logRefusal(const redisReply* reply) {
   const std::string_view error = errorText(reply);
   if (error.empty() || error.starts_with("MOVED ") || error.starts_with("ASK ")) return;
-  const std::optional<std::uint64_t> dropped = refusals_logged_.admit();
+  const std::optional<std::uint64_t> dropped = logs_->refusals.admit();
   if (!dropped) return;
   spdlog::warn(
       "redis {}: refused a script call: {}; such calls fail and their decisions are degraded "
@@ -321,7 +322,7 @@ void ServerPool::logRefusal(const redisReply* reply) {
 }
 
 void ServerPool::logUnreadableReply(std::string_view why) {
-  const std::optional<std::uint64_t> dropped = unreadable_logged_.admit();
+  const std::optional<std::uint64_t> dropped = logs_->unreadable.admit();
   if (!dropped) return;
   spdlog::warn(
       "redis {}: a script call's reply cannot be read ({}); is this Redis running Sluice's "

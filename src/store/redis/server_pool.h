@@ -21,9 +21,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "store/log_throttle.h"
 #include "store/redis/redis_connection.h"
 #include "store/redis/script_call.h"
+#include "store/redis/server_log_throttles.h"
 
 namespace sluice::redis {
 
@@ -69,7 +69,7 @@ class ServerPool {
   // A reply to a script call that is not an error reply, yet not of the shape the call asks for
   // (`why`): whatever answers is not Redis running this script (a proxy, another server on the
   // port). Such calls fail, and only the degraded metric showed it. Logged at most once in 10 s
-  // per pool.
+  // per server.
   void logUnreadableReply(std::string_view why);
 
   // Probes when a connection has gone silent (see the top of this file). A timed-out call does
@@ -94,11 +94,11 @@ class ServerPool {
   void onConnectionState(bool up, bool was_up, std::string_view reason);
   // A script call Redis refused (out of memory under maxmemory, a replica that became
   // read-only, a script still busy): such calls fail as unavailable and each limit's on_error
-  // decides, which only the degraded metric showed. Logged at most once in 10 s per pool.
+  // decides, which only the degraded metric showed. Logged at most once in 10 s per server.
   // Redirections are the cluster store's to follow, not refusals.
   void logRefusal(const redisReply* reply);
   // A call Redis did not answer in time (a frozen or overloaded Redis, a path gone silent):
-  // only the degraded metric showed it. Logged at most once in 10 s per pool.
+  // only the degraded metric showed it. Logged at most once in 10 s per server.
   void logTimeout(std::chrono::microseconds timeout);
 
   boost::asio::io_context& io_;
@@ -111,9 +111,7 @@ class ServerPool {
   std::size_t next_ = 0;
   std::shared_ptr<Probe> probe_;  // the probe running, if any
   std::size_t up_ = 0;            // connections up (on_state), forgotten when the pool goes
-  LogThrottle refusals_logged_{std::chrono::seconds(10)};
-  LogThrottle timeouts_logged_{std::chrono::seconds(10)};
-  LogThrottle unreadable_logged_{std::chrono::seconds(10)};
+  std::shared_ptr<ServerLogThrottles> logs_;  // with every other pool on this server
 };
 
 }  // namespace sluice::redis
