@@ -257,6 +257,61 @@ TEST(ServerPoolTest, TimeoutsAreLoggedOncePerServerAcrossPools) {
   EXPECT_EQ(testing::countOf(log.text(), "no answer within 20 ms"), 1u) << log.text();
 }
 
+// While Redis answers nothing, calls that timed out stay out for their late replies. Past
+// kMaxUnansweredCalls a call fails at once, so that memory stays bounded however long Redis is
+// frozen and whatever the circuit breaker is set to; once Redis answers, calls go out again.
+TEST(ServerPoolTest, CallsFailAtOnceWhileTooManyAreUnanswered) {
+  testing::RedisServer server;
+  boost::asio::io_context io;
+  redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
+  ASSERT_TRUE(startAndWarmUp(io, pool));
+  const testing::CapturedLog log;
+  std::optional<std::string> again;  // outlives the block: calls sent in it are answered later
+  {
+    testing::Frozen frozen(testing::redisPid(server));
+    // A refusal is answered at once, inside command(): the loop stops at the first. (The warm-up's
+    // call may still count: its deadline's cancelled handler has not run.)
+    std::size_t sent = 0;
+    std::size_t timed_out = 0;
+    std::optional<std::string> refused;
+    while (!refused && sent < redis::ServerPool::kMaxUnansweredCalls + 8) {
+      pool.command({"PING"}, 20ms,
+                   [&timed_out, &refused](const redisReply*, std::string_view error) {
+                     if (error == "timed out") {
+                       ++timed_out;
+                     } else {
+                       refused = std::string(error);
+                     }
+                   });
+      ++sent;
+    }
+    EXPECT_EQ(refused, "too many calls unanswered by 127.0.0.1:" + std::to_string(server.port()));
+    EXPECT_GE(sent, redis::ServerPool::kMaxUnansweredCalls - 1);
+    // Those sent time out.
+    for (int turn = 0; turn < 200 && timed_out < sent - 1; ++turn) io.run_for(10ms);
+    ASSERT_EQ(timed_out, sent - 1);
+    // Timed out, they still count while Redis answers nothing (the warm-up's call has gone by
+    // now, so one more may go out).
+    for (int extra = 0; extra < 2 && !again; ++extra) {
+      pool.command({"PING"}, 20ms, [&again](const redisReply*, std::string_view error) {
+        if (error != "timed out") again = std::string(error);
+      });
+    }
+    EXPECT_EQ(again, "too many calls unanswered by 127.0.0.1:" + std::to_string(server.port()));
+    EXPECT_EQ(testing::countOf(log.text(), "calls unanswered; further calls fail at once"), 1u)
+        << log.text();
+  }
+  // Redis answers the backlog; a PING then goes out and is answered.
+  std::optional<std::string> answer;
+  for (int attempt = 0; attempt < 100 && answer != "PONG"; ++attempt) {
+    answer.reset();
+    ping(pool, 2s, answer);
+    runUntil(io, [&] { return answer.has_value(); });
+    if (answer != "PONG") io.run_for(20ms);
+  }
+  EXPECT_EQ(answer, "PONG");
+}
+
 // A script call Redis refuses (here out of memory under maxmemory) fails, and says why in the
 // log, once for a burst of them: it was seen only as degraded decisions.
 TEST(ServerPoolTest, RefusedCallsAreLoggedOnceForABurst) {

@@ -15,6 +15,7 @@ struct ServerLogThrottles {
   LogThrottle refusals{std::chrono::seconds(10)};    // script calls Redis refused
   LogThrottle timeouts{std::chrono::seconds(10)};    // calls not answered in time
   LogThrottle unreadable{std::chrono::seconds(10)};  // replies that could not be read
+  LogThrottle backlog{std::chrono::seconds(10)};     // calls failed for too many unanswered
 
   // The throttles of the server at `address` ("host:port" or "unix:/path"), shared while any
   // pool holds them. Thread-safe.

@@ -112,13 +112,20 @@ constexpr std::chrono::seconds kProbeTimeout{1};
 
 // One call in flight: finished by its reply or its deadline, whichever comes first.
 struct ServerPool::InFlight {
-  explicit InFlight(boost::asio::io_context& io, CallHandler on_done)
-      : deadline(io), handler(std::move(on_done)) {}
+  InFlight(boost::asio::io_context& io, CallHandler on_done,
+           std::shared_ptr<std::atomic<std::size_t>> calls_unanswered)
+      : deadline(io), handler(std::move(on_done)), unanswered(std::move(calls_unanswered)) {
+    unanswered->fetch_add(1, std::memory_order_relaxed);
+  }
+  ~InFlight() { unanswered->fetch_sub(1, std::memory_order_relaxed); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
   boost::asio::steady_timer deadline;
   CallHandler handler;
   LateReplyHandler late;
   std::weak_ptr<RedisConnection> connection;  // the one the reply will come on
   bool finished = false;
+  std::shared_ptr<std::atomic<std::size_t>> unanswered;  // the pool's count, this call in it
 
   void finish(const redisReply* reply, std::string_view error) {
     if (finished) return;
@@ -150,7 +157,7 @@ struct ServerPool::Probe {
 std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::microseconds timeout,
                                                                 RedisConnection& connection,
                                                                 CallHandler handler) {
-  auto flight = std::make_shared<InFlight>(io_, std::move(handler));
+  auto flight = std::make_shared<InFlight>(io_, std::move(handler), unanswered_);
   flight->connection = connection.weak_from_this();
   flight->deadline.expires_after(timeout);
   // `this` is used only while the call is unfinished: the pool's destructor fails every call
@@ -168,6 +175,17 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
     flight->finish(nullptr, kTimedOut);
   });
   return flight;
+}
+
+bool ServerPool::roomForACall() {
+  if (unanswered_->load(std::memory_order_relaxed) < kMaxUnansweredCalls) return true;
+  if (const std::optional<std::uint64_t> dropped = logs_->backlog.admit()) {
+    spdlog::warn(
+        "redis {}: {} calls unanswered; further calls fail at once (their decisions are "
+        "degraded) until Redis answers{}",
+        address_, kMaxUnansweredCalls, LogThrottle::droppedNote(*dropped, "failed so"));
+  }
+  return false;
 }
 
 void ServerPool::logTimeout(std::chrono::microseconds timeout) {
@@ -264,6 +282,7 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
                       CallHandler handler, LateReplyHandler late, bool asking) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
+  if (!roomForACall()) return handler(nullptr, "too many calls unanswered by " + address_);
   auto flight = startDeadline(timeout, *connection, std::move(handler));
   flight->late = std::move(late);
   if (asking) {
@@ -301,6 +320,7 @@ void ServerPool::command(std::vector<std::string> argv, std::chrono::microsecond
                          CallHandler handler) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
+  if (!roomForACall()) return handler(nullptr, "too many calls unanswered by " + address_);
   auto flight = startDeadline(timeout, *connection, std::move(handler));
   const std::vector<std::string_view> views(argv.begin(), argv.end());
   if (!connection->send(views, [flight](const redisReply* reply, std::string_view error) {

@@ -10,6 +10,7 @@
 // when it resumes is answered on them, and late replies can be refunded.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -54,6 +55,11 @@ class ServerPool {
   // For the call that undoes a late reply: nobody waits on it, so it may take longer than a
   // decision may; it must land, or the limit stays over-counted until it drains.
   static constexpr std::chrono::milliseconds kLateRefundTimeout{1000};
+  // Calls sent and not yet answered (or dropped with their connection), timed out or not, past
+  // which a call fails at once. A timed-out call is kept for its late reply (a refund may
+  // follow), with its command in hiredis's buffer while Redis reads nothing: with the circuit
+  // breaker set never to open, a frozen Redis grew memory by megabytes a second without end.
+  static constexpr std::size_t kMaxUnansweredCalls = 4096;
 
   // Sends `call` (re-sent as EVAL when Redis has lost the script) on the next connected
   // connection; `handler` runs exactly once, within `timeout` of now. A call past its deadline
@@ -100,6 +106,8 @@ class ServerPool {
   // A call Redis did not answer in time (a frozen or overloaded Redis, a path gone silent):
   // only the degraded metric showed it. Logged at most once in 10 s per server.
   void logTimeout(std::chrono::microseconds timeout);
+  // Whether a call may be sent (fewer than kMaxUnansweredCalls are out); logs when not.
+  bool roomForACall();
 
   boost::asio::io_context& io_;
   std::string host_;
@@ -111,6 +119,10 @@ class ServerPool {
   std::size_t next_ = 0;
   std::shared_ptr<Probe> probe_;  // the probe running, if any
   std::size_t up_ = 0;            // connections up (on_state), forgotten when the pool goes
+  // Calls whose InFlight lives (their reply, or their connection's end, still to come); shared,
+  // as an InFlight can outlive the pool in a connection's callback.
+  std::shared_ptr<std::atomic<std::size_t>> unanswered_ =
+      std::make_shared<std::atomic<std::size_t>>(0);
   std::shared_ptr<ServerLogThrottles> logs_;  // with every other pool on this server
 };
 
