@@ -44,6 +44,10 @@ struct RlsCounters {
 
 class RlsServer {
  public:
+  // Calls at once on one connection (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS), as Go's HTTP/2
+  // server bounds them; each call out holds memory until its client reads the answer.
+  static constexpr int kMaxStreamsPerConnection = 250;
+
   // `engine` and `clock` must outlive the server.
   RlsServer(Engine& engine, const Clock& clock, RlsSettings settings);
   ~RlsServer();  // shutdown()

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
 #include "rls/rls_server_fixture.h"
@@ -192,6 +196,35 @@ TEST_F(RlsServerTest, HealthServiceAnswersServing) {
   }
   // Any other name is unknown.
   EXPECT_EQ(healthCheck(channel_, "other").first.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// The server's HTTP/2 SETTINGS bound the calls one connection may have out at once: gRPC
+// advertises no bound by itself, and each call out holds memory until its client reads.
+TEST_F(RlsServerTest, AdvertisesABoundOnConcurrentCalls) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port_});
+  // The client preface, then an empty SETTINGS frame (length 0, type 4, flags 0, stream 0).
+  const std::string preface =
+      std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string("\0\0\0\x04\0\0\0\0\0", 9);
+  boost::asio::write(socket, boost::asio::buffer(preface));
+  // The server's first frame is its SETTINGS: 6-byte entries of a 16-bit id and a 32-bit value.
+  unsigned char head[9];
+  boost::asio::read(socket, boost::asio::buffer(head));
+  ASSERT_EQ(head[3], 0x04) << "not a SETTINGS frame";
+  const std::size_t length = (std::size_t{head[0]} << 16) | (std::size_t{head[1]} << 8) | head[2];
+  ASSERT_LE(length, 1024u);
+  std::vector<unsigned char> payload(length);
+  boost::asio::read(socket, boost::asio::buffer(payload));
+  std::optional<std::uint32_t> max_streams;
+  for (std::size_t at = 0; at + 6 <= payload.size(); at += 6) {
+    const unsigned id = (unsigned{payload[at]} << 8) | payload[at + 1];
+    const std::uint32_t value = (std::uint32_t{payload[at + 2]} << 24) |
+                                (std::uint32_t{payload[at + 3]} << 16) |
+                                (std::uint32_t{payload[at + 4]} << 8) | payload[at + 5];
+    if (id == 0x3) max_streams = value;  // SETTINGS_MAX_CONCURRENT_STREAMS
+  }
+  EXPECT_EQ(max_streams, static_cast<std::uint32_t>(RlsServer::kMaxStreamsPerConnection));
 }
 
 // Bad requests come back as gRPC errors with a message.
