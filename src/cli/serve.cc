@@ -36,14 +36,33 @@ namespace {
 namespace net = boost::asio;
 using server::HttpServer;
 
+// The admin listener's own cap: scrapes, the dashboard and reloads need few connections, and
+// its files come out of those kept aside below, not the doors' budget.
+constexpr std::size_t kAdminConnections = 64;
+
+// The soft open-files limit raised to the hard one (as Go's runtime does for lyft's service):
+// the default soft limit of 1024 left a busy door a few hundred connections, and the Envoy
+// door's gRPC stops accepting for good after one accept() fails for want of descriptors.
+void raiseOpenFilesLimit() {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+  const rlim_t before = files.rlim_cur;
+  // An unlimited hard limit is no value for the soft one: the kernel's fs.nr_open bounds it.
+  files.rlim_cur = files.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : files.rlim_max;
+  if (files.rlim_cur <= before || setrlimit(RLIMIT_NOFILE, &files) != 0) return;
+  spdlog::info("open-files limit raised from {} to {}", before, files.rlim_cur);
+}
+
 // The listeners' bounds. Past the file-descriptor limit accept() fails instead of the cap
 // answering 503, so the cap stays below it, with room for the listeners, logs and store.
-// The open files connections may hold: the process's limit less 64 kept for the admin port,
-// the store's connections, logs and configuration files. SIZE_MAX when there is no limit.
+// The open files connections may hold: the process's limit less 64 kept for the store's
+// connections, logs and configuration files, and the admin listener's cap. SIZE_MAX when
+// there is no limit.
 std::size_t openFilesForConnections() {
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
-  return files.rlim_cur > 64 ? files.rlim_cur - 64 : SIZE_MAX;  // too few to plan with
+  const std::size_t kept = 64 + kAdminConnections;
+  return files.rlim_cur > kept ? files.rlim_cur - kept : SIZE_MAX;  // too few to plan with
 }
 
 // The server's limits, its connections fitted to `open_files` (what the optional doors left).
@@ -198,6 +217,7 @@ int serve(const std::string& path) {
   Engine engine(*store.store, clock);
   server::Service service(loaded, path, clock, engine, store.key_count);
   OptionalDoors optional;
+  raiseOpenFilesLimit();
   const std::size_t open_files = openFilesForConnections();
   if (const auto error = optional.open(*file, pool, engine, clock, service, open_files)) {
     std::fprintf(stderr, "%s\n", error->c_str());
@@ -210,7 +230,9 @@ int serve(const std::string& path) {
                  [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
                    service.handleApi(std::move(request), peer, loop, std::move(respond));
                  });
-  HttpServer admin(pool, limits,
+  server::HttpServerLimits admin_limits = limits;
+  admin_limits.max_connections = std::min(limits.max_connections, kAdminConnections);
+  HttpServer admin(pool, admin_limits,
                    [&service](auto&& request, const auto& peer, auto& loop, auto respond) {
                      service.handleAdmin(std::move(request), peer, loop, std::move(respond));
                    });
