@@ -199,6 +199,37 @@ TEST_F(ServiceTest, AThrottledClientThatHungUpTakesNoSlot) {
   EXPECT_EQ(next.header("x-ratelimit-delayed-ms"), "") << "the hung-up request took the slot";
 }
 
+// A client that hangs up while its request is held lets go of its connection at once, its file
+// and its place under max_connections, not when the wait ends (here a minute): clients that
+// sent a throttled request and left kept the door at its cap.
+TEST_F(ServiceTest, AHeldClientThatHangsUpFreesItsConnectionAtOnce) {
+  writeConfig(
+      "limits:\n  - { name: slow, key: ip, algorithm: gcra, rate: 1/min, burst: 1, action: "
+      "throttle, max_delay: 60s }\n");
+  ASSERT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(auth("/a", "192.0.2.83").status, 200);  // the burst of 1, spent
+  {
+    boost::asio::io_context io;
+    tcp::socket socket(io);
+    socket.connect(api_endpoint_);
+    boost::asio::write(socket, boost::asio::buffer(std::string(
+                                   "GET /v1/auth HTTP/1.1\r\nHost: x\r\n"
+                                   "X-Original-URI: /a\r\nX-Forwarded-For: 192.0.2.83\r\n\r\n")));
+    bool held = false;                        // the request reached the throttle
+    for (int i = 0; i < 250 && !held; ++i) {  // bounded: 5 s
+      held = api_->openConnections() == 1;
+      if (!held) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(held);
+  }  // hangs up, 59 s before the wait would end
+  bool released = false;
+  for (int i = 0; i < 500 && !released; ++i) {  // bounded: 10 s, far below the minute held
+    released = api_->openConnections() == 0;
+    if (!released) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(released) << api_->openConnections() << " connection(s) still open";
+}
+
 // A batch never waits, even one of a single item: the throttle limit's second request is
 // answered denied at once instead of being held for its slot.
 TEST_F(ServiceTest, ABatchOfOneItemDoesNotWait) {
