@@ -109,7 +109,7 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ignored;
     peer_ = socket_.remote_endpoint(ignored);
   }
-  ~Session() { releaseSlot(); }
+  ~Session() { state_->connections.fetch_sub(1, std::memory_order_relaxed); }
 
   void start() {
     net::dispatch(socket_.get_executor(),
@@ -248,38 +248,25 @@ class Session : public std::enable_shared_from_this<Session> {
             // unless it says close, HTTP/1.0 when it says keep-alive); the answer can only
             // close it. keep_alive() then writes the Connection field the version needs.
             answer.keep_alive(keep_alive && !asksToClose(answer) && !self->state_->draining.load());
-            self->held_ = false;
             self->write(std::move(answer));
           });
         },
-        // A plain pointer, which std::function keeps without an allocation: the sender above
+        // Plain pointers, which std::function keeps without an allocation: the sender above
         // holds the session alive as long as this Respond lives.
-        [session = self.get()] { return session->peerClosed(); });
-    held_ = true;  // until the answer comes; inline, when the handler answers at once
+        [session = self.get()] { return session->peerClosed(); },
+        [session = self.get()](std::function<void()> on_gone) {
+          session->watchForHangUp(std::move(on_gone));
+        });
     state_->handler(std::move(request), peer_, loop_, std::move(respond));
-    if (held_) watchForHangUp();
   }
 
-  // While the handler holds the request (a throttle's wait, a shaper's slot: up to a minute), a
-  // client that hangs up lets go of the connection at once: its file and its place under
-  // max_connections. Checked only when the answer came, clients that sent a request and left
-  // held both for the whole wait, and a few a second kept the door at its cap. The handler
-  // still holds the session, and learns of the hang-up from Respond::clientGone.
-  void watchForHangUp() {
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
-      if (ec || !self->held_) return;  // closed, or answered meanwhile
-      // Bytes of a pipelined next request are no hang-up: that one waits for this answer, and
-      // a hang-up after them shows when the handler asks.
-      if (self->peerClosed()) self->close();
-    });
-  }
-
-  // The connection's place under max_connections, given back once: when it closes, or when the
-  // session ends.
-  void releaseSlot() {
-    if (!counted_) return;
-    counted_ = false;
-    state_->connections.fetch_sub(1, std::memory_order_relaxed);
+  // Respond::watchHangUp: one wait for the socket to turn readable, which a hang-up makes it.
+  void watchForHangUp(std::function<void()> on_gone) {
+    socket_.async_wait(
+        tcp::socket::wait_read,
+        [self = shared_from_this(), on_gone = std::move(on_gone)](beast::error_code ec) {
+          if (!ec && self->peerClosed()) on_gone();
+        });
   }
 
   // Whether the client has closed or reset the connection while its request is held: one
@@ -362,7 +349,6 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     socket_.close(ignored);
-    releaseSlot();
   }
 
   // Reading a request and writing its answer each get request_timeout_us; past it the deadline
@@ -378,9 +364,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<BoundedRequestParser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::State> state_;
   tcp::endpoint peer_;
-  bool busy_ = false;    // a request is being handled (only touched on the connection's loop)
-  bool held_ = false;    // the handler has the request and has not answered it
-  bool counted_ = true;  // the connection holds its place under max_connections
+  bool busy_ = false;  // a request is being handled (only touched on the connection's loop)
   bool keep_alive_ = false;
   bool head_request_ = false;  // the request being answered is a HEAD
   std::string out_;            // the response being written

@@ -33,19 +33,31 @@ class Respond {
  public:
   using Send = std::function<void(HttpResponse&&)>;
   using ClientGone = std::function<bool()>;
+  using WatchHangUp = std::function<void(std::function<void()>)>;
   Respond() = default;  // none yet: assign one before calling it
-  explicit Respond(Send send, ClientGone client_gone = {})
-      : send_(std::move(send)), client_gone_(std::move(client_gone)) {}
+  explicit Respond(Send send, ClientGone client_gone = {}, WatchHangUp watch_hang_up = {})
+      : send_(std::move(send)),
+        client_gone_(std::move(client_gone)),
+        watch_hang_up_(std::move(watch_hang_up)) {}
 
   void operator()(HttpResponse&& response) const { send_(std::move(response)); }
   // On the connection's loop (the `loop` the handler was given) only. True once the client has
   // closed or reset the connection, half-closes included, as nginx's proxy_ignore_client_abort
   // off reads them; a pipelined next request does not count.
   [[nodiscard]] bool clientGone() const { return client_gone_ && client_gone_(); }
+  // On the connection's loop only, for a handler that holds the request (a throttle's wait):
+  // runs `on_gone` there when the client closes, resets or half-closes the connection before
+  // the answer, so the handler can let go at once rather than when its wait ends. Bytes of a
+  // pipelined next request end the watch without a call (clientGone still tells, later). It may
+  // also run after the answer, or for an earlier hold: `on_gone` checks that it still holds.
+  void watchHangUp(std::function<void()> on_gone) const {
+    if (watch_hang_up_) watch_hang_up_(std::move(on_gone));
+  }
 
  private:
   Send send_;
   ClientGone client_gone_;
+  WatchHangUp watch_hang_up_;
 };
 // Handles one request; may answer later (a throttled request waits on a timer, which should run
 // on `loop`, the connection's own, so nothing outlives the loop it belongs to).

@@ -52,6 +52,8 @@ struct Service::Pending {
   // Counted as throttled in the metrics, once: when it was first held or queued. (Only a request
   // that may wait is ever held, and it has one item.)
   bool throttle_counted = false;
+  // Waiting on `timer` or in line, nothing else out: a hang-up may end it (holdWatchingClient).
+  bool on_hold = false;
 
   // Items of a batch never wait, each would hold the connection in turn; that goes for a batch
   // of one item too, whose caller asked for the batch form's answer at once.
@@ -217,11 +219,15 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
     pending->waited_us[index] += hold_us;
     pending->timer = std::make_unique<LoopTimer>(*pending->loop);
     pending->timer->expires_after(std::chrono::microseconds(hold_us));
-    pending->timer->async_wait([this, pending, index, hold_us](const boost::system::error_code&) {
-      // Its waits and resets were counted from the decision: the client reads them from now.
-      policy::ageDecision(*pending->decisions[index], hold_us);
-      respondCheck(pending);
-    });
+    pending->timer->async_wait(
+        [this, pending, index, hold_us](const boost::system::error_code& ec) {
+          if (ec) return;  // the client hung up (holdWatchingClient)
+          pending->on_hold = false;
+          // Its waits and resets were counted from the decision: the client reads them from now.
+          policy::ageDecision(*pending->decisions[index], hold_us);
+          respondCheck(pending);
+        });
+    holdWatchingClient(pending);
     return;
   }
   decideAndRespond(pending);
@@ -261,10 +267,26 @@ void Service::holdForThrottle(const std::shared_ptr<Pending>& pending,
   pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
   pending->timer->async_wait([this, pending](const boost::system::error_code& ec) {
     if (ec) return;
+    pending->on_hold = false;
     // A client that hung up while held is not decided for again: that decision would take
     // a unit (or a slot ahead of the clients still waiting) for an answer nobody reads.
     if (pending->respond.clientGone()) return respondClientGone(*pending);
     decideAndRespond(pending);
+  });
+  holdWatchingClient(pending);
+}
+
+void Service::holdWatchingClient(const std::shared_ptr<Pending>& pending) {
+  pending->on_hold = true;
+  // Noticed only when the wait ended, a client that sent a request and left held its connection
+  // (a file, and a place under max_connections) for up to a minute: a few such requests a
+  // second kept the door at its cap.
+  pending->respond.watchHangUp([this, weak = std::weak_ptr<Pending>(pending)] {
+    const std::shared_ptr<Pending> held = weak.lock();
+    if (held == nullptr || !held->on_hold) return;  // answered, or waking meanwhile
+    held->on_hold = false;
+    held->timer.reset();  // its handler sees the cancellation
+    respondClientGone(*held);
   });
 }
 
@@ -277,17 +299,20 @@ void Service::waitForTurn(const std::shared_ptr<Pending>& pending, Micros max_de
     // Cancelled: its turn came first. Else its max_delay passed in line: it leaves the line and
     // decides a last time (a unit may have freed; else this pass denies).
     if (ec || !pending->line.held() || pending->line.first()) return;
+    pending->on_hold = false;
     pending->line.reset();
     pending->waited_us[pending->next] += steadyMicros() - pending->queued_at_us;
     if (pending->respond.clientGone()) return respondClientGone(*pending);
     decideAndRespond(pending);
   });
+  holdWatchingClient(pending);
 }
 
 void Service::onTurnInLine(const std::shared_ptr<Pending>& pending, std::uint64_t place) {
   // It left that place meanwhile (its max_delay passed), perhaps for another line.
   if (!pending->line.held() || pending->line.id() != place || pending->line.first()) return;
   pending->line.becameFirst();
+  pending->on_hold = false;
   pending->timer.reset();  // the wait for its max_delay: its handler sees the cancellation
   pending->waited_us[pending->next] += steadyMicros() - pending->queued_at_us;
   if (pending->respond.clientGone()) return respondClientGone(*pending);

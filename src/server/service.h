@@ -110,6 +110,9 @@ class Service {
   void respondCheck(const std::shared_ptr<Pending>& pending);
   // Ends a held request whose client has gone, without deciding it.
   void respondClientGone(Pending& pending);
+  // The request waits on its timer or in line from now: a client that hangs up meanwhile ends
+  // the wait at once (respondClientGone), freeing its connection.
+  void holdWatchingClient(const std::shared_ptr<Pending>& pending);
   // A throttle holds the request: it waits in line for its limit and key (throttle_lines.h),
   // the first for the unit the store says frees, the others for their turn or their max_delay,
   // and then decides again.
