@@ -53,11 +53,17 @@ bool reachesListener(const boost::asio::ip::tcp::endpoint& listener,
                      const boost::asio::ip::tcp::endpoint& destination) noexcept {
   if (listener.port() == 0 || listener.port() != destination.port()) return false;
   const auto listening = unmapped(listener.address());
-  const auto reached = unmapped(destination.address());
-  // Linux connects an unspecified destination (0.0.0.0, ::) to the host itself.
-  const bool this_host = reached.is_loopback() || reached.is_unspecified();
-  return listening == reached || (listening.is_unspecified() && this_host) ||
-         (reached.is_unspecified() && listening.is_loopback());
+  auto reached = unmapped(destination.address());
+  // Linux connects an unspecified destination (0.0.0.0, ::) to its family's loopback.
+  if (reached.is_unspecified()) {
+    reached = reached.is_v4() ? boost::asio::ip::address(boost::asio::ip::address_v4::loopback())
+                              : boost::asio::ip::address(boost::asio::ip::address_v6::loopback());
+  }
+  if (listening == reached) return true;
+  if (!listening.is_unspecified() || !reached.is_loopback()) return false;
+  // A wildcard listener takes its own family's connections; an IPv6 one IPv4's too (Linux's
+  // default, net.ipv6.bindv6only=0, which Asio's acceptor keeps).
+  return listening.is_v6() || reached.is_v4();
 }
 
 }  // namespace sluice::policy

@@ -23,7 +23,8 @@ Result<boost::asio::ip::tcp::endpoint> parseEndpoint(std::string_view address);
 
 // Whether connecting to `destination` reaches `listener` on this host for certain: the same
 // fixed port, and the same address, or a loopback (or unspecified) destination and a listener
-// on every address. Another address might be this host's too; that is not known here.
+// on every address of its family (an IPv6 wildcard takes IPv4 too). Another address might be
+// this host's too; that is not known here.
 [[nodiscard]] bool reachesListener(const boost::asio::ip::tcp::endpoint& listener,
                                    const boost::asio::ip::tcp::endpoint& destination) noexcept;
 

@@ -216,7 +216,9 @@ TEST(GatewayConfigTest, AnUpstreamAtTheGatewaysOwnListenerIsRefused) {
            {"0.0.0.0:8000", "127.0.0.1:8000"},
            {"[::]:8000", "[::1]:8000"},
            {"127.0.0.1:8000", "0.0.0.0:8000"},
-           {"127.0.0.1:8000", "[::ffff:127.0.0.1]:8000"}}) {
+           {"127.0.0.1:8000", "[::ffff:127.0.0.1]:8000"},
+           {"[::]:8000", "127.0.0.1:8000"},
+           {"[::1]:8000", "[::]:8000"}}) {
     EXPECT_NE(refusal(listen, upstream)
                   .find("test.yaml:4:21: gateway.upstreams.app is the gateway's own listener"),
               std::string::npos)
@@ -226,7 +228,10 @@ TEST(GatewayConfigTest, AnUpstreamAtTheGatewaysOwnListenerIsRefused) {
        std::vector<std::pair<std::string, std::string>>{{"127.0.0.1:8000", "127.0.0.1:8001"},
                                                         {"0.0.0.0:8000", "10.0.0.5:8000"},
                                                         {"127.0.0.1:0", "127.0.0.1:8000"},
-                                                        {"127.0.0.2:8000", "127.0.0.1:8000"}}) {
+                                                        {"127.0.0.2:8000", "127.0.0.1:8000"},
+                                                        {"0.0.0.0:8000", "[::1]:8000"},
+                                                        {"127.0.0.1:8000", "[::]:8000"},
+                                                        {"[::1]:8000", "0.0.0.0:8000"}}) {
     EXPECT_EQ(refusal(listen, upstream), "") << listen << " -> " << upstream;
   }
 }
