@@ -258,34 +258,41 @@ TEST(ServerPoolTest, TimeoutsAreLoggedOncePerServerAcrossPools) {
 }
 
 // While Redis answers nothing, calls that timed out stay out for their late replies. Past
-// kMaxUnansweredCalls a call fails at once, so that memory stays bounded however long Redis is
-// frozen and whatever the circuit breaker is set to; once Redis answers, calls go out again.
+// kMaxUnansweredCalls a call that may leave one fails at once, so that memory stays bounded
+// however long Redis is frozen and whatever the circuit breaker is set to; refunds (no late
+// reply to wait for) still go out, and once Redis answers, calls go out again.
 TEST(ServerPoolTest, CallsFailAtOnceWhileTooManyAreUnanswered) {
   testing::RedisServer server;
   boost::asio::io_context io;
   redis::ServerPool pool(io, "127.0.0.1", static_cast<std::uint16_t>(server.port()), 1);
   ASSERT_TRUE(startAndWarmUp(io, pool));
+  const auto decide = decideCall("unanswered");
+  const std::string refusal =
+      "too many calls unanswered by 127.0.0.1:" + std::to_string(server.port());
   const testing::CapturedLog log;
-  std::optional<std::string> again;  // outlives the block: calls sent in it are answered later
+  std::optional<std::string> again;   // these outlive the block: calls sent in it are
+  std::optional<std::string> refund;  // answered after it
   {
     testing::Frozen frozen(testing::redisPid(server));
-    // A refusal is answered at once, inside command(): the loop stops at the first. (The warm-up's
+    // A refusal is answered at once, inside call(): the loop stops at the first. (The warm-up's
     // call may still count: its deadline's cancelled handler has not run.)
     std::size_t sent = 0;
     std::size_t timed_out = 0;
     std::optional<std::string> refused;
     while (!refused && sent < redis::ServerPool::kMaxUnansweredCalls + 8) {
-      pool.command({"PING"}, 20ms,
-                   [&timed_out, &refused](const redisReply*, std::string_view error) {
-                     if (error == "timed out") {
-                       ++timed_out;
-                     } else {
-                       refused = std::string(error);
-                     }
-                   });
+      pool.call(
+          decide, 20ms,
+          [&timed_out, &refused](const redisReply*, std::string_view error) {
+            if (error == "timed out") {
+              ++timed_out;
+            } else {
+              refused = std::string(error);
+            }
+          },
+          [](const redisReply*) {});
       ++sent;
     }
-    EXPECT_EQ(refused, "too many calls unanswered by 127.0.0.1:" + std::to_string(server.port()));
+    EXPECT_EQ(refused, refusal);
     EXPECT_GE(sent, redis::ServerPool::kMaxUnansweredCalls - 1);
     // Those sent time out.
     for (int turn = 0; turn < 200 && timed_out < sent - 1; ++turn) io.run_for(10ms);
@@ -293,13 +300,22 @@ TEST(ServerPoolTest, CallsFailAtOnceWhileTooManyAreUnanswered) {
     // Timed out, they still count while Redis answers nothing (the warm-up's call has gone by
     // now, so one more may go out).
     for (int extra = 0; extra < 2 && !again; ++extra) {
-      pool.command({"PING"}, 20ms, [&again](const redisReply*, std::string_view error) {
-        if (error != "timed out") again = std::string(error);
-      });
+      pool.call(
+          decide, 20ms,
+          [&again](const redisReply*, std::string_view error) {
+            if (error != "timed out") again = std::string(error);
+          },
+          [](const redisReply*) {});
     }
-    EXPECT_EQ(again, "too many calls unanswered by 127.0.0.1:" + std::to_string(server.port()));
+    EXPECT_EQ(again, refusal);
     EXPECT_EQ(testing::countOf(log.text(), "calls unanswered; further calls fail at once"), 1u)
         << log.text();
+    // A refund is sent all the same (here it times out, Redis being frozen).
+    pool.call(decide, 20ms, [&refund](const redisReply*, std::string_view error) {
+      refund = std::string(error);
+    });
+    EXPECT_TRUE(runUntil(io, [&] { return refund.has_value(); }));
+    EXPECT_EQ(refund, "timed out");
   }
   // Redis answers the backlog; a PING then goes out and is answered.
   std::optional<std::string> answer;

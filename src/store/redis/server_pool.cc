@@ -178,13 +178,23 @@ std::shared_ptr<ServerPool::InFlight> ServerPool::startDeadline(std::chrono::mic
 }
 
 bool ServerPool::roomForACall() {
-  if (unanswered_->load(std::memory_order_relaxed) < kMaxUnansweredCalls) return true;
-  if (const std::optional<std::uint64_t> dropped = logs_->backlog.admit()) {
-    spdlog::warn(
-        "redis {}: {} calls unanswered; further calls fail at once (their decisions are "
-        "degraded) until Redis answers{}",
-        address_, kMaxUnansweredCalls, LogThrottle::droppedNote(*dropped, "failed so"));
+  if (unanswered_->load(std::memory_order_relaxed) < kMaxUnansweredCalls) {
+    refusing_ = false;
+    return true;
   }
+  // Logged when the refusals begin, not at every one (the throttle is shared between threads).
+  if (!refusing_) {
+    refusing_ = true;
+    if (const std::optional<std::uint64_t> dropped = logs_->backlog.admit()) {
+      spdlog::warn(
+          "redis {}: {} calls unanswered; further calls fail at once (their decisions are "
+          "degraded) until Redis answers{}",
+          address_, kMaxUnansweredCalls, LogThrottle::droppedNote(*dropped, "times"));
+    }
+  }
+  // No call goes out, so none times out to look for a silent path: look here, or a path gone
+  // silent (a moved address that sends no reset) would be kept until the kernel gave up on it.
+  probeIfSilent();
   return false;
 }
 
@@ -282,7 +292,9 @@ void ServerPool::call(std::shared_ptr<const ScriptCall> call, std::chrono::micro
                       CallHandler handler, LateReplyHandler late, bool asking) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
-  if (!roomForACall()) return handler(nullptr, "too many calls unanswered by " + address_);
+  // Refunds (no late handler) go out whatever the count: refused, a late reply's refund left
+  // the limit over-counted, and they come only as replies do.
+  if (late && !roomForACall()) return handler(nullptr, "too many calls unanswered by " + address_);
   auto flight = startDeadline(timeout, *connection, std::move(handler));
   flight->late = std::move(late);
   if (asking) {
@@ -320,7 +332,6 @@ void ServerPool::command(std::vector<std::string> argv, std::chrono::microsecond
                          CallHandler handler) {
   RedisConnection* connection = pick();
   if (connection == nullptr) return handler(nullptr, "not connected to " + address_);
-  if (!roomForACall()) return handler(nullptr, "too many calls unanswered by " + address_);
   auto flight = startDeadline(timeout, *connection, std::move(handler));
   const std::vector<std::string_view> views(argv.begin(), argv.end());
   if (!connection->send(views, [flight](const redisReply* reply, std::string_view error) {

@@ -56,9 +56,10 @@ class ServerPool {
   // decision may; it must land, or the limit stays over-counted until it drains.
   static constexpr std::chrono::milliseconds kLateRefundTimeout{1000};
   // Calls sent and not yet answered (or dropped with their connection), timed out or not, past
-  // which a call fails at once. A timed-out call is kept for its late reply (a refund may
-  // follow), with its command in hiredis's buffer while Redis reads nothing: with the circuit
-  // breaker set never to open, a frozen Redis grew memory by megabytes a second without end.
+  // which a call that may leave a late reply (one given a LateReplyHandler) fails at once. A
+  // timed-out call is kept for its late reply (a refund may follow), with its command in hiredis's
+  // buffer while Redis reads nothing: with the circuit breaker set never to open, a frozen Redis
+  // grew memory by megabytes a second without end.
   static constexpr std::size_t kMaxUnansweredCalls = 4096;
 
   // Sends `call` (re-sent as EVAL when Redis has lost the script) on the next connected
@@ -123,6 +124,7 @@ class ServerPool {
   // as an InFlight can outlive the pool in a connection's callback.
   std::shared_ptr<std::atomic<std::size_t>> unanswered_ =
       std::make_shared<std::atomic<std::size_t>>(0);
+  bool refusing_ = false;                     // roomForACall refused the last call
   std::shared_ptr<ServerLogThrottles> logs_;  // with every other pool on this server
 };
 
