@@ -168,8 +168,11 @@ std::vector<std::string> stringList(const YAML::Node& node, const std::string& w
 YAML::Node onlyDocument(const std::string& text, Errors& errors) {
   std::vector<YAML::Node> documents = YAML::LoadAll(text);
   if (documents.empty()) return YAML::Node();
-  if (documents.size() > 1) {
-    errors.add(documents[1].Mark(), "a second YAML document (after ---): the file holds one");
+  // An empty one (a `---` at the end, as some generators write) drops nothing.
+  for (std::size_t i = 1; i < documents.size(); ++i) {
+    if (documents[i].IsNull()) continue;
+    errors.add(documents[i].Mark(), "a second YAML document (after ---): the file holds one");
+    break;
   }
   return documents.front();
 }

@@ -116,7 +116,8 @@ std::optional<Rate> rateValue(const YAML::Node& node, const std::string& what, E
 std::vector<std::string> stringList(const YAML::Node& node, const std::string& what,
                                     Errors& errors);
 // The text's one YAML document (a null node for none). Those after a `---` would be dropped
-// without a word (YAML::Load reads the first), so a second one is an error at its place.
+// without a word (YAML::Load reads the first), so a second one is an error at its place,
+// unless it is empty.
 YAML::Node onlyDocument(const std::string& text, Errors& errors);
 // Where a value that stringList(list) returned is written, for an error at its own line: the
 // first entry that is `value`, or `list` itself when it is a single value.

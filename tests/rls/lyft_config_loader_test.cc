@@ -177,9 +177,13 @@ TEST(LyftConfigErrorsTest, ASecondDocumentIsAnError) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].rfind("cfg.yaml:5:", 0), 0u) << errors[0];
   EXPECT_NE(errors[0].find("a second YAML document"), std::string::npos) << errors[0];
-  // A document marker at the start, as generators write, is one document.
-  const LyftSource marked{"cfg.yaml", "---\ndomain: a\ndescriptors: []\n"};
-  EXPECT_NE(loadLyftConfigTexts({&marked, 1}).config, nullptr);
+  // Document markers at the start, or an empty document at the end, as generators write, leave
+  // one document.
+  for (const char* yaml : {"---\ndomain: a\ndescriptors: []\n", "domain: a\ndescriptors: []\n---\n",
+                           "domain: a\ndescriptors: []\n---\n# nothing\n...\n"}) {
+    const LyftSource marked{"cfg.yaml", yaml};
+    EXPECT_NE(loadLyftConfigTexts({&marked, 1}).config, nullptr) << yaml;
+  }
 }
 
 // Aliases nested 6 deep and used 10 times at each level stand for a million descriptors in a
