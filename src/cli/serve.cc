@@ -4,9 +4,11 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,11 +47,18 @@ constexpr std::size_t kAdminConnections = 64;
 // door's gRPC stops accepting for good after one accept() fails for want of descriptors.
 void raiseOpenFilesLimit() {
   rlimit files{};
-  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max) return;
+  // Linux bounds the hard limit by fs.nr_open: never infinite there.
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur >= files.rlim_max ||
+      files.rlim_max == RLIM_INFINITY) {
+    return;
+  }
   const rlim_t before = files.rlim_cur;
-  // An unlimited hard limit is no value for the soft one: the kernel's fs.nr_open bounds it.
-  files.rlim_cur = files.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : files.rlim_max;
-  if (files.rlim_cur <= before || setrlimit(RLIMIT_NOFILE, &files) != 0) return;
+  files.rlim_cur = files.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &files) != 0) {
+    spdlog::warn("open-files limit stays {}: raising it to {} failed: {}", before, files.rlim_max,
+                 std::strerror(errno));
+    return;
+  }
   spdlog::info("open-files limit raised from {} to {}", before, files.rlim_cur);
 }
 
