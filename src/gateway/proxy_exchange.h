@@ -4,6 +4,7 @@
 // Internal to src/gateway.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -88,6 +89,10 @@ struct ProxySession::Tunnel {
 
   boost::asio::steady_timer idle;
   std::chrono::steady_clock::time_point last_moved = std::chrono::steady_clock::now();
+  // Per way (Toward's order): since when a write has waited for its receiver to take anything,
+  // if one is out. A receiver that takes nothing for the idle timeout ends the tunnel, though
+  // the other way still moves (as nginx's send_timeout).
+  std::array<std::optional<std::chrono::steady_clock::time_point>, 2> writing_since;
   int open_directions = 2;  // each ends at its sender's end of stream
 };
 

@@ -61,14 +61,17 @@ void ProxySession::relay(Toward toward) {
   server::DrainAwareSocket& receiver = upward ? *exchange_->upstream : client_;
   server::DrainAwareSocket& sender = upward ? client_ : *exchange_->upstream;
   if (buffer.size() > 0) {
-    net::async_write(receiver, buffer.data(),
-                     [self = shared_from_this(), toward](beast::error_code ec, std::size_t bytes) {
-                       if (self->tunnel_ == nullptr) return;
-                       if (ec) return self->close();
-                       (toward == Toward::kUpstream ? self->client_buffer_ : self->upstream_buffer_)
-                           .consume(bytes);
-                       self->relay(toward);
-                     });
+    // What the receiver takes at a time, so that a receiver that takes nothing shows: the idle
+    // timer closes the tunnel once a write has waited its whole timeout (armTunnelIdle).
+    tunnel_->writing_since[static_cast<std::size_t>(toward)] = std::chrono::steady_clock::now();
+    receiver.async_write_some(buffer.data(), [self = shared_from_this(), toward](
+                                                 beast::error_code ec, std::size_t bytes) {
+      if (self->tunnel_ == nullptr) return;
+      if (ec) return self->close();
+      self->tunnel_->writing_since[static_cast<std::size_t>(toward)].reset();
+      (toward == Toward::kUpstream ? self->client_buffer_ : self->upstream_buffer_).consume(bytes);
+      self->relay(toward);
+    });
     return;
   }
   sender.async_read_some(buffer.prepare(kChunkBytes), [self = shared_from_this(), toward](
@@ -93,12 +96,20 @@ void ProxySession::onRelayRead(Toward toward, beast::error_code ec, std::size_t 
 
 void ProxySession::armTunnelIdle() {
   const auto timeout = std::chrono::microseconds(state_->settings.websocket_idle_timeout_us);
-  tunnel_->idle.expires_at(tunnel_->last_moved + timeout);
+  // The earlier of: nothing read either way, and a write its receiver has taken nothing of.
+  auto since = tunnel_->last_moved;
+  for (const auto& writing : tunnel_->writing_since) {
+    if (writing && *writing < since) since = *writing;
+  }
+  tunnel_->idle.expires_at(since + timeout);
   tunnel_->idle.async_wait([self = shared_from_this(), timeout](beast::error_code ec) {
     if (ec || self->tunnel_ == nullptr) return;
-    if (std::chrono::steady_clock::now() - self->tunnel_->last_moved >= timeout) {
-      return self->close();
+    const auto now = std::chrono::steady_clock::now();
+    bool stalled = now - self->tunnel_->last_moved >= timeout;
+    for (const auto& writing : self->tunnel_->writing_since) {
+      stalled = stalled || (writing && now - *writing >= timeout);
     }
+    if (stalled) return self->close();
     self->armTunnelIdle();  // something passed meanwhile: wait from then
   });
 }

@@ -373,6 +373,50 @@ TEST_F(WebSocketTest, AnIdleWebSocketIsClosed) {
   EXPECT_EQ(upstream_.websockets_ended.load(), 1);
 }
 
+// A client that takes nothing of what the upstream sends ends the tunnel after
+// websocket_idle_timeout (1 s here), though it keeps sending a trickle the other way: the way
+// toward it has had a write waiting all that time (as nginx's send_timeout). Measured by the
+// trickle's sends, which fail once the gateway has closed; the old code kept the tunnel open.
+TEST_F(WebSocketTest, AReceiverThatTakesNothingEndsTheTunnel) {
+  net::ip::tcp::socket client(raw_io_);
+  client.open(net::ip::tcp::v4());
+  client.set_option(net::socket_base::receive_buffer_size(4096));  // fills at once
+  client.connect(endpoint_);
+  net::write(client,
+             net::buffer(std::string("GET /raw HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                                     "Upgrade: websocket\r\nSec-WebSocket-Key: a\r\n"
+                                     "Sec-WebSocket-Version: 13\r\n\r\n")));
+  ASSERT_TRUE(readableWithin10s(raw_upstream_.native_handle()));
+  net::ip::tcp::socket upstream = raw_upstream_.accept();
+  std::string request;
+  while (request.find("\r\n\r\n") == std::string::npos) {
+    ASSERT_TRUE(readableWithin10s(upstream.native_handle()));
+    char chunk[4096];
+    request.append(chunk, upstream.read_some(net::buffer(chunk)));
+  }
+  net::write(upstream, net::buffer(std::string("HTTP/1.1 101 Switching Protocols\r\n"
+                                               "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                                               "Sec-WebSocket-Accept: x\r\n\r\n")));
+  // The upstream sends until the gateway stops taking (its writes fail once the tunnel is
+  // closed), more than the buffers between it and the client hold.
+  std::thread flood([&upstream] {
+    const std::string chunk(65536, 'x');
+    boost::system::error_code ec;
+    for (int i = 0; i < 4096 && !ec; ++i) net::write(upstream, net::buffer(chunk), ec);
+  });
+  bool closed = false;
+  for (int tick = 0; tick < 100 && !closed; ++tick) {  // bounded: 10 s, ten idle timeouts
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    boost::system::error_code ec;
+    net::write(client, net::buffer("t", 1), ec);
+    closed = ec.failed();
+  }
+  EXPECT_TRUE(closed) << "the tunnel stayed open with its client taking nothing";
+  boost::system::error_code ignored;
+  upstream.shutdown(net::ip::tcp::socket::shutdown_both, ignored);  // ends the flood's writes
+  flood.join();
+}
+
 // Shutting the gateway down closes its tunnels, which have no end of their own.
 TEST_F(WebSocketTest, ShutdownClosesTunnels) {
   auto client = handshake("/ws");
