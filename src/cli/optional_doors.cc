@@ -7,6 +7,9 @@
 #include "policy/section_change.h"
 #include "server/http_server.h"
 
+#ifdef SLUICE_WITH_RLS
+#include "rls/grpc_log.h"
+#endif
 #ifdef SLUICE_WITH_GATEWAY
 #include "gateway/gateway_config.h"
 #include "gateway/gateway_metrics.h"
@@ -76,6 +79,14 @@ std::optional<std::string> OptionalDoors::openRls(const policy::ConfigFile& conf
     if (!endpoint.ok()) return endpoint.error();
     listening_ += " rls=" + server::endpointText(endpoint.value());
     service.addExtraMetrics([this] { return rls_->metricsText(); });
+    // Its listener gone (gRPC 1.51 gives up on it when an accept fails), the process cannot
+    // serve Envoy until restarted: /readyz says so, for the orchestrator to act on.
+    service.addReadinessCheck([]() -> std::optional<std::string> {
+      const auto failure = rls::grpcListenerFailure();
+      if (!failure) return std::nullopt;
+      return "the Envoy door stopped accepting connections (gRPC: " + *failure +
+             "); restart the process";
+    });
     service.addReloadHook([this](const policy::ConfigFile& file,
                                  server::ReloadReport& report) -> std::function<void()> {
       // Live reconfiguration of the door (its port, shadow mode, ...) is not done: say so

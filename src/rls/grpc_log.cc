@@ -6,10 +6,25 @@
 #include <spdlog/spdlog.h>
 
 namespace sluice::rls {
+namespace {
+
+std::mutex listener_failure_mutex;
+std::optional<std::string> listener_failure;  // guarded by listener_failure_mutex
+
+}  // namespace
+
+std::optional<std::string> grpcListenerFailure() {
+  const std::lock_guard lock(listener_failure_mutex);
+  return listener_failure;
+}
 
 void forwardGrpcLine(LogThrottle& throttle, gpr_log_severity severity, const char* file, int line,
                      const char* message, LogThrottle::Clock::time_point now) {
   const std::string_view text = message != nullptr ? message : "";
+  if (text.starts_with("Failed accept4")) {
+    const std::lock_guard lock(listener_failure_mutex);
+    if (!listener_failure) listener_failure = std::string(text.substr(0, 200));
+  }
   std::uint64_t dropped = 0;
   if (!text.starts_with("assertion failed")) {
     const std::optional<std::uint64_t> admitted = throttle.admit(now);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,11 @@ class Service {
   void addExtraMetrics(std::function<std::string()> extra) {
     extra_metrics_.push_back(std::move(extra));
   }
+  // A door's own readiness, asked by /readyz: why it cannot serve, or nullopt. Add before
+  // serving; called on the admin listener's loops.
+  void addReadinessCheck(std::function<std::optional<std::string>()> check) {
+    readiness_checks_.push_back(std::move(check));
+  }
   void setReady(bool ready) noexcept { ready_.store(ready); }
   // The decision metrics /metrics shows: other front doors (the gateway) count theirs here too.
   [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
@@ -156,6 +162,7 @@ class Service {
   Engine& engine_;
   std::function<std::size_t()> key_count_;
   std::vector<std::function<std::string()>> extra_metrics_;
+  std::vector<std::function<std::optional<std::string>()>> readiness_checks_;
   std::vector<ReloadHook> reload_hooks_;
   std::shared_ptr<ThrottleLines> throttle_lines_ = ThrottleLines::make();
   // Held by reload(): SIGHUP (on the first loop) and POST /admin/reload (on any) can overlap,

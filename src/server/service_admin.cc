@@ -149,9 +149,15 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /
     return respond(jsonResponse(http::status::ok, R"({"status":"ok"})", version));
   }
   if (path == "/readyz") {
-    return respond(ready_.load() ? jsonResponse(http::status::ok, R"({"status":"ready"})", version)
-                                 : errorResponse(http::status::service_unavailable,
-                                                 "starting or stopping", version));
+    if (!ready_.load()) {
+      return respond(
+          errorResponse(http::status::service_unavailable, "starting or stopping", version));
+    }
+    for (const auto& check : readiness_checks_) {
+      if (const auto reason = check())
+        return respond(errorResponse(http::status::service_unavailable, *reason, version));
+    }
+    return respond(jsonResponse(http::status::ok, R"({"status":"ready"})", version));
   }
   if (path == "/metrics") {
     HttpResponse response{http::status::ok, version};

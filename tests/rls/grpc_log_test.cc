@@ -31,6 +31,20 @@ TEST(GrpcLogTest, ForwardsToSpdlogWithTheDroppedCount) {
       << text;
 }
 
+// gRPC 1.51's one word that a listener is gone for good (an accept failed, out of descriptors) is
+// kept for /readyz, though the throttle drops it from the log.
+TEST(GrpcLogTest, AFailedAcceptIsKeptThoughTheLineIsDropped) {
+  EXPECT_EQ(grpcListenerFailure(), std::nullopt);
+  const CapturedLog log;
+  LogThrottle throttle(1s);
+  const LogThrottle::Clock::time_point start{};
+  forwardGrpcLine(throttle, GPR_LOG_SEVERITY_ERROR, "a.cc", 1, "bad metadata", start);
+  forwardGrpcLine(throttle, GPR_LOG_SEVERITY_ERROR, "tcp_server_posix.cc", 2,
+                  "Failed accept4: Too many open files", start);
+  EXPECT_EQ(countOf(log.text(), "Failed accept4"), 0u) << log.text();
+  EXPECT_EQ(grpcListenerFailure(), "Failed accept4: Too many open files");
+}
+
 // The line before gRPC aborts on a broken invariant is never the one dropped.
 TEST(GrpcLogTest, AnAssertionsLineAlwaysPasses) {
   const CapturedLog log;

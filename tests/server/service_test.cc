@@ -323,6 +323,20 @@ TEST_F(ServiceTest, AdminEndpoints) {
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/readyz").status, 503);
 }
 
+// A door that cannot serve (the Envoy door's listener gone) makes /readyz 503 with its reason.
+TEST_F(ServiceTest, ADoorsReadinessCheckCanMakeTheServiceUnready) {
+  std::atomic<bool> door_failed{false};
+  service_->addReadinessCheck([&door_failed]() -> std::optional<std::string> {
+    if (!door_failed.load()) return std::nullopt;
+    return "the door stopped";
+  });
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/readyz").status, 200);
+  door_failed = true;
+  const HttpReply unready = httpCall(admin_endpoint_, http::verb::get, "/readyz");
+  EXPECT_EQ(unready.status, 503);
+  EXPECT_NE(unready.body.find("the door stopped"), std::string::npos) << unready.body;
+}
+
 // Past max_connections, a new connection is answered 503 and closed.
 TEST_F(ServiceTest, ConnectionCap) {
   boost::asio::io_context io;
