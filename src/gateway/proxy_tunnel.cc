@@ -69,6 +69,8 @@ void ProxySession::relay(Toward toward) {
       if (self->tunnel_ == nullptr) return;
       if (ec) return self->close();
       self->tunnel_->writing_since[static_cast<std::size_t>(toward)].reset();
+      // Bytes taken are bytes moving: a slow receiver that keeps taking is no idle tunnel.
+      if (bytes > 0) self->tunnel_->last_moved = std::chrono::steady_clock::now();
       (toward == Toward::kUpstream ? self->client_buffer_ : self->upstream_buffer_).consume(bytes);
       self->relay(toward);
     });

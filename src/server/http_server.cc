@@ -260,13 +260,21 @@ class Session : public std::enable_shared_from_this<Session> {
     state_->handler(std::move(request), peer_, loop_, std::move(respond));
   }
 
-  // Respond::watchHangUp: one wait for the socket to turn readable, which a hang-up makes it.
+  // Respond::watchHangUp: one wait at a time for the socket to turn readable, which a hang-up
+  // makes it, calling the latest hold's `on_gone`. Looked at first: the reactor is
+  // edge-triggered, and an end of stream that came before the wait (with the request, or while a
+  // store decided) raises no event for it.
   void watchForHangUp(std::function<void()> on_gone) {
-    socket_.async_wait(
-        tcp::socket::wait_read,
-        [self = shared_from_this(), on_gone = std::move(on_gone)](beast::error_code ec) {
-          if (!ec && self->peerClosed()) on_gone();
-        });
+    if (peerClosed()) return net::post(socket_.get_executor(), std::move(on_gone));
+    on_hang_up_ = std::move(on_gone);
+    if (watching_) return;
+    watching_ = true;
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      self->watching_ = false;
+      const std::function<void()> gone = std::move(self->on_hang_up_);
+      self->on_hang_up_ = nullptr;
+      if (!ec && gone && self->peerClosed()) gone();
+    });
   }
 
   // Whether the client has closed or reset the connection while its request is held: one
@@ -364,7 +372,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<BoundedRequestParser<http::string_body>> parser_;
   std::shared_ptr<HttpServer::State> state_;
   tcp::endpoint peer_;
-  bool busy_ = false;  // a request is being handled (only touched on the connection's loop)
+  bool busy_ = false;      // a request is being handled (only touched on the connection's loop)
+  bool watching_ = false;  // watchForHangUp's wait is out
+  std::function<void()> on_hang_up_;  // what it calls on a hang-up
   bool keep_alive_ = false;
   bool head_request_ = false;  // the request being answered is a HEAD
   std::string out_;            // the response being written

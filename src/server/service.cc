@@ -221,7 +221,8 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
     pending->timer->expires_after(std::chrono::microseconds(hold_us));
     pending->timer->async_wait(
         [this, pending, index, hold_us](const boost::system::error_code& ec) {
-          if (ec) return;  // the client hung up (holdWatchingClient)
+          // The client hung up (holdWatchingClient), perhaps as the timer fired: answered.
+          if (ec || !pending->on_hold) return;
           pending->on_hold = false;
           // Its waits and resets were counted from the decision: the client reads them from now.
           policy::ageDecision(*pending->decisions[index], hold_us);
@@ -266,7 +267,8 @@ void Service::holdForThrottle(const std::shared_ptr<Pending>& pending,
   pending->timer = std::make_unique<LoopTimer>(*pending->loop);
   pending->timer->expires_after(std::chrono::microseconds(decision.throttle_wait_us));
   pending->timer->async_wait([this, pending](const boost::system::error_code& ec) {
-    if (ec) return;
+    // The client hung up (holdWatchingClient), perhaps as the timer fired: answered.
+    if (ec || !pending->on_hold) return;
     pending->on_hold = false;
     // A client that hung up while held is not decided for again: that decision would take
     // a unit (or a slot ahead of the clients still waiting) for an answer nobody reads.
