@@ -120,6 +120,32 @@ class WebSocketTest : public sluice::testing::GatewayFixture {
   net::io_context raw_io_;
   net::ip::tcp::acceptor raw_upstream_{raw_io_, {net::ip::make_address("127.0.0.1"), 0}};
 
+  // Sends a WebSocket handshake for /raw on `client`, and plays the upstream it reaches: the
+  // connection accepted, the request's head read from it. Not open when that fails (reported).
+  net::ip::tcp::socket acceptRawUpgrade(net::ip::tcp::socket& client) {
+    net::write(client,
+               net::buffer(std::string("GET /raw HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                                       "Upgrade: websocket\r\nSec-WebSocket-Key: a\r\n"
+                                       "Sec-WebSocket-Version: 13\r\n\r\n")));
+    net::ip::tcp::socket upstream(raw_io_);
+    if (!readableWithin10s(raw_upstream_.native_handle())) {
+      ADD_FAILURE() << "the gateway did not connect to the upstream";
+      return upstream;
+    }
+    upstream = raw_upstream_.accept();
+    std::string request;
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      if (!readableWithin10s(upstream.native_handle())) {
+        ADD_FAILURE() << "no request head at the upstream: " << request;
+        upstream.close();
+        return upstream;
+      }
+      char chunk[4096];
+      request.append(chunk, upstream.read_some(net::buffer(chunk)));
+    }
+    return upstream;
+  }
+
   // A connection to the gateway that sends a handshake for `target` with `extra` header lines
   // and reads the answer's head; every read gives up after 10 s (a watchdog, not a timing).
   struct Client {
@@ -247,19 +273,9 @@ TEST_F(WebSocketTest, BytesMeetingThe101GoThroughOnce) {
     net::ip::tcp::socket client(raw_io_);
     client.connect(endpoint_);
     client.set_option(net::ip::tcp::no_delay(true));
-    net::write(client,
-               net::buffer(std::string("GET /raw HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
-                                       "Upgrade: websocket\r\nSec-WebSocket-Key: a\r\n"
-                                       "Sec-WebSocket-Version: 13\r\n\r\n")));
-    ASSERT_TRUE(readableWithin10s(raw_upstream_.native_handle())) << round;
-    net::ip::tcp::socket upstream = raw_upstream_.accept();
+    net::ip::tcp::socket upstream = acceptRawUpgrade(client);
+    ASSERT_TRUE(upstream.is_open()) << round;
     upstream.set_option(net::ip::tcp::no_delay(true));
-    std::string request;
-    while (request.find("\r\n\r\n") == std::string::npos) {
-      ASSERT_TRUE(readableWithin10s(upstream.native_handle())) << round;
-      char chunk[4096];
-      request.append(chunk, upstream.read_some(net::buffer(chunk)));
-    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the gateway awaits the 101
     net::write(upstream, net::buffer(std::string("HTTP/1.1 101 Switching Protocols\r\n"
                                                  "Upgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -288,18 +304,8 @@ TEST_F(WebSocketTest, BytesMeetingThe101GoThroughOnce) {
 TEST_F(WebSocketTest, A101DuringShutdownGets503) {
   net::ip::tcp::socket client(raw_io_);
   client.connect(endpoint_);
-  net::write(client,
-             net::buffer(std::string("GET /raw HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
-                                     "Upgrade: websocket\r\nSec-WebSocket-Key: a\r\n"
-                                     "Sec-WebSocket-Version: 13\r\n\r\n")));
-  ASSERT_TRUE(readableWithin10s(raw_upstream_.native_handle()));
-  net::ip::tcp::socket upstream = raw_upstream_.accept();
-  std::string request;
-  while (request.find("\r\n\r\n") == std::string::npos) {
-    ASSERT_TRUE(readableWithin10s(upstream.native_handle()));
-    char chunk[4096];
-    request.append(chunk, upstream.read_some(net::buffer(chunk)));
-  }
+  net::ip::tcp::socket upstream = acceptRawUpgrade(client);
+  ASSERT_TRUE(upstream.is_open());
   gateway_->shutdown();
   net::write(upstream, net::buffer(std::string("HTTP/1.1 101 Switching Protocols\r\n"
                                                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -382,18 +388,8 @@ TEST_F(WebSocketTest, AReceiverThatTakesNothingEndsTheTunnel) {
   client.open(net::ip::tcp::v4());
   client.set_option(net::socket_base::receive_buffer_size(4096));  // fills at once
   client.connect(endpoint_);
-  net::write(client,
-             net::buffer(std::string("GET /raw HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
-                                     "Upgrade: websocket\r\nSec-WebSocket-Key: a\r\n"
-                                     "Sec-WebSocket-Version: 13\r\n\r\n")));
-  ASSERT_TRUE(readableWithin10s(raw_upstream_.native_handle()));
-  net::ip::tcp::socket upstream = raw_upstream_.accept();
-  std::string request;
-  while (request.find("\r\n\r\n") == std::string::npos) {
-    ASSERT_TRUE(readableWithin10s(upstream.native_handle()));
-    char chunk[4096];
-    request.append(chunk, upstream.read_some(net::buffer(chunk)));
-  }
+  net::ip::tcp::socket upstream = acceptRawUpgrade(client);
+  ASSERT_TRUE(upstream.is_open());
   net::write(upstream, net::buffer(std::string("HTTP/1.1 101 Switching Protocols\r\n"
                                                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
                                                "Sec-WebSocket-Accept: x\r\n\r\n")));
