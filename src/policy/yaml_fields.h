@@ -22,6 +22,13 @@ namespace sluice::policy {
 
 // Collects errors with their place in the file; every check reports and carries on, so one run
 // of `sluice validate` lists every problem.
+// How an error names its place: "source:line:column: ", or "source: " for a null mark.
+inline std::string placeText(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null()) return source + ": ";
+  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
+         ": ";
+}
+
 class Errors {
  public:
   explicit Errors(std::string source) : source_(std::move(source)) {}
@@ -30,13 +37,7 @@ class Errors {
   // (printableText): a newline or an escape sequence in a value forged a second error line in
   // `validate`'s output and a log line of its own on reload, and reached terminals raw.
   void add(const YAML::Mark& given, const std::string& message) {
-    const YAML::Mark& mark = given.is_null() ? near_ : given;
-    if (mark.is_null()) {
-      list_.push_back(printableText(source_ + ": " + message));
-    } else {
-      list_.push_back(printableText(source_ + ":" + std::to_string(mark.line + 1) + ":" +
-                                    std::to_string(mark.column + 1) + ": " + message));
-    }
+    list_.push_back(printableText(placeText(source_, given.is_null() ? near_ : given) + message));
   }
 
   // While alive, an error on a node without a place is reported at `node`'s place: a mapping a

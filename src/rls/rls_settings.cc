@@ -89,12 +89,8 @@ Result<std::optional<RlsSettings>> loadRlsSettingsText(const std::string& yaml,
       present = root.IsMap() && root["envoy_rls"];
       if (present) {
         loadSection(root["envoy_rls"], base_dir, settings, errors);
-        if (const YAML::Node section = root["envoy_rls"];
-            section.IsMap() && section["config_dir"]) {
-          const YAML::Mark mark = section["config_dir"].Mark();
-          settings.config_dir_place = source + ":" + std::to_string(mark.line + 1) + ":" +
-                                      std::to_string(mark.column + 1) + ": ";
-        }
+        if (const YAML::Node section = root["envoy_rls"]; section.IsMap() && section["config_dir"])
+          settings.config_dir_place = policy::placeText(source, section["config_dir"].Mark());
         settings.section_text = YAML::Dump(root["envoy_rls"]);
       }
     } catch (const YAML::Exception& error) {
