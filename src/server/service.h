@@ -20,6 +20,7 @@
 #include "policy/decide.h"
 #include "policy/policy.h"
 #include "policy/policy_loader.h"
+#include "server/admin_host.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/throttle_lines.h"
@@ -156,6 +157,9 @@ class Service {
   // The policy the process started with: its restart-only settings are the ones in force.
   const policy::PolicyPtr initial_;
   std::string config_path_;
+  // The host's own name, which an admin request from the loopback may give as its Host
+  // (admin_host.h); read once, as a Host is checked on every admin request.
+  const std::string machine_name_ = thisMachineName();
   const Clock& clock_;
   std::unique_ptr<MemoryStore> own_store_;  // only with the first constructor
   std::unique_ptr<Engine> own_engine_;

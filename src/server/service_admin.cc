@@ -130,11 +130,23 @@ void Service::reloadInBackground(std::function<void(ReloadReport)> done) {
   });
 }
 
-void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& /*peer*/,
+void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& peer,
                           net::io_context& loop, Respond respond) {
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const unsigned version = request.version();
+  // DNS rebinding (admin_host.h): what a page could read through a browser on this machine.
+  // The probes' paths tell nothing and stay open to any name.
+  if (path != "/healthz" && path != "/readyz" && isLoopbackPeer(peer.address())) {
+    const auto host = request.find(http::field::host);
+    if (host != request.end() && !hostNamesThisMachine(host->value(), machine_name_)) {
+      return respond(errorResponse(http::status::forbidden,
+                                   "from this machine, name the admin listener by its address, "
+                                   "localhost or the machine's name in Host (a page renamed to "
+                                   "a loopback address by DNS rebinding is refused)",
+                                   version));
+    }
+  }
   // The read-only paths answer GET and HEAD; a DELETE of /metrics answered 200 as if it had
   // done something.
   const bool reads = path == "/healthz" || path == "/readyz" || path == "/metrics" ||

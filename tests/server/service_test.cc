@@ -323,6 +323,25 @@ TEST_F(ServiceTest, AdminEndpoints) {
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/readyz").status, 503);
 }
 
+// DNS rebinding: a page whose name now points at 127.0.0.1 reaches the admin listener through a
+// browser on this machine, its Host still the page's name. It reads nothing but the probes.
+TEST_F(ServiceTest, AdminReadsNamedByAPagesHostAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> page = {
+      {"Host", "attacker.example:" + std::to_string(admin_endpoint_.port())}};
+  for (const char* path : {"/metrics", "/admin/config", "/dashboard"}) {
+    const HttpReply refused = httpCall(admin_endpoint_, http::verb::get, path, "", page);
+    EXPECT_EQ(refused.status, 403) << path;
+    EXPECT_NE(refused.body.find("DNS rebinding"), std::string::npos) << refused.body;
+  }
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload", "", page).status, 403);
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/healthz", "", page).status, 200);
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/readyz", "", page).status, 200);
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/metrics", "",
+                     {{"Host", "localhost:" + std::to_string(admin_endpoint_.port())}})
+                .status,
+            200);
+}
+
 // A door that cannot serve (the Envoy door's listener gone) makes /readyz 503 with its reason.
 TEST_F(ServiceTest, ADoorsReadinessCheckCanMakeTheServiceUnready) {
   std::atomic<bool> door_failed{false};
