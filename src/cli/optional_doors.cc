@@ -104,19 +104,9 @@ std::optional<std::string> OptionalDoors::openRls(const policy::ConfigFile& conf
     rls_->watchConfigDir(rls_watch_loop_);
     rls_watcher_ = std::thread([this] { rls_watch_loop_.run(); });
   } else {
+    // The door loads its lyft files when it opens: files it cannot load would stop the start.
     watchForAddedSection(service, "envoy_rls", [](const policy::ConfigFile& file) {
-      auto settings = rls::loadRlsSettings(file);
-      // The door loads its lyft files when it opens: files it cannot load would stop the start.
-      if (settings.ok() && settings.value()) {
-        const rls::LyftLoadResult lyft = rls::loadConfiguredLyftFiles(*settings.value());
-        if (lyft.config == nullptr) {
-          std::string errors;
-          for (const std::string& error : lyft.errors)
-            errors += (errors.empty() ? "" : "\n") + error;
-          return decltype(settings)(Error{errors});
-        }
-      }
-      return settings;
+      return rls::loadRlsSettingsAsAtStart(file);
     });
   }
   return std::nullopt;

@@ -125,11 +125,37 @@ LyftLoadResult loadConfiguredLyftFiles(const RlsSettings& settings) {
   return loaded;
 }
 
+namespace {
+
+// `settings`, or an error when the lyft files under its config_dir do not load: the door would
+// not open with them.
+Result<std::optional<RlsSettings>> withLoadableLyftFiles(
+    Result<std::optional<RlsSettings>> settings) {
+  if (!settings.ok() || !settings.value()) return settings;
+  const LyftLoadResult lyft = loadConfiguredLyftFiles(*settings.value());
+  if (lyft.config != nullptr) return settings;
+  std::string errors;
+  for (const std::string& error : lyft.errors) errors += (errors.empty() ? "" : "\n") + error;
+  return Error{errors};
+}
+
+}  // namespace
+
+Result<std::optional<RlsSettings>> loadRlsSettingsAsAtStart(const policy::ConfigFile& file) {
+  return withLoadableLyftFiles(loadRlsSettings(file));
+}
+
 std::optional<policy::SectionChange> restartOnlyChange(const RlsSettings& running,
                                                        const policy::ConfigFile& file) {
+  Result<std::optional<RlsSettings>> now = loadRlsSettings(file);
+  // The reload loads the running door's lyft files; a config_dir that now names another
+  // directory is what the next start will load, so its files must load too.
+  if (now.ok() && now.value() && now.value()->config_dir != running.config_dir) {
+    now = withLoadableLyftFiles(std::move(now));
+  }
   return policy::sectionRestartChange("envoy_rls", "the Envoy door",
                                       "only the lyft files under config_dir reload",
-                                      running.section_text, loadRlsSettings(file));
+                                      running.section_text, now);
 }
 
 }  // namespace sluice::rls

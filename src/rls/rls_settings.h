@@ -50,10 +50,16 @@ struct RlsSettings {
 // in `validate`, where the file that names the directory is the one being checked.
 [[nodiscard]] LyftLoadResult loadConfiguredLyftFiles(const RlsSettings& settings);
 
+// loadRlsSettings(file), and an error when the lyft files under its config_dir do not load
+// (loadConfiguredLyftFiles): what the door's opening at start reads.
+[[nodiscard]] Result<std::optional<RlsSettings>> loadRlsSettingsAsAtStart(
+    const policy::ConfigFile& file);
+
 // For a reload, which reloads the lyft files but not these settings: a warning when the
 // envoy_rls section of the config `file` is no longer the one `running` was read from
-// (changed or removed), saying it takes effect at restart, or an error when it now has errors;
-// nullopt when it is the same. Never throws.
+// (changed or removed), saying it takes effect at restart, or an error when it now has errors,
+// its config_dir's lyft files included when it names another directory; nullopt when it is the
+// same. Never throws.
 [[nodiscard]] std::optional<policy::SectionChange> restartOnlyChange(
     const RlsSettings& running, const policy::ConfigFile& file);
 

@@ -167,15 +167,32 @@ TEST(RlsSettingsTest, EnvoyExampleLoads) {
 
 // A reload reloads the lyft files only: an edit to the envoy_rls section itself is reported as
 // taking effect at restart, and an edit elsewhere (or to comments) is not; a section edited into
-// errors refuses the reload.
+// errors refuses the reload, and so does a config_dir moved to a directory whose lyft files
+// would not load (the next start would fail on them).
 TEST(RlsSettingsTest, ReloadWarnsThatSectionEditsWaitForRestart) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("sluice-rls-settings-" +
-                     std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".yaml");
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("sluice-rls-settings-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::remove_all(dir);
+  const auto lyftDir = [&](const std::string& name, const std::string& unit) {
+    std::filesystem::create_directories(dir / name);
+    std::ofstream(dir / name / "config.yaml")
+        << "domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: " << unit
+        << ", requests_per_unit: 5 }\n";
+    return (dir / name).string();
+  };
+  const std::string running_dir = lyftDir("rl", "minute");
+  const std::string other_dir = lyftDir("other", "hour");
+  const std::string broken_dir = lyftDir("broken", "fortnight");
+  const auto path = dir / "sluice.yaml";
   const auto write = [&](const std::string& text) { std::ofstream(path) << text; };
   // The file as a reload reads it, once.
   const auto reread = [&] { return policy::readConfigFile(path.string()).value(); };
-  const std::string section = "envoy_rls:\n  config_dir: /srv/rl\n  shadow_mode: false\n";
+  const auto sectionAt = [](const std::string& config_dir, bool shadow) {
+    return "envoy_rls:\n  config_dir: " + config_dir +
+           "\n  shadow_mode: " + (shadow ? "true" : "false") + "\n";
+  };
+  const std::string section = sectionAt(running_dir, false);
   write("limits: []\n" + section);
   const auto running = loadRlsSettings(path.string());
   ASSERT_TRUE(running.ok() && running.value()) << running.error();
@@ -184,9 +201,7 @@ TEST(RlsSettingsTest, ReloadWarnsThatSectionEditsWaitForRestart) {
   write("limits: [] # other limits\n" + section + "  # a comment\n");
   EXPECT_EQ(restartOnlyChange(settings, reread()), std::nullopt);
   for (const std::string& edited :
-       {std::string("envoy_rls:\n  config_dir: /srv/rl\n  shadow_mode: true\n"),
-        std::string("envoy_rls:\n  config_dir: /srv/other\n  shadow_mode: false\n"),
-        std::string("server: {}\n")}) {
+       {sectionAt(running_dir, true), sectionAt(other_dir, false), std::string("server: {}\n")}) {
     write("limits: []\n" + edited);
     const auto change = restartOnlyChange(settings, reread());
     ASSERT_TRUE(change.has_value()) << edited;
@@ -199,7 +214,17 @@ TEST(RlsSettingsTest, ReloadWarnsThatSectionEditsWaitForRestart) {
   ASSERT_TRUE(broken.has_value());
   EXPECT_TRUE(broken->refuses);
   EXPECT_NE(broken->text.find("colour"), std::string::npos) << broken->text;
-  std::filesystem::remove(path);
+  // So would lyft files that do not load, or no directory at all, at the config_dir it names.
+  for (const auto& [config_dir, expected] :
+       {std::pair{broken_dir, std::string("fortnight")},
+        std::pair{(dir / "nowhere").string(), std::string("envoy_rls.config_dir")}}) {
+    write("limits: []\n" + sectionAt(config_dir, false));
+    const auto unloadable = restartOnlyChange(settings, reread());
+    ASSERT_TRUE(unloadable.has_value()) << config_dir;
+    EXPECT_TRUE(unloadable->refuses) << unloadable->text;
+    EXPECT_NE(unloadable->text.find(expected), std::string::npos) << unloadable->text;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
