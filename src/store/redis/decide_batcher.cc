@@ -78,10 +78,6 @@ void DecideBatcher::send(std::vector<Request> batch) {
       call, call_timeout_,
       [self, shared_batch](const redisReply* reply, std::string_view) {
         --self->in_flight_;
-        // The requests that waited go out before this batch's are answered: Redis then runs the
-        // next call while this loop writes the answers, where it sat idle until they were all
-        // written. (Each request is decided on its own, so the order does not matter.)
-        self->pump();
         finish(*shared_batch, reply, self->pool_);
         self->pump();
       },
