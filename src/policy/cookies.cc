@@ -9,8 +9,8 @@ std::optional<std::string_view> findCookie(std::string_view cookie_header,
   return nextCookie(cookie_header, name);
 }
 
-bool mayReadAsSeveralCookies(std::string_view value) noexcept {
-  return value.find_first_of(" \t,") != std::string_view::npos;
+bool backendsMayReadOtherwise(std::string_view value) noexcept {
+  return value.find_first_of(" \t,\\") != std::string_view::npos;
 }
 
 std::optional<std::string_view> nextCookie(std::string_view& rest, std::string_view name) noexcept {

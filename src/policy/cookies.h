@@ -14,11 +14,13 @@ namespace sluice::policy {
 [[nodiscard]] std::optional<std::string_view> findCookie(std::string_view cookie_header,
                                                          std::string_view name) noexcept;
 
-// Whether backends may read a cookie value (as findCookie gives it) as more than one cookie: it
-// holds a blank or a comma, which RFC 6265 keeps out of values and which some parsers split on
-// (Python's SimpleCookie reads "sid=JUNK sid=REAL" as sid=REAL). Such a value is in doubt, as a
-// cookie sent with two values is: keying it would let a client mint a counter per junk prefix.
-[[nodiscard]] bool mayReadAsSeveralCookies(std::string_view value) noexcept;
+// Whether backends may read a cookie value (as findCookie gives it) as something else: it holds
+// a character RFC 6265 keeps out of values that parsers treat specially. Some split on a blank
+// or a comma (Python's SimpleCookie reads "sid=JUNK sid=REAL" as sid=REAL); Python's parsers
+// (Flask, Django, Starlette, aiohttp) resolve backslash escapes in a quoted value, so "\a\bc"
+// and "\141bc" are both abc to them. Such a value is in doubt, as a cookie sent with two values
+// is: keying it would let a client mint a counter per spelling.
+[[nodiscard]] bool backendsMayReadOtherwise(std::string_view value) noexcept;
 
 // findCookie's next occurrence in `rest`, which moves past it: a loop reads every occurrence.
 [[nodiscard]] std::optional<std::string_view> nextCookie(std::string_view& rest,

@@ -108,7 +108,7 @@ bool sameCookieValue(std::string_view a, std::string_view b) {
 // compare decoded (S%31 is S1 to PHP and Express); an empty one is none, as for a header. Two
 // different values leave the client in doubt: backends take the first or the last, so keying
 // either would let a client vary the other at will. So does a value some backends read as
-// several cookies (mayReadAsSeveralCookies).
+// several cookies (backendsMayReadOtherwise).
 KeySelector::Read appendCookiePart(const RequestContext& context, std::string_view name,
                                    std::string& out) {
   std::optional<std::string_view> value;
@@ -118,7 +118,7 @@ KeySelector::Read appendCookiePart(const RequestContext& context, std::string_vi
     std::string_view rest = line;
     while (const auto found = nextCookie(rest, name)) {
       if (found->empty()) continue;
-      if (mayReadAsSeveralCookies(*found)) conflicting = true;
+      if (backendsMayReadOtherwise(*found)) conflicting = true;
       if (!value) {
         value = found;
       } else if (!sameCookieValue(*value, *found)) {

@@ -47,7 +47,7 @@ void addCookies(std::string_view header, boost::json::object& cookies) {
     if (!value || value->empty()) continue;
     std::string decoded = percentDecoded(*value);
     const auto seen = cookies.find(name);
-    if (mayReadAsSeveralCookies(*value)) {
+    if (backendsMayReadOtherwise(*value)) {
       cookies[name] = nullptr;
     } else if (seen == cookies.end()) {
       cookies[name] = decoded;

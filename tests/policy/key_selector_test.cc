@@ -102,6 +102,12 @@ TEST_F(KeySelectorTest, CookiesOnEveryLine) {
     view_.headers = {{"Cookie", line}};
     EXPECT_EQ(key({"cookie:session"}), kInDoubt) << line;
   }
+  // So is one with a backslash: Python's parsers resolve escapes in a quoted value, so
+  // "\a\bc", "\141bc" and "a\b\c" are all abc to a Flask or Django backend.
+  for (const char* line : {R"(session="\a\bc")", R"(session="\141bc")", R"(session=a\b\c)"}) {
+    view_.headers = {{"Cookie", line}};
+    EXPECT_EQ(key({"cookie:session"}), kInDoubt) << line;
+  }
 }
 
 // A header sent on two lines that differ is in doubt, as a cookie with two values: backends take
@@ -124,13 +130,15 @@ TEST_F(KeySelectorTest, AHeaderOnLinesThatDifferCountsByAddress) {
 // null there, which a path finds as no value.
 TEST(RequestDocument, CookiesReadAsCookieKeysReadThem) {
   RequestView view;
-  view.headers = {{"Cookie", "a=; a=S%31; b=x; c=1; d=JUNK d=REAL"}, {"Cookie", "b=y; c=%31"}};
+  view.headers = {{"Cookie", "a=; a=S%31; b=x; c=1; d=JUNK d=REAL; e=\"\\141\""},
+                  {"Cookie", "b=y; c=%31"}};
   const RequestContext context(view);
   const auto& cookies = context.document().at("request").at("http").at("cookies");
   EXPECT_EQ(cookies.at("a").as_string(), "S1");
   EXPECT_TRUE(cookies.at("b").is_null());
   EXPECT_EQ(cookies.at("c").as_string(), "1");
   EXPECT_TRUE(cookies.at("d").is_null());  // a value some backends split into other cookies
+  EXPECT_TRUE(cookies.at("e").is_null());  // a value some backends unescape
 }
 
 // A json: part finding a cookie that is null (sent with two values) counts by address, as
