@@ -56,6 +56,12 @@ class CircuitBreaker {
   [[nodiscard]] bool open() const noexcept {
     return open_until_us_.load(std::memory_order_relaxed) != 0;
   }
+  // How long until the breaker lets a probe through: 0 when it is closed, or its cooldown has
+  // passed. No call goes to the store before then, so no answer can change sooner.
+  [[nodiscard]] Micros probeIn(Micros now_us) const noexcept {
+    const Micros open_until = open_until_us_.load(std::memory_order_acquire);
+    return open_until > now_us ? open_until - now_us : 0;
+  }
 
  private:
   const std::size_t threshold_;

@@ -21,16 +21,14 @@ FailoverStore::~FailoverStore() {
 StoreStatus FailoverStore::apply(std::span<const LimitCheck> checks, const Clock& clock,
                                  std::span<Outcome> outcomes) noexcept {
   const Micros started_us = clock.now();
-  if (!mayCallShared(started_us)) return on_error_->decide(checks, clock, outcomes);
+  if (!mayCallShared(started_us)) return decideOnError(checks, clock, outcomes);
   return settle(shared_->apply(checks, clock, outcomes), started_us, checks, clock, outcomes);
 }
 
 void FailoverStore::applyAsync(std::span<const LimitCheck> checks, const Clock& clock,
                                std::span<Outcome> outcomes, StoreCallback done) noexcept {
   const Micros started_us = clock.now();
-  if (!mayCallShared(started_us)) {
-    return done(on_error_->decide(checks, clock, outcomes));
-  }
+  if (!mayCallShared(started_us)) return done(decideOnError(checks, clock, outcomes));
   shared_->applyAsync(
       checks, clock, outcomes,
       [this, started_us, checks, &clock, outcomes, done = std::move(done)](StoreStatus status) {
@@ -50,7 +48,15 @@ StoreStatus FailoverStore::settle(StoreStatus status, Micros started_us,
     return status;
   }
   if (options_.use_breaker) breaker_.onFailure(clock.now(), started_us);
-  return on_error_->decide(checks, clock, outcomes);
+  return decideOnError(checks, clock, outcomes);
+}
+
+StoreStatus FailoverStore::decideOnError(std::span<const LimitCheck> checks, const Clock& clock,
+                                         std::span<Outcome> outcomes) noexcept {
+  // While the breaker is open, a denied client that retries sooner than it lets a call through
+  // is denied again: told "a second", it was refused for the whole cooldown.
+  const Micros back_in_us = options_.use_breaker ? breaker_.probeIn(clock.now()) : 0;
+  return on_error_->decide(checks, clock, outcomes, back_in_us);
 }
 
 }  // namespace sluice

@@ -52,6 +52,9 @@ class FailoverStore final : public Store {
   // on_error and says kDegraded.
   StoreStatus settle(StoreStatus status, Micros started_us, std::span<const LimitCheck> checks,
                      const Clock& clock, std::span<Outcome> outcomes) noexcept;
+  // on_error's decision, its denials asking for a retry no sooner than the breaker's probe.
+  StoreStatus decideOnError(std::span<const LimitCheck> checks, const Clock& clock,
+                            std::span<Outcome> outcomes) noexcept;
 
   FailoverOptions options_;
   CircuitBreaker breaker_;

@@ -10,7 +10,8 @@ OnErrorPolicy::OnErrorPolicy(OnErrorOptions options)
       local_(MemoryStoreOptions{.max_keys = options.local_max_keys, .shards = 16}) {}
 
 StoreStatus OnErrorPolicy::decide(std::span<const LimitCheck> checks, const Clock& clock,
-                                  std::span<Outcome> outcomes) noexcept {
+                                  std::span<Outcome> outcomes, Micros store_back_in_us) noexcept {
+  const Micros retry_after_us = std::max(options_.unavailable_retry_after_us, store_back_in_us);
   const bool any_denies = std::any_of(checks.begin(), checks.end(), [](const LimitCheck& check) {
     return check.on_error == OnStoreError::kDeny;
   });
@@ -28,10 +29,10 @@ StoreStatus OnErrorPolicy::decide(std::span<const LimitCheck> checks, const Cloc
         break;
       case OnStoreError::kDeny:
         outcome.reason = DenyReason::kStoreUnavailable;
-        outcome.retry_after_us = options_.unavailable_retry_after_us;
+        outcome.retry_after_us = retry_after_us;
         // Nothing is known of the limit's state: say it is full until the retry, so Reset
         // (0, "full now") does not contradict Retry-After.
-        outcome.reset_after_us = options_.unavailable_retry_after_us;
+        outcome.reset_after_us = retry_after_us;
         break;
       case OnStoreError::kLocal:
         LimitCheck local = check;

@@ -27,9 +27,11 @@ class OnErrorPolicy {
 
   // Thread-safe, never throws. Writes one outcome per check and returns kDegraded.
   // All-or-nothing as a store is: `local` checks consume only when no check denies (a `deny`
-  // check always does; the local limits may too).
+  // check always does; the local limits may too). A `deny` check asks for a retry after
+  // unavailable_retry_after_us, or `store_back_in_us` when that is longer: the time until the
+  // store is asked again (a circuit breaker's cooldown), before which every retry is refused.
   StoreStatus decide(std::span<const LimitCheck> checks, const Clock& clock,
-                     std::span<Outcome> outcomes) noexcept;
+                     std::span<Outcome> outcomes, Micros store_back_in_us = 0) noexcept;
 
  private:
   // This node's share of `spec`, made once per distinct spec.

@@ -253,6 +253,38 @@ TEST_F(FailoverStoreTest, DenyDeniesWhileRedisIsDown) {
   }
 }
 
+// While the breaker is open nothing reaches Redis, so a denied client is told to come back no
+// sooner than the probe: told the configured second, it was refused again for the whole
+// cooldown (30 s here). Before the breaker opens, and once its cooldown has passed, the
+// configured wait stands.
+TEST_F(FailoverStoreTest, DeniesAskForARetryNoSoonerThanTheBreakersProbe) {
+  constexpr Micros kLongCooldownUs = 30 * kMicrosPerSecond;
+  RedisStoreOptions redis;
+  redis.port = static_cast<std::uint16_t>(server_.port());
+  FailoverOptions failover;
+  failover.breaker_failures = 2;
+  failover.breaker_cooldown_us = kLongCooldownUs;
+  failover.on_error.unavailable_retry_after_us = kMicrosPerSecond;
+  FailoverStore store(std::make_unique<RedisStore>(redis), failover);
+  server_.stop();
+  const LimitCheck check{"k", &ten_per_day_, 1, {}, OnStoreError::kDeny};
+  const auto retryAfter = [&] {
+    Outcome outcome;
+    EXPECT_EQ(store.apply(std::span(&check, 1), clock_, std::span(&outcome, 1)),
+              StoreStatus::kDegraded);
+    EXPECT_EQ(outcome.reason, DenyReason::kStoreUnavailable);
+    EXPECT_EQ(outcome.reset_after_us, outcome.retry_after_us);
+    return outcome.retry_after_us;
+  };
+  EXPECT_EQ(retryAfter(), kMicrosPerSecond);  // one failure: the breaker is closed
+  EXPECT_EQ(retryAfter(), kLongCooldownUs);   // the second opens it
+  ASSERT_TRUE(store.breakerOpen());
+  clock_.advance(20 * kMicrosPerSecond);
+  EXPECT_EQ(retryAfter(), 10 * kMicrosPerSecond);
+  clock_.advance(10 * kMicrosPerSecond - 1);
+  EXPECT_EQ(retryAfter(), kMicrosPerSecond);  // 1 µs left: the configured second is longer
+}
+
 // on_error local: this node enforces its share, limit / sluice_nodes, per key.
 TEST_F(FailoverStoreTest, LocalEnforcesTheNodeShare) {
   server_.stop();
