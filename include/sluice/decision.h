@@ -55,7 +55,8 @@ struct Decision {
   // slow): each limit's on_error policy (allow, deny, or a local per-node limit) decided instead.
   bool degraded = false;
   // Index into `statuses` of the limit that decided: when denied, the denying limit with the
-  // longest retry_after; when allowed, the limit with the fewest units remaining.
+  // longest retry_after; when allowed, the limit with the fewest units remaining (of those,
+  // the one longest until full).
   // kNoLimit when no limit was checked.
   std::size_t binding = kNoLimit;
   Micros retry_after_us = 0;  // the binding limit's, 0 when allowed

@@ -47,6 +47,18 @@ void Engine::finish(std::span<const LimitCheck> checks, Decision& decision,
   summarize(decision);
 }
 
+namespace {
+
+// Whether allowed `a` binds before allowed `b`: fewer units left, or as few and longer until
+// full. Of two limits used up, a per-minute burst and a daily quota, the answer must name the
+// quota: a client that waited for the burst's reset was refused until midnight.
+bool tighter(const Outcome& a, const Outcome& b) noexcept {
+  if (a.remaining != b.remaining) return a.remaining < b.remaining;
+  return a.reset_after_us > b.reset_after_us;
+}
+
+}  // namespace
+
 void summarize(Decision& decision) noexcept {
   decision.allowed = true;
   decision.binding = Decision::kNoLimit;
@@ -62,9 +74,8 @@ void summarize(Decision& decision) noexcept {
         decision.binding = i;
         decision.retry_after_us = outcome.retry_after_us;
       }
-    } else if (decision.allowed &&
-               (decision.binding == Decision::kNoLimit ||
-                outcome.remaining < decision.statuses[decision.binding].remaining)) {
+    } else if (decision.allowed && (decision.binding == Decision::kNoLimit ||
+                                    tighter(outcome, decision.statuses[decision.binding]))) {
       decision.binding = i;
     }
   }

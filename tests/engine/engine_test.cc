@@ -44,6 +44,22 @@ TEST_F(EngineTest, AllowedBindsTheClosestLimit) {
   EXPECT_EQ(decision.retry_after_us, 0);
 }
 
+// Of allowed limits with as few units left, the one longest until full binds: a burst used up
+// beside a daily quota used up names the quota, whose reset is the one a client must wait for.
+TEST_F(EngineTest, AllowedTiesBindTheLimitLongestUntilFull) {
+  const LimitSpec burst = spec(Algorithm::kTokenBucket, "60/min", 2);
+  const LimitSpec quota = spec(Algorithm::kFixedWindow, "2/day");
+  for (int i = 0; i < 2; ++i) {
+    const Decision decision = check({{"burst:1", &burst, 1}, {"quota:1", &quota, 1}});
+    ASSERT_TRUE(decision.allowed);
+    EXPECT_EQ(decision.statuses[0].remaining, decision.statuses[1].remaining);
+    EXPECT_EQ(decision.binding, 1u) << "request " << i;
+  }
+  // Listed the other way round, the same.
+  const Decision swapped = check({{"quota:2", &quota, 1}, {"burst:2", &burst, 1}});
+  EXPECT_EQ(swapped.binding, 0u);
+}
+
 // Denied: none consumed; the binding limit is the denial that lasts longest.
 TEST_F(EngineTest, DeniedBindsTheLongestWait) {
   for (int i = 0; i < 3; ++i) {
