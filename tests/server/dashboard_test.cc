@@ -146,7 +146,8 @@ TEST_F(DashboardTest, HeadGetsTheHeadersAndNoBody) {
   boost::asio::io_context io;
   boost::asio::ip::tcp::socket socket(io);
   socket.connect(admin_endpoint_);
-  const std::string request = "HEAD /dashboard HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::string request =
+      "HEAD /dashboard HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   boost::asio::write(socket, boost::asio::buffer(request));
   std::string reply;
   boost::system::error_code ec;
