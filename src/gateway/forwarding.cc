@@ -1,7 +1,11 @@
 #include "gateway/forwarding.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <span>
+
+#include <boost/container/small_vector.hpp>
 
 #include "policy/request_view.h"
 
@@ -68,12 +72,31 @@ std::string joinedField(const Fields& fields, boost::beast::http::field name) {
   return joined;
 }
 
+// The names of the header lines in `lines` ("Name: value\r\n" each) that are not in `lists`:
+// the fields whose upstream lines give way to the gateway's.
+boost::container::small_vector<std::string_view, 8> replacedFields(
+    std::string_view lines, std::span<const std::string_view> lists) {
+  boost::container::small_vector<std::string_view, 8> names;
+  while (!lines.empty()) {
+    const std::size_t end = lines.find("\r\n");
+    const std::string_view line = lines.substr(0, end);
+    lines = end == std::string_view::npos ? std::string_view{} : lines.substr(end + 2);
+    const std::string_view name = line.substr(0, line.find(':'));
+    if (std::none_of(lists.begin(), lists.end(),
+                     [&](std::string_view list) { return equalsIgnoreCase(name, list); })) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
 // The status line in `version` ("HTTP/1.1") with the upstream's code and reason, and the
 // response's end-to-end fields, but Content-Length when `drop_length` (the framing is
-// re-stated).
+// re-stated) and the fields named in `replaced`.
 template <class Fields>
 void appendStatusAndFields(const boost::beast::http::header<false, Fields>& response,
-                           std::string_view version, bool drop_length, std::string& out) {
+                           std::string_view version, bool drop_length,
+                           std::span<const std::string_view> replaced, std::string& out) {
   namespace bhttp = boost::beast::http;
   out += version;
   out += ' ';
@@ -87,6 +110,10 @@ void appendStatusAndFields(const boost::beast::http::header<false, Fields>& resp
     const std::string_view name = field.name_string();
     if (isHopByHop(name, connection)) continue;
     if (drop_length && equalsIgnoreCase(name, "content-length")) continue;
+    if (std::any_of(replaced.begin(), replaced.end(),
+                    [&](std::string_view own) { return equalsIgnoreCase(name, own); })) {
+      continue;
+    }
     appendHeaderLine(name, field.value(), out);
   }
 }
@@ -191,7 +218,7 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
 template <class Fields>
 void appendWebSocketAcceptHead(const boost::beast::http::header<false, Fields>& response,
                                std::string_view extra_lines, std::string& out) {
-  appendStatusAndFields(response, "HTTP/1.1", false, out);
+  appendStatusAndFields(response, "HTTP/1.1", false, {}, out);
   appendHeaderLine("Connection", "upgrade", out);
   appendHeaderLine("Upgrade", "websocket", out);
   out += extra_lines;
@@ -210,11 +237,13 @@ template <class Fields>
 void appendClientResponseHead(const boost::beast::http::header<false, Fields>& response,
                               unsigned client_version, Framing framing,
                               std::optional<std::uint64_t> content_length, bool keep_alive,
-                              std::string_view extra_lines, std::string& out) {
+                              std::string_view extra_lines, std::string& out,
+                              std::span<const std::string_view> lists) {
   // A body without framing of its own (HEAD, 304) keeps the upstream's Content-Length; a 204
   // has none (RFC 9110 8.6).
   appendStatusAndFields(response, client_version == 10 ? "HTTP/1.0" : "HTTP/1.1",
-                        framing != Framing::kNone || response.result_int() == 204, out);
+                        framing != Framing::kNone || response.result_int() == 204,
+                        replacedFields(extra_lines, lists), out);
   appendFraming(framing, content_length.value_or(0), out);
   if (!keep_alive) {
     appendHeaderLine("Connection", "close", out);
@@ -243,10 +272,11 @@ template void appendWebSocketAcceptHead(const boost::beast::http::header<false, 
                                         std::string_view, std::string&);
 template void appendClientResponseHead(const boost::beast::http::header<false>&, unsigned, Framing,
                                        std::optional<std::uint64_t>, bool, std::string_view,
-                                       std::string&);
+                                       std::string&, std::span<const std::string_view>);
 template void appendClientResponseHead(const boost::beast::http::header<false, ArenaFields>&,
                                        unsigned, Framing, std::optional<std::uint64_t>, bool,
-                                       std::string_view, std::string&);
+                                       std::string_view, std::string&,
+                                       std::span<const std::string_view>);
 
 Framing clientFraming(Framing upstream, unsigned client_version) noexcept {
   if (upstream == Framing::kChunked || upstream == Framing::kUntilClose) {

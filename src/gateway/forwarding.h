@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -93,12 +94,16 @@ void appendWebSocketAcceptHead(const boost::beast::http::header<false, Fields>& 
 // Appends the response head sent to the client: the upstream's status line in the client's
 // version, end-to-end headers, `framing` as re-stated for the client, Connection: close when
 // `keep_alive` is false, then `extra_lines` as they are (header lines, each ending in CRLF, as
-// appendHeaderLine writes them). Never throws but for allocation.
+// appendHeaderLine writes them). An upstream field that `extra_lines` writes too is left out
+// (the gateway's X-RateLimit-Remaining replaces the upstream's: RFC 9110 5.3 allows a field
+// that is not a list once), unless it is named in `lists`, list fields whose items combine
+// (RateLimit, RateLimit-Policy). Never throws but for allocation.
 template <class Fields>
 void appendClientResponseHead(const boost::beast::http::header<false, Fields>& response,
                               unsigned client_version, Framing framing,
                               std::optional<std::uint64_t> content_length, bool keep_alive,
-                              std::string_view extra_lines, std::string& out);
+                              std::string_view extra_lines, std::string& out,
+                              std::span<const std::string_view> lists = {});
 
 // Appends "name: value\r\n". The caller vouches for both (no CR or LF).
 void appendHeaderLine(std::string_view name, std::string_view value, std::string& out);

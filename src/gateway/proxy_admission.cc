@@ -85,7 +85,8 @@ Result<const Route*> routeFor(const std::vector<Route>& routes, const policy::Re
   return literal;
 }
 
-// The header options of a policy, derived once per policy and thread rather than per request.
+}  // namespace
+
 const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
   thread_local std::weak_ptr<const policy::Policy> derived_from;
   thread_local http::HeaderOptions options;
@@ -95,8 +96,6 @@ const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy) {
   }
   return options;
 }
-
-}  // namespace
 
 // What is checked before any per-client work: the target's form, the framing, Host, and the
 // guard. True when the request was refused (and is being answered).

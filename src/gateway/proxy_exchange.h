@@ -23,6 +23,7 @@
 #include "gateway/gateway_config.h"
 #include "gateway/proxy_session.h"
 #include "gateway/upstream_pool.h"
+#include "http/rate_limit_headers.h"
 #include "policy/decide.h"
 #include "policy/request_context.h"
 #include "server/bounded_parser.h"
@@ -33,6 +34,10 @@ namespace sluice::gateway {
 
 // An upstream's response header block; larger is a 502.
 inline constexpr std::size_t kMaxResponseHeaderBytes = 64 * 1024;
+
+// The header options of a policy, derived once per policy and thread rather than per request
+// (proxy_admission.cc).
+[[nodiscard]] const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy);
 
 struct ProxySession::Exchange {
   // A session makes and drops one exchange per request. At over a kilobyte, each would be a

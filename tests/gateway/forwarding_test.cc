@@ -1,6 +1,9 @@
 // What the proxy changes in the messages it passes on.
 #include "gateway/forwarding.h"
 
+#include <array>
+#include <string_view>
+
 #include <gtest/gtest.h>
 #include <boost/beast/http/empty_body.hpp>
 
@@ -115,6 +118,27 @@ TEST(ForwardingTest, ClientResponseHead) {
   EXPECT_EQ(out,
             "HTTP/1.1 201 Created\r\nETag: \"x\"\r\nTransfer-Encoding: chunked\r\n"
             "Connection: close\r\nX-RateLimit-Limit: 10\r\n\r\n");
+}
+
+// An upstream that sends rate-limit fields of its own: the gateway's replace those that are not
+// lists (a second X-RateLimit-Remaining line breaks RFC 9110 5.3, and clients read the first,
+// the upstream's), in any case; the IETF lists combine, so the upstream's policies stay in view.
+TEST(ForwardingTest, TheGatewaysRateLimitFieldsReplaceTheUpstreamsButForLists) {
+  bhttp::response<bhttp::empty_body> response{bhttp::status::ok, 11};
+  response.set("x-ratelimit-limit", "100");
+  response.set("X-RateLimit-Remaining", "99");
+  response.set("RateLimit", "\"app\";r=99;t=60");
+  response.set("X-Other", "kept");
+  const std::string_view gateway_lines =
+      "X-RateLimit-Limit: 3\r\nX-RateLimit-Remaining: 2\r\nRateLimit: \"fw\";r=2;t=60\r\n";
+  const std::array<std::string_view, 2> lists = {"RateLimit", "RateLimit-Policy"};
+  std::string out;
+  appendClientResponseHead(response.base(), 11, Framing::kNone, std::nullopt, true, gateway_lines,
+                           out, lists);
+  EXPECT_EQ(
+      out,
+      "HTTP/1.1 200 OK\r\nRateLimit: \"app\";r=99;t=60\r\nX-Other: kept\r\n"
+      "X-RateLimit-Limit: 3\r\nX-RateLimit-Remaining: 2\r\nRateLimit: \"fw\";r=2;t=60\r\n\r\n");
 }
 
 // HTTP/1.0 clients never get chunks; a read-until-close body becomes chunks for 1.1 clients.

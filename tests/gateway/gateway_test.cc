@@ -37,6 +37,30 @@ TEST_F(GatewayTest, ForwardsAllowedRequestsWithRateLimitHeaders) {
   EXPECT_EQ(reply.header("x-echo-host"), "127.0.0.1");
 }
 
+// An upstream that reports a limit of its own: the gateway's X-RateLimit-* replace its fields
+// (a second line of one breaks RFC 9110 5.3, and clients read the first, the upstream's looser
+// one), while the IETF RateLimit items of both reach the client.
+TEST_F(GatewayTest, ItsRateLimitFieldsReplaceTheUpstreamsButForTheIetfLists) {
+  const std::string raw =
+      rawExchange("GET /own-rate-limit-fields HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  const std::string head = raw.substr(0, raw.find("\r\n\r\n") + 2);
+  const auto lines = [&](std::string_view name) {
+    std::size_t count = 0;
+    for (std::size_t at = head.find("\r\n"); at != std::string::npos;
+         at = head.find("\r\n", at + 2)) {
+      const std::string_view line = std::string_view(head).substr(at + 2);
+      count += line.size() > name.size() && line[name.size()] == ':' &&
+               boost::beast::iequals(line.substr(0, name.size()), name);
+    }
+    return count;
+  };
+  EXPECT_EQ(lines("X-RateLimit-Limit"), 1u) << head;
+  EXPECT_EQ(lines("X-RateLimit-Remaining"), 1u) << head;
+  EXPECT_NE(head.find("X-RateLimit-Limit: 100000\r\n"), std::string::npos) << head;
+  EXPECT_EQ(lines("RateLimit"), 2u) << head;
+  EXPECT_NE(head.find("RateLimit: \"app\";r=99;t=60\r\n"), std::string::npos) << head;
+}
+
 // Hop-by-hop headers (and those Connection names) stop at the gateway; forwarding headers are
 // appended to what the client sent; a client cannot forge the monitor verdict.
 TEST_F(GatewayTest, RemovesHopByHopHeadersAndAppendsForwardingHeaders) {

@@ -162,6 +162,11 @@ struct TestUpstream::Connection : std::enable_shared_from_this<Connection> {
                                });
       return;
     }
+    if (path == "/own-rate-limit-fields") {  // an application that reports its own limit
+      response.set("X-RateLimit-Limit", "100");
+      response.set("x-ratelimit-remaining", "99");
+      response.set("RateLimit", "\"app\";r=99;t=60");
+    }
     if (path == "/ws") response.result(http::status::upgrade_required);
     if (path == "/fail") {
       --upstream.in_flight;

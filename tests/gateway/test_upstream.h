@@ -29,6 +29,8 @@
 //                        byte echoed until the gateway's end of stream, answered with its own;
 //                        any other request 426, with the request headers echoed as for /echo
 //   /ws-unasked          101 whatever the request asked for, then the connection is closed
+//   /own-rate-limit-fields  200 "ok" with X-RateLimit-Limit: 100, X-RateLimit-Remaining: 99 and
+//                        RateLimit: "app";r=99;t=60, as an application reporting its own limit
 //   anything else        200 "ok", with the request headers echoed as for /echo
 // Every answer built from a request echoes its target in X-Echo-Target.
 #pragma once
