@@ -346,6 +346,13 @@ void ProxySession::respondDenied() {
   http::HeaderList headers;
   http::appendRateLimitHeaders(exchange.decision.enforced, labels, headerOptions(exchange.policy),
                                headers);
+  // What an allowed request's answer says besides, as /v1/auth says it on a denial too: that
+  // the shared store could not decide, and how long the request was held before its refusal.
+  if (exchange.decision.enforced.degraded) headers.emplace_back(policy::kDegradedHeader, "true");
+  if (exchange.waited_us > 0) {
+    headers.emplace_back(policy::kDelayedMsHeader,
+                         std::to_string((exchange.waited_us + 999) / 1000));
+  }
   respondLocal(static_cast<unsigned>(exchange.decision.status),
                http::deniedBody(exchange.decision.enforced, labels), headers);
 }

@@ -20,17 +20,20 @@
 namespace sluice::testing {
 
 // The memory store, counting the decisions asked of it: how tests see how often requests held
-// by a throttle decide again.
+// by a throttle decide again. While `unavailable`, it decides nothing, as a store that cannot be
+// reached.
 class CountingStore final : public Store {
  public:
   [[nodiscard]] StoreStatus apply(std::span<const LimitCheck> checks, const Clock& clock,
                                   std::span<Outcome> outcomes) noexcept override {
     applies.fetch_add(1, std::memory_order_relaxed);
+    if (unavailable.load()) return StoreStatus::kUnavailable;
     return inner_.apply(checks, clock, outcomes);
   }
   [[nodiscard]] bool decidesInline() const noexcept override { return true; }
 
   std::atomic<int> applies{0};
+  std::atomic<bool> unavailable{false};
 
  private:
   MemoryStore inner_;

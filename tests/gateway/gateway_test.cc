@@ -215,6 +215,17 @@ TEST_F(GatewayTest, ShadowLimitForwardsWithHeader) {
   EXPECT_EQ(over.header("x-ratelimit-shadow"), "watched");
 }
 
+// A refusal because the store could not decide says so, as /v1/auth's does: a client (or an
+// operator reading the answers) can tell an outage from its own excess.
+TEST_F(GatewayTest, ARefusalTheStoreCouldNotDecideSaysItIsDegraded) {
+  EXPECT_EQ(get("/limited").header("x-ratelimit-degraded"), "");
+  store_.unavailable = true;
+  const HttpReply refused = get("/limited");
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_EQ(refused.header("x-ratelimit-degraded"), "true");
+  EXPECT_NE(refused.body.find("could not check"), std::string::npos) << refused.body;
+}
+
 // Monitor mode: the client always gets the upstream's answer; the upstream gets the verdict.
 TEST_F(GatewayTest, MonitorRoutePassesTheVerdictToTheUpstream) {
   const HttpReply first = get("/monitored");
