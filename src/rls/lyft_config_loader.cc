@@ -61,6 +61,54 @@ std::optional<bool> lyftFlag(const YAML::Node& node, const std::string& name, Er
   return std::nullopt;
 }
 
+// Where each key of a lyft file belongs. lyft checks a file's keys against one list, wherever
+// they stand, and its decoder then drops those out of place without a word: `shadow_mode` inside
+// a rate_limit loads and does nothing. Here that is an error saying where the key belongs.
+std::optional<std::string_view> placeOfLyftKey(std::string_view key) {
+  static constexpr std::pair<std::string_view, std::string_view> kPlaces[] = {
+      {"domain", "the file's top level"},
+      {"descriptors", "the file's top level or a descriptor"},
+      {"key", "a descriptor"},
+      {"value", "a descriptor"},
+      {"rate_limit", "a descriptor"},
+      {"shadow_mode", "a descriptor"},
+      {"detailed_metric", "a descriptor"},
+      {"value_to_metric", "a descriptor"},
+      {"share_threshold", "a descriptor"},
+      {"quota_mode", "a descriptor"},
+      {"metadata", "a descriptor"},
+      {"unit", "a rate_limit"},
+      {"requests_per_unit", "a rate_limit"},
+      {"unlimited", "a rate_limit"},
+      {"replaces", "a rate_limit"},
+      {"name", "a rate_limit or a replaces entry"}};
+  for (const auto& [name, place] : kPlaces) {
+    if (key == name) return place;
+  }
+  return std::nullopt;
+}
+
+// Whether a field is given and not null: lyft reads a null as the field's zero value.
+bool present(const YAML::Node& node) { return node && !node.IsNull(); }
+
+// policy::checkKeys, but a key of lyft's that stands elsewhere says where it belongs.
+void checkLyftKeys(const YAML::Node& map, const std::string& where,
+                   std::initializer_list<std::string_view> allowed, Errors& errors) {
+  std::vector<std::string> misplaced;
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    const std::optional<std::string_view> place = placeOfLyftKey(key);
+    if (!place) continue;  // a key lyft does not know either: checkKeys below says so
+    errors.add(entry.first, key + ": belongs in " + std::string(*place) + ", not in " + where +
+                                " (lyft/ratelimit takes it here and ignores it without a word)");
+    misplaced.push_back(key);
+  }
+  std::vector<std::string_view> known(allowed);
+  known.insert(known.end(), misplaced.begin(), misplaced.end());
+  policy::checkKeys(map, where, known, errors);
+}
+
 }  // namespace
 
 namespace {
@@ -77,7 +125,7 @@ bool loadReplaces(const YAML::Node& list, RateLimitRule& rule, Errors& errors) {
       ok = false;
       continue;
     }
-    policy::checkKeys(item, "a replaces entry", {"name"}, errors);
+    checkLyftKeys(item, "a replaces entry", {"name"}, errors);
     const auto name = item["name"] ? policy::scalar(item["name"], "name", errors) : std::nullopt;
     if (!name || name->empty()) {
       errors.add(item, "replaces: each entry needs a non-empty name");
@@ -128,7 +176,7 @@ void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
                      errors)) {
     return;
   }
-  policy::checkKeys(root, "the config file", {"domain", "descriptors"}, errors);
+  checkLyftKeys(root, "the config file", {"domain", "descriptors"}, errors);
   std::optional<std::string> name;
   if (!root["domain"]) {
     errors.add(root, "domain: is required");
@@ -221,10 +269,10 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
                "quota_mode is a lyft/ratelimit setting Sluice does not support (remove it: the "
                "descriptor's limit is then enforced as any other)");
   }
-  policy::checkKeys(yaml, "a descriptor",
-                    {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
-                     "value_to_metric", "share_threshold", "metadata", "quota_mode"},
-                    errors);
+  checkLyftKeys(yaml, "a descriptor",
+                {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
+                 "value_to_metric", "share_threshold", "metadata", "quota_mode"},
+                errors);
   const Errors::Near near(errors, yaml);  // a rate_limit a merge built has no line
   DescriptorNode node;
   bool ok = true;
@@ -256,7 +304,9 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
     ok = false;
   }
   node.stat_key = stat_prefix + "." + node.key + (node.value ? "_" + *node.value : "");
-  if (yaml["rate_limit"]) {
+  // A null (`rate_limit:` left empty, or ~) is none, as lyft reads a null: the field's zero value.
+  // So are the nulls in a rate_limit below (requests_per_unit 0, no name, no replaces).
+  if (present(yaml["rate_limit"])) {
     node.rate_limit = loadRule(yaml["rate_limit"], errors);
     ok = ok && node.rate_limit.has_value();
   }
@@ -267,13 +317,13 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
 
 std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml, Errors& errors) {
   if (!policy::isMap(yaml, "rate_limit", errors)) return std::nullopt;
-  policy::checkKeys(yaml, "rate_limit",
-                    {"unit", "requests_per_unit", "unlimited", "name", "replaces"}, errors);
+  checkLyftKeys(yaml, "rate_limit", {"unit", "requests_per_unit", "unlimited", "name", "replaces"},
+                errors);
   RateLimitRule rule;
   bool ok = true;
   if (yaml["unlimited"])
     rule.unlimited = lyftFlag(yaml["unlimited"], "unlimited", errors).value_or(false);
-  if (yaml["name"]) rule.name = policy::scalar(yaml["name"], "name", errors).value_or("");
+  if (present(yaml["name"])) rule.name = policy::scalar(yaml["name"], "name", errors).value_or("");
   if (yaml["unit"]) {
     // A null unit (`unit:` or `unit: ~`, as a template that renders nothing writes) is "" to
     // lyft, as any null is the field's zero value there.
@@ -299,7 +349,7 @@ std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml,
                "rate_limit: needs a unit (second, minute, hour, day, ...) or unlimited: true");
     ok = false;
   }
-  if (yaml["requests_per_unit"]) {
+  if (present(yaml["requests_per_unit"])) {
     const auto count = requestsPerUnit(yaml["requests_per_unit"], errors);
     if (count && *count > std::numeric_limits<std::uint32_t>::max()) {
       errors.add(yaml["requests_per_unit"],
@@ -308,7 +358,7 @@ std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml,
     ok = ok && count && *count <= std::numeric_limits<std::uint32_t>::max();
     if (ok) rule.requests_per_unit = static_cast<std::uint32_t>(*count);
   }
-  if (yaml["replaces"]) ok = loadReplaces(yaml["replaces"], rule, errors) && ok;
+  if (present(yaml["replaces"])) ok = loadReplaces(yaml["replaces"], rule, errors) && ok;
   if (!ok) return std::nullopt;
   if (!rule.unlimited && rule.requests_per_unit > 0) {
     Result<LimitSpec> spec =

@@ -157,6 +157,46 @@ TEST(LyftConfigValueTest, EmptyOrNullValueIsKeyOnly) {
                   "duplicate descriptor"));
 }
 
+// A field left empty (or ~) is its zero value, as lyft reads any null: `rate_limit:` is no
+// limit, `requests_per_unit:` 0 (always over), `name:` none, `replaces:` an empty list.
+TEST(LyftConfigNullTest, NullFieldsAreTheirZeroValues) {
+  const LyftSource source{"cfg.yaml",
+                          "domain: d\ndescriptors:\n"
+                          "  - key: open\n    rate_limit:\n"
+                          "  - key: closed\n    rate_limit: {unit: minute, requests_per_unit: ~, "
+                          "name: , replaces: }\n"};
+  const LyftLoadResult loaded = loadLyftConfigTexts({&source, 1});
+  ASSERT_NE(loaded.config, nullptr) << loaded.errors.front();
+  const Domain& domain = *loaded.config->domain("d");
+  const std::vector<EntryView> open{{"open", "x"}};
+  const DescriptorNode* whitelisted = LyftConfig::match(domain, open, nullptr);
+  ASSERT_NE(whitelisted, nullptr);
+  EXPECT_FALSE(whitelisted->rate_limit.has_value());
+  const std::vector<EntryView> closed{{"closed", "x"}};
+  const DescriptorNode* zero = LyftConfig::match(domain, closed, nullptr);
+  ASSERT_TRUE(zero != nullptr && zero->rate_limit.has_value());
+  EXPECT_EQ(zero->rate_limit->requests_per_unit, 0u);
+  EXPECT_EQ(zero->rate_limit->name, "");
+  EXPECT_TRUE(zero->rate_limit->replaces.empty());
+}
+
+// lyft takes any of its keys anywhere and ignores those out of place: `shadow_mode` inside a
+// rate_limit loads and shadows nothing. Here it is an error saying where the key belongs.
+TEST(LyftConfigErrorsTest, AKeyOutOfPlaceSaysWhereItBelongs) {
+  const auto errors = errorsOf(
+      "domain: d\nname: top\ndescriptors:\n  - key: a\n    unit: minute\n"
+      "    rate_limit: {unit: minute, requests_per_unit: 5, shadow_mode: true, colour: red}\n");
+  EXPECT_TRUE(anyContains(errors,
+                          "cfg.yaml:2:1: name: belongs in a rate_limit or a replaces "
+                          "entry, not in the config file"));
+  EXPECT_TRUE(anyContains(errors,
+                          "cfg.yaml:5:5: unit: belongs in a rate_limit, not in a "
+                          "descriptor"));
+  EXPECT_TRUE(anyContains(errors, "shadow_mode: belongs in a descriptor, not in rate_limit"));
+  EXPECT_TRUE(anyContains(errors, "unknown key \"colour\" in rate_limit"));
+  EXPECT_EQ(errors.size(), 4u);
+}
+
 // A key written twice in one mapping is an error with its place, not the first one winning.
 TEST(LyftConfigErrorsTest, DuplicateKeys) {
   const auto errors = errorsOf(
