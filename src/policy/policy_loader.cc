@@ -239,6 +239,8 @@ void readKeys(const std::string& text, Policy& policy, Errors& errors) {
     if (!root.IsMap() || !keys || !keys.IsSequence()) {
       errors.add(root, "a keys file holds `keys:` followed by a list of {key, tier}");
     } else {
+      // A misspelt or second list (`extra_keys:`) would give its keys no tier without a word.
+      checkKeys(root, "a keys file", {"keys"}, errors);
       for (const auto& entry : keys) {
         if (!isMap(entry, "a keys entry", errors)) continue;
         checkKeys(entry, "a keys entry", {"key", "sha256", "tier", "name"}, errors);
@@ -247,10 +249,13 @@ void readKeys(const std::string& text, Policy& policy, Errors& errors) {
           errors.add(entry, "a keys entry takes key or sha256, not both");
         }
         if (entry["key"]) {
-          const std::string key = scalar(entry["key"], "key", errors).value_or("");
+          const std::optional<std::string> read = scalar(entry["key"], "key", errors);
+          const std::string key = read.value_or("");
           // An empty key (a template's unset variable) would give its tier to every client
           // sending the header empty.
-          if (key.empty()) {
+          if (!read) {
+            // not a single value: scalar() said so, and "empty" would mislead
+          } else if (key.empty()) {
             errors.add(entry["key"], "a key must not be empty");
           } else if (trimBlanks(key).size() != key.size()) {
             // Requests' keys are read without the blanks around them (as HTTP trims a field),
@@ -282,7 +287,9 @@ void readKeys(const std::string& text, Policy& policy, Errors& errors) {
         }
         const std::string tier =
             entry["tier"] ? scalar(entry["tier"], "tier", errors).value_or("") : "";
-        if (!policy.tiers.contains(tier)) {
+        if (!entry["tier"]) {
+          errors.add(entry, "a keys entry needs a tier");
+        } else if (!policy.tiers.contains(tier)) {
           errors.add(entry["tier"] ? entry["tier"] : entry,
                      "tier \"" + tier + "\" is not defined in tiers");
         }

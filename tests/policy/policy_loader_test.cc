@@ -450,6 +450,19 @@ TEST(PolicyLoader, KeysFile) {
   EXPECT_NE(errors[0].find("keys-bad.yaml:2:"), std::string::npos) << describeErrors(errors);
   EXPECT_NE(errors[0].find("tier \"platinum\" is not defined"), std::string::npos)
       << describeErrors(errors);
+  // A second list beside keys: would give its keys no tier without a word; an entry without a
+  // tier says it needs one, and a key that is a list says so alone (not "empty" as well).
+  std::ofstream(dir + "/keys-odd.yaml") << "keys:\n  - { key: f }\n  - { key: [x], tier: gold }\n"
+                                           "extra_keys:\n  - { key: a2, tier: gold }\n";
+  const std::vector<std::string> odd = errorsOf(base + "keys-odd.yaml\n", dir);
+  ASSERT_EQ(odd.size(), 3u) << describeErrors(odd);
+  EXPECT_NE(odd[0].find("keys-odd.yaml:4:1: unknown key \"extra_keys\" in a keys file"),
+            std::string::npos)
+      << describeErrors(odd);
+  EXPECT_NE(odd[1].find("keys-odd.yaml:2:5: a keys entry needs a tier"), std::string::npos)
+      << describeErrors(odd);
+  EXPECT_NE(odd[2].find("keys-odd.yaml:3:12: key must be a single value"), std::string::npos)
+      << describeErrors(odd);
 }
 
 // Limits a shared store cannot hold are refused, for the store the file names and, on a
