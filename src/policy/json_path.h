@@ -43,6 +43,9 @@ class JsonPath {
   // shorter or that step is an array index.
   [[nodiscard]] std::optional<std::string_view> memberAt(std::size_t index) const noexcept;
 
+  // How many steps follow `$`.
+  [[nodiscard]] std::size_t steps() const noexcept { return steps_.size(); }
+
   // The expression as it was parsed, for error messages.
   [[nodiscard]] const std::string& text() const noexcept { return text_; }
 

@@ -31,6 +31,48 @@ constexpr NamedKind kNamedParts[] = {
     {"json:", KeySelector::Kind::kJsonPath},
 };
 
+// Why `path` can select no text in the request document (RequestContext::document: {"request":
+// {"http": {"method", "path", "headers": {name: [lines]}, "cookies": {name: value}},
+// "client_ip", "parsed_token": {"payload": claims}}}), or nullopt when it may. A misspelt member
+// or a path to a list or an object would leave the limit keyed by address, or skipped, for
+// every request, without a word.
+std::optional<std::string> shapeProblem(const JsonPath& path) {
+  const auto member = [&](std::size_t i) { return path.memberAt(i).value_or(""); };
+  const auto ends = [&](std::size_t steps, std::string_view what) -> std::optional<std::string> {
+    if (path.steps() == steps) return std::nullopt;
+    if (path.steps() < steps) return "selects " + std::string(what) + ", not a value";
+    return "goes past " + std::string(what) + ", which holds nothing further";
+  };
+  if (member(0) != "request") return "the request document's paths start at $.request";
+  if (path.steps() == 1) return "selects an object, not a value";
+  if (member(1) == "client_ip") return ends(2, "the client address");
+  if (member(1) == "parsed_token") {
+    if (path.steps() == 2) return "selects an object, not a value";
+    if (member(2) != "payload") return "$.request.parsed_token holds only payload (the claims)";
+    if (path.steps() == 3) return "selects the claims' object, not a value: name a claim";
+    return std::nullopt;  // claims are the token's own
+  }
+  if (member(1) != "http") return "$.request holds http, client_ip and parsed_token";
+  if (path.steps() == 2) return "selects an object, not a value";
+  if (member(2) == "method" || member(2) == "path") return ends(3, "the " + std::string(member(2)));
+  if (member(2) == "cookies") {
+    if (path.steps() == 3 || path.memberAt(3) == std::nullopt) {
+      return "name a cookie: $.request.http.cookies['name']";
+    }
+    return ends(4, "a cookie's value");
+  }
+  if (member(2) == "headers") {
+    if (path.steps() == 3 || path.memberAt(3) == std::nullopt) {
+      return "name a header: $.request.http.headers['Name'][0]";
+    }
+    if (path.steps() == 4 || path.memberAt(4) != std::nullopt) {
+      return "a header is a list of its lines: add [0] (or the line's index)";
+    }
+    return ends(5, "a header line");
+  }
+  return "$.request.http holds method, path, headers and cookies";
+}
+
 // A claim's value as key text: strings as they are, numbers and booleans as JSON.
 std::optional<std::string> claimText(const boost::json::object& claims, std::string_view name) {
   const auto found = claims.find(name);
@@ -81,6 +123,9 @@ Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
       if (named.kind == Kind::kJsonPath) {
         Result<JsonPath> path = JsonPath::parse(name);
         if (!path.ok()) return Error{"key part \"" + text + "\": " + path.error()};
+        if (const auto problem = shapeProblem(path.value())) {
+          return Error{"key part \"" + text + "\" " + *problem};
+        }
         part.path = std::move(path).value();
       }
       selector.parts_.push_back(std::move(part));
@@ -236,8 +281,10 @@ KeySelector::Read KeySelector::appendPart(const Part& part, const RequestContext
 }
 
 bool KeySelector::readsJwtClaims() const noexcept {
-  return std::any_of(parts_.begin(), parts_.end(),
-                     [](const Part& part) { return part.kind == Kind::kJwtClaim; });
+  return std::any_of(parts_.begin(), parts_.end(), [](const Part& part) {
+    return part.kind == Kind::kJwtClaim ||
+           (part.kind == Kind::kJsonPath && part.path->startsWith({"request", "parsed_token"}));
+  });
 }
 
 }  // namespace sluice::policy

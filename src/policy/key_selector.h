@@ -60,7 +60,8 @@ class KeySelector {
   [[nodiscard]] Read appendKey(const RequestContext& context, std::string_view route,
                                std::string& out, bool fold_path_case = false) const;
 
-  // Whether a part is a `jwt:` claim (which only a verified token provides).
+  // Whether a part reads a verified token's claims (`jwt:`, or a `json:` path under
+  // $.request.parsed_token), which only a verified token provides.
   [[nodiscard]] bool readsJwtClaims() const noexcept;
   [[nodiscard]] const std::string& text() const noexcept { return text_; }
 

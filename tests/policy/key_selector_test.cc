@@ -229,5 +229,39 @@ TEST(KeySelectorParse, Errors) {
   EXPECT_FALSE(KeySelector::parse({}).ok());
 }
 
+// A json: path that can select no value in the request document (a misspelt member, a header's
+// list of lines, an object) left the limit keyed by address, or skipped, for every request,
+// without a word: it is refused, saying why. Paths that can select a value load.
+TEST(KeySelectorParse, JsonPathsMustBeAbleToSelectAValue) {
+  for (const char* path :
+       {"$.request.http.headers['X-User-Id'][0]", "$.request.http.headers.x-id[1]",
+        "$.request.http.cookies['sid']", "$.request.http.method", "$.request.http.path",
+        "$.request.client_ip", "$.request.parsed_token.payload.sub",
+        "$.request.parsed_token.payload.org.teams[0]"}) {
+    EXPECT_TRUE(KeySelector::parse({std::string("json:") + path}).ok()) << path;
+  }
+  const auto problem = [](const std::string& path) {
+    const Result<KeySelector> parsed = KeySelector::parse({"json:" + path});
+    return parsed.ok() ? std::string("(loaded)") : parsed.error();
+  };
+  EXPECT_NE(problem("$.req.http.method").find("start at $.request"), std::string::npos);
+  EXPECT_NE(problem("$.request.http.header['X-User-Id'][0]").find("holds method, path, headers"),
+            std::string::npos);
+  EXPECT_NE(problem("$.request.http.headers['X-User-Id']").find("add [0]"), std::string::npos);
+  EXPECT_NE(problem("$.request.http.headers[0]").find("name a header"), std::string::npos);
+  EXPECT_NE(problem("$.request.http.cookies").find("name a cookie"), std::string::npos);
+  EXPECT_NE(problem("$.request.http.cookies.sid[0]").find("goes past a cookie's value"),
+            std::string::npos);
+  EXPECT_NE(problem("$.request.client_ip.v4").find("goes past the client address"),
+            std::string::npos);
+  EXPECT_NE(problem("$.request.parsed_token.payload").find("name a claim"), std::string::npos);
+  EXPECT_NE(problem("$.request.parsed_token.header.alg").find("only payload"), std::string::npos);
+  EXPECT_NE(problem("$.request").find("an object"), std::string::npos);
+  // A path under parsed_token reads a verified token's claims, as a jwt: part does.
+  EXPECT_TRUE(
+      KeySelector::parse({"json:$.request.parsed_token.payload.sub"}).value().readsJwtClaims());
+  EXPECT_FALSE(KeySelector::parse({"json:$.request.client_ip"}).value().readsJwtClaims());
+}
+
 }  // namespace
 }  // namespace sluice::policy

@@ -44,6 +44,11 @@ TEST(PolicyRefusals, SettingsThatWouldOnlyFailLaterAreRefused) {
       errorsOf("limits:\n  - { name: a, rate: 1/s, key: \"jwt:sub\" }\n");
   EXPECT_TRUE(hasError(claim_without_jwt, 2, "reads a JWT claim, but identity.jwt is not set up"))
       << describeErrors(claim_without_jwt);
+  const std::vector<std::string> token_path_without_jwt = errorsOf(
+      "limits:\n  - { name: a, rate: 1/s, key: \"json:$.request.parsed_token.payload.sub\" }\n");
+  EXPECT_TRUE(
+      hasError(token_path_without_jwt, 2, "reads a JWT claim, but identity.jwt is not set up"))
+      << describeErrors(token_path_without_jwt);
   // A tier of 0 per period left its limits without a spec, and so without any limit at all.
   const std::vector<std::string> zero_tier =
       errorsOf("tiers:\n  anonymous: { rate: 0/min }\nlimits:\n  - { name: a, from_tier: true }\n");
