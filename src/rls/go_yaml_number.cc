@@ -65,7 +65,7 @@ std::optional<std::uint64_t> goYamlUnsigned(std::string_view text, std::string& 
   } else if (value >= 18446744073709551616.0) {  // 2^64
     problem = "is too large";
   } else if (value != std::floor(value)) {
-    problem = "must be a whole number (lyft/ratelimit would drop the fraction without a word)";
+    problem = "must be a whole number (lyft/ratelimit refuses a fraction too)";
   } else {
     return static_cast<std::uint64_t>(value);
   }

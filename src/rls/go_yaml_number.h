@@ -14,8 +14,9 @@ namespace sluice::rls {
 
 // The value of `text`, a plain (unquoted) scalar, in an unsigned integer field, as go-yaml v2
 // reads it; or nullopt with `problem` set to why not (not a number, negative, a fraction, or
-// above 2^64 − 1). A float with a fraction, which go-yaml would truncate without a word, is
-// refused here: the file should say the number it means.
+// above 2^64 − 1). A float with a fraction is refused, as lyft refuses every float (its key
+// check allows strings, integers, flags, lists and maps); a whole one (1e3, 1.0) is read, where
+// lyft refuses it too.
 [[nodiscard]] std::optional<std::uint64_t> goYamlUnsigned(std::string_view text,
                                                           std::string& problem);
 

@@ -320,7 +320,7 @@ descriptors:
   EXPECT_EQ(quoted[0].rfind("cfg.yaml:4:", 0), 0U) << quoted[0];
   EXPECT_NE(quoted[0].find("must be a number, not a string"), std::string::npos) << quoted[0];
   EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: !!str 16}\n"), "not a string"));
-  EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: 16.5}\n"), "drop the fraction"));
+  EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: 16.5}\n"), "must be a whole number"));
   EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: -1}\n"), "must not be negative"));
   EXPECT_TRUE(anyContains(errorsOf(head + "requests_per_unit: 0x1_0000_0000}\n"), "32 bits"));
 }
