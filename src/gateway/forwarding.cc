@@ -217,8 +217,9 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
 
 template <class Fields>
 void appendWebSocketAcceptHead(const boost::beast::http::header<false, Fields>& response,
-                               std::string_view extra_lines, std::string& out) {
-  appendStatusAndFields(response, "HTTP/1.1", false, {}, out);
+                               std::string_view extra_lines, std::string& out,
+                               std::span<const std::string_view> lists) {
+  appendStatusAndFields(response, "HTTP/1.1", false, replacedFields(extra_lines, lists), out);
   appendHeaderLine("Connection", "upgrade", out);
   appendHeaderLine("Upgrade", "websocket", out);
   out += extra_lines;
@@ -267,9 +268,10 @@ template void appendUpstreamRequestHead(const boost::beast::http::header<true, A
                                         std::string_view, std::string_view, Framing, std::uint64_t,
                                         bool, const http::HeaderList&, std::string&);
 template void appendWebSocketAcceptHead(const boost::beast::http::header<false>&, std::string_view,
-                                        std::string&);
+                                        std::string&, std::span<const std::string_view>);
 template void appendWebSocketAcceptHead(const boost::beast::http::header<false, ArenaFields>&,
-                                        std::string_view, std::string&);
+                                        std::string_view, std::string&,
+                                        std::span<const std::string_view>);
 template void appendClientResponseHead(const boost::beast::http::header<false>&, unsigned, Framing,
                                        std::optional<std::uint64_t>, bool, std::string_view,
                                        std::string&, std::span<const std::string_view>);

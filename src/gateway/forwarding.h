@@ -86,10 +86,12 @@ void appendUpstreamRequestHead(const boost::beast::http::header<true, Fields>& r
 
 // Appends the head of an upstream's 101 answer to a WebSocket request, as the client gets it:
 // the status line, end-to-end headers (Sec-WebSocket-Accept and the like), `Connection: upgrade`
-// and `Upgrade: websocket`, then `extra_lines`. Never throws but for allocation.
+// and `Upgrade: websocket`, then `extra_lines`, which replace the upstream's fields as for
+// appendClientResponseHead. Never throws but for allocation.
 template <class Fields>
 void appendWebSocketAcceptHead(const boost::beast::http::header<false, Fields>& response,
-                               std::string_view extra_lines, std::string& out);
+                               std::string_view extra_lines, std::string& out,
+                               std::span<const std::string_view> lists = {});
 
 // Appends the response head sent to the client: the upstream's status line in the client's
 // version, end-to-end headers, `framing` as re-stated for the client, Connection: close when

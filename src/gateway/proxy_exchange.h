@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
@@ -38,6 +39,15 @@ inline constexpr std::size_t kMaxResponseHeaderBytes = 64 * 1024;
 // The header options of a policy, derived once per policy and thread rather than per request
 // (proxy_admission.cc).
 [[nodiscard]] const http::HeaderOptions& headerOptions(const policy::PolicyPtr& policy);
+
+// The names of the IETF list fields (RateLimit, RateLimit-Policy, as the policy names them),
+// whose items from the upstream are kept beside the gateway's; the gateway's other fields
+// replace the upstream's of the same name (appendClientResponseHead).
+[[nodiscard]] inline std::array<std::string_view, 2> rateLimitListFields(
+    const policy::PolicyPtr& policy) {
+  const http::HeaderNames& names = headerOptions(policy).names;
+  return {names.ratelimit, names.ratelimit_policy};
+}
 
 struct ProxySession::Exchange {
   // A session makes and drops one exchange per request. At over a kilobyte, each would be a

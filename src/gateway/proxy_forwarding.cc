@@ -286,11 +286,10 @@ void ProxySession::onResponseHeader(beast::error_code ec) {
   const auto length = exchange.response->content_length();
   // The gateway's rate-limit fields replace the upstream's of the same names, but for the IETF
   // lists, whose items combine: the upstream's own policies stay in view.
-  const http::HeaderNames& names = headerOptions(exchange.policy).names;
-  const std::array<std::string_view, 2> lists = {names.ratelimit, names.ratelimit_policy};
   appendClientResponseHead(response, exchange.version, exchange.client_framing,
                            length ? std::optional<std::uint64_t>(*length) : std::nullopt,
-                           exchange.client_keep_alive, client_header_lines_, out_, lists);
+                           exchange.client_keep_alive, client_header_lines_, out_,
+                           rateLimitListFields(exchange.policy));
   pumpResponse();
 }
 

@@ -39,7 +39,8 @@ void ProxySession::startTunnel() {
     client_.cancel(ignored);
   }
   out_.clear();
-  appendWebSocketAcceptHead(exchange.response->get(), client_header_lines_, out_);
+  appendWebSocketAcceptHead(exchange.response->get(), client_header_lines_, out_,
+                            rateLimitListFields(exchange.policy));
   net::async_write(client_, net::buffer(out_),
                    [self = shared_from_this()](beast::error_code ec, std::size_t) {
                      if (self->tunnel_ == nullptr) return;  // closed meanwhile

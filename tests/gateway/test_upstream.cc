@@ -215,7 +215,7 @@ struct TestUpstream::Connection : std::enable_shared_from_this<Connection> {
   void switchProtocols(bool echo) {
     static const std::string kSwitch =
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        "Sec-WebSocket-Accept: test-accept\r\n\r\nhello";
+        "Sec-WebSocket-Accept: test-accept\r\nX-RateLimit-Limit: 100\r\n\r\nhello";
     // Counted before the 101 leaves: a client that has read it through the gateway must find
     // it counted (counted once written, a test could look first, and did under ASan).
     if (echo) ++upstream.websockets;

@@ -25,7 +25,8 @@
 //   /early-interim-hold  /early-hold's 413, behind an interim 100 Continue (in one write)
 //   /endless-chunk-line  a chunked 200 whose first chunk-size line never ends: 4 MiB of a
 //                        chunk extension, then the connection is closed
-//   /ws                  a WebSocket request gets 101 and "hello" right behind it, then every
+//   /ws                  a WebSocket request gets 101 (with an X-RateLimit-Limit: 100 of the
+//                        upstream's own) and "hello" right behind it, then every
 //                        byte echoed until the gateway's end of stream, answered with its own;
 //                        any other request 426, with the request headers echoed as for /echo
 //   /ws-unasked          101 whatever the request asked for, then the connection is closed

@@ -214,6 +214,12 @@ TEST_F(WebSocketTest, BytesPassBothWaysUntilEachSideEnds) {
   EXPECT_NE(client->head.find("Connection: upgrade\r\n"), std::string::npos) << client->head;
   EXPECT_NE(client->head.find("Sec-WebSocket-Accept: test-accept\r\n"), std::string::npos);
   EXPECT_NE(client->head.find("RateLimit-Policy: "), std::string::npos) << client->head;
+  // The upstream's own X-RateLimit-Limit gives way to the gateway's: one line of it.
+  const std::size_t limit_line = client->head.find("X-RateLimit-Limit: ");
+  ASSERT_NE(limit_line, std::string::npos) << client->head;
+  EXPECT_EQ(client->head.find("X-RateLimit-Limit: ", limit_line + 1), std::string::npos)
+      << client->head;
+  EXPECT_EQ(client->head.find("X-RateLimit-Limit: 100\r\n"), std::string::npos) << client->head;
   EXPECT_EQ(client->read(5), "hello");
 
   client->send("ping");
