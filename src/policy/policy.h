@@ -74,6 +74,10 @@ struct Limit {
 struct ServerSettings {
   std::string listen = "127.0.0.1:8080";
   std::string admin = "127.0.0.1:9090";
+  // Names (lower case, no port) an admin request from this machine's loopback may give in Host
+  // besides an address, localhost and the machine's own name: a local reverse proxy that passes
+  // the client's Host on (server/admin_host.h). Reloadable.
+  std::vector<std::string> admin_hosts;
   unsigned threads = 0;  // 0: one per core
   std::size_t max_connections = 10'000;
   // A request, or the wait for the next one on a kept-alive connection, must arrive within this.

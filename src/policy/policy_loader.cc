@@ -25,11 +25,27 @@ namespace {
 void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) {
   if (!isMap(node, "server", errors)) return;
   checkKeys(node, "server",
-            {"listen", "admin", "threads", "max_connections", "request_timeout", "max_body_bytes",
-             "max_header_bytes", "auth_deny_status", "auth_uri_header", "auth_method_header"},
+            {"listen", "admin", "admin_hosts", "threads", "max_connections", "request_timeout",
+             "max_body_bytes", "max_header_bytes", "auth_deny_status", "auth_uri_header",
+             "auth_method_header"},
             errors);
   if (node["listen"]) server.listen = scalar(node["listen"], "server.listen", errors).value_or("");
   if (node["admin"]) server.admin = scalar(node["admin"], "server.admin", errors).value_or("");
+  if (node["admin_hosts"]) {
+    const std::vector<std::string> names =
+        stringList(node["admin_hosts"], "server.admin_hosts", errors);
+    for (const std::string& name : names) {
+      // Compared with Host's name part: a port, a blank or a bracket could never match.
+      if (name.empty() || name.find_first_of(" \t:[]/@") != std::string::npos) {
+        errors.add(entryOf(node["admin_hosts"], name),
+                   "server.admin_hosts: \"" + name + "\" must be a host name, without a port");
+        continue;
+      }
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      server.admin_hosts.push_back(std::move(lower));
+    }
+  }
   if (const YAML::Node threads = node["threads"]) {
     if (threads.IsScalar() && threads.Scalar() == "auto") {
       server.threads = 0;

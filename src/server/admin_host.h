@@ -5,6 +5,7 @@
 // localhost.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -17,7 +18,10 @@ namespace sluice::server {
 // browsers keep on the loopback, RFC 6761), or `machine_name` (the host's own name, which
 // Debian's /etc/hosts puts on 127.0.1.1), in any case and with or without a final dot. An empty
 // Host counts (an HTTP/1.0 tool's request; a browser always sends one).
-[[nodiscard]] bool hostNamesThisMachine(std::string_view host, std::string_view machine_name);
+// `allowed` adds names (lower case) the machine answers to by its operator's say-so, as
+// server.admin_hosts lists them.
+[[nodiscard]] bool hostNamesThisMachine(std::string_view host, std::string_view machine_name,
+                                        std::span<const std::string> allowed = {});
 
 // Whether a connection's peer is this machine's loopback (an IPv4-mapped one included): the
 // browser a rebinding page runs in, when the admin listener is on this machine's loopback.

@@ -139,11 +139,14 @@ void Service::handleAdmin(HttpRequest&& request, const net::ip::tcp::endpoint& p
   // The probes' paths tell nothing and stay open to any name.
   if (path != "/healthz" && path != "/readyz" && isLoopbackPeer(peer.address())) {
     const auto host = request.find(http::field::host);
-    if (host != request.end() && !hostNamesThisMachine(host->value(), machine_name_)) {
+    if (host != request.end() &&
+        !hostNamesThisMachine(host->value(), machine_name_,
+                              active_.load()->policy->server.admin_hosts)) {
       return respond(errorResponse(http::status::forbidden,
-                                   "from this machine, name the admin listener by its address, "
-                                   "localhost or the machine's name in Host (a page renamed to "
-                                   "a loopback address by DNS rebinding is refused)",
+                                   "from this machine, name the admin listener in Host by its "
+                                   "address, localhost, the machine's name or a name listed in "
+                                   "server.admin_hosts (a page renamed to a loopback address by "
+                                   "DNS rebinding is refused)",
                                    version));
     }
   }

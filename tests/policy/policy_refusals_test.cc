@@ -44,6 +44,10 @@ TEST(PolicyRefusals, SettingsThatWouldOnlyFailLaterAreRefused) {
       errorsOf("limits:\n  - { name: a, rate: 1/s, key: \"jwt:sub\" }\n");
   EXPECT_TRUE(hasError(claim_without_jwt, 2, "reads a JWT claim, but identity.jwt is not set up"))
       << describeErrors(claim_without_jwt);
+  // An admin host is compared with Host's name: one with a port could never match.
+  EXPECT_TRUE(hasError(errorsOf("server:\n  admin_hosts:\n    - ok.internal\n    - "
+                                "bad.internal:9090\nlimits: []\n"),
+                       4, "server.admin_hosts: \"bad.internal:9090\" must be a host name"));
   const std::vector<std::string> token_path_without_jwt = errorsOf(
       "limits:\n  - { name: a, rate: 1/s, key: \"json:$.request.parsed_token.payload.sub\" }\n");
   EXPECT_TRUE(

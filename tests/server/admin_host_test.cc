@@ -2,6 +2,9 @@
 // machine, and which peers are this machine's loopback.
 #include "server/admin_host.h"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace sluice::server {
@@ -27,6 +30,16 @@ TEST(AdminHostTest, OtherNamesAreRefused) {
   }
   // An unknown machine name accepts no name.
   EXPECT_FALSE(hostNamesThisMachine("anything", ""));
+}
+
+// Names server.admin_hosts lists (a local reverse proxy passing its clients' Host on) count too,
+// in any case and with any port; only those.
+TEST(AdminHostTest, ListedNamesCount) {
+  const std::vector<std::string> listed = {"metrics.internal", "sluice-admin"};
+  EXPECT_TRUE(hostNamesThisMachine("metrics.internal", "myhost", listed));
+  EXPECT_TRUE(hostNamesThisMachine("Sluice-Admin:443", "myhost", listed));
+  EXPECT_FALSE(hostNamesThisMachine("attacker.example", "myhost", listed));
+  EXPECT_FALSE(hostNamesThisMachine("metrics.internal.attacker.example", "myhost", listed));
 }
 
 TEST(AdminHostTest, LoopbackPeersIncludeMappedOnes) {

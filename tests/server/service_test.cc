@@ -340,6 +340,17 @@ TEST_F(ServiceTest, AdminReadsNamedByAPagesHostAreRefused) {
                      {{"Host", "localhost:" + std::to_string(admin_endpoint_.port())}})
                 .status,
             200);
+  // A local reverse proxy that passes its clients' Host on: its name, listed in
+  // server.admin_hosts, is taken after a reload; the page's still is not.
+  std::string listed = kServiceConfig;
+  listed.replace(listed.find("server: { "), 10, "server: { admin_hosts: [Metrics.Internal], ");
+  writeConfig(listed);
+  ASSERT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/metrics", "",
+                     {{"Host", "metrics.internal:8443"}})
+                .status,
+            200);
+  EXPECT_EQ(httpCall(admin_endpoint_, http::verb::get, "/metrics", "", page).status, 403);
 }
 
 // A door that cannot serve (the Envoy door's listener gone) makes /readyz 503 with its reason.
