@@ -91,6 +91,14 @@ std::optional<std::string_view> placeOfLyftKey(std::string_view key) {
 // Whether a field is given and not null: lyft reads a null as the field's zero value.
 bool present(const YAML::Node& node) { return node && !node.IsNull(); }
 
+// A string field as lyft reads it: a null is "" (its zero value), so `key: ~` is an empty key,
+// reported as one, not as "not a single value".
+std::optional<std::string> lyftText(const YAML::Node& node, const std::string& name,
+                                    Errors& errors) {
+  if (node.IsNull()) return std::string();
+  return policy::scalar(node, name, errors);
+}
+
 // policy::checkKeys, but a key of lyft's that stands elsewhere says where it belongs.
 void checkLyftKeys(const YAML::Node& map, const std::string& where,
                    std::initializer_list<std::string_view> allowed, Errors& errors) {
@@ -126,7 +134,7 @@ bool loadReplaces(const YAML::Node& list, RateLimitRule& rule, Errors& errors) {
       continue;
     }
     checkLyftKeys(item, "a replaces entry", {"name"}, errors);
-    const auto name = item["name"] ? policy::scalar(item["name"], "name", errors) : std::nullopt;
+    const auto name = item["name"] ? lyftText(item["name"], "name", errors) : std::nullopt;
     if (!name || name->empty()) {
       errors.add(item, "replaces: each entry needs a non-empty name");
     } else if (*name == rule.name) {
@@ -180,7 +188,7 @@ void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
   std::optional<std::string> name;
   if (!root["domain"]) {
     errors.add(root, "domain: is required");
-  } else if ((name = policy::scalar(root["domain"], "domain", errors)) && name->empty()) {
+  } else if ((name = lyftText(root["domain"], "domain", errors)) && name->empty()) {
     errors.add(root["domain"], "domain: must not be empty");
     name.reset();
   }
@@ -279,7 +287,7 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
   std::optional<std::string> key;
   if (!yaml["key"]) {
     errors.add(yaml, "key: is required in a descriptor");
-  } else if ((key = policy::scalar(yaml["key"], "key", errors)) && key->empty()) {
+  } else if ((key = lyftText(yaml["key"], "key", errors)) && key->empty()) {
     errors.add(yaml["key"], "key: must not be empty");
   }
   ok = key && !key->empty();
@@ -323,7 +331,7 @@ std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml,
   bool ok = true;
   if (yaml["unlimited"])
     rule.unlimited = lyftFlag(yaml["unlimited"], "unlimited", errors).value_or(false);
-  if (present(yaml["name"])) rule.name = policy::scalar(yaml["name"], "name", errors).value_or("");
+  if (yaml["name"]) rule.name = lyftText(yaml["name"], "name", errors).value_or("");
   if (yaml["unit"]) {
     // A null unit (`unit:` or `unit: ~`, as a template that renders nothing writes) is "" to
     // lyft, as any null is the field's zero value there.

@@ -102,8 +102,9 @@ TEST_F(KeySelectorTest, CookiesOnEveryLine) {
     view_.headers = {{"Cookie", line}};
     EXPECT_EQ(key({"cookie:session"}), kInDoubt) << line;
   }
-  // So is one with a backslash: Python's parsers resolve escapes in a quoted value, so
-  // "\a\bc", "\141bc" and "a\b\c" are all abc to a Flask or Django backend.
+  // So is one with a backslash: Python's parsers resolve escapes in a quoted value, so "\a\bc"
+  // and "\141bc" are both abc to a Flask or Django backend. Unquoted, a backslash is still
+  // outside what RFC 6265 allows in a value, and held in doubt too.
   for (const char* line : {R"(session="\a\bc")", R"(session="\141bc")", R"(session=a\b\c)"}) {
     view_.headers = {{"Cookie", line}};
     EXPECT_EQ(key({"cookie:session"}), kInDoubt) << line;

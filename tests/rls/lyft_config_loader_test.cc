@@ -178,6 +178,18 @@ TEST(LyftConfigNullTest, NullFieldsAreTheirZeroValues) {
   EXPECT_EQ(zero->rate_limit->requests_per_unit, 0u);
   EXPECT_EQ(zero->rate_limit->name, "");
   EXPECT_TRUE(zero->rate_limit->replaces.empty());
+  // A null where lyft needs a non-empty string is empty to it, and said so here, once.
+  const auto null_key = errorsOf("domain: d\ndescriptors:\n  - key: ~\n");
+  ASSERT_EQ(null_key.size(), 1u);
+  EXPECT_NE(null_key[0].find("key: must not be empty"), std::string::npos) << null_key[0];
+  const auto null_domain = errorsOf("domain: ~\n");
+  ASSERT_EQ(null_domain.size(), 1u);
+  EXPECT_NE(null_domain[0].find("domain: must not be empty"), std::string::npos) << null_domain[0];
+  const auto null_replaced = errorsOf(
+      "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, replaces: [{name: "
+      "~}]}\n");
+  ASSERT_EQ(null_replaced.size(), 1u);
+  EXPECT_NE(null_replaced[0].find("non-empty name"), std::string::npos) << null_replaced[0];
 }
 
 // lyft takes any of its keys anywhere and ignores those out of place: `shadow_mode` inside a

@@ -255,8 +255,8 @@ TEST_F(FailoverStoreTest, DenyDeniesWhileRedisIsDown) {
 
 // While the breaker is open nothing reaches Redis, so a denied client is told to come back no
 // sooner than the probe: told the configured second, it was refused again for the whole
-// cooldown (30 s here). Before the breaker opens, and once its cooldown has passed, the
-// configured wait stands.
+// cooldown (30 s here). Before the breaker opens, and when less than the configured wait is
+// left of the cooldown, the configured wait stands.
 TEST_F(FailoverStoreTest, DeniesAskForARetryNoSoonerThanTheBreakersProbe) {
   constexpr Micros kLongCooldownUs = 30 * kMicrosPerSecond;
   RedisStoreOptions redis;
