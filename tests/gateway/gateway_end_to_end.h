@@ -42,6 +42,8 @@ limits:
     action: throttle
     max_delay: 5s
   - { name: watched, match: { path_prefix: /watched }, key: ip, rate: 1/min, burst: 1, action: shadow }
+  - { name: paced, match: { path_prefix: /paced/held }, key: ip, algorithm: gcra, rate: 1/s, burst: 1, action: throttle, max_delay: 5s }
+  - { name: paced-cap, match: { path_prefix: /paced }, key: ip, algorithm: fixed_window, rate: 2/min }
   - { name: monitored, match: { path_prefix: /monitored }, key: ip, rate: 1/min, burst: 1 }
   - { name: everyone, key: global, rate: 100000/s }
 gateway:

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -224,6 +225,24 @@ TEST_F(GatewayTest, ARefusalTheStoreCouldNotDecideSaysItIsDegraded) {
   EXPECT_EQ(refused.status, 429);
   EXPECT_EQ(refused.header("x-ratelimit-degraded"), "true");
   EXPECT_NE(refused.body.find("could not check"), std::string::npos) << refused.body;
+}
+
+// A request held by a throttle and refused when its turn comes (another limit used up meanwhile)
+// says how long it was held, as /v1/auth's refusal does: here a second's pace, during which
+// another request takes the last unit of the cap both share.
+TEST_F(GatewayTest, ARefusalAfterAHoldSaysHowLongItWasHeld) {
+  EXPECT_EQ(get("/paced/held").status, 200);  // the pace's unit, and one of the cap's two
+  auto held = std::async(std::launch::async, [this] { return get("/paced/held"); });
+  // The held request is counted as throttled once it waits: then the cap's last unit goes.
+  for (int i = 0; i < 1000 && gateway_->stats().throttled == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling, not timing
+  }
+  ASSERT_EQ(gateway_->stats().throttled, 1u);
+  EXPECT_EQ(get("/paced/other").status, 200);
+  const HttpReply refused = held.get();
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_NE(refused.body.find("paced-cap"), std::string::npos) << refused.body;
+  EXPECT_FALSE(refused.header("x-ratelimit-delayed-ms").empty());
 }
 
 // Monitor mode: the client always gets the upstream's answer; the upstream gets the verdict.
