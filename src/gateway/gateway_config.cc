@@ -1,6 +1,9 @@
 #include "gateway/gateway_config.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
+#include <string>
 
 #include <yaml-cpp/yaml.h>
 
@@ -198,8 +201,10 @@ void loadGuard(const YAML::Node& node, GuardSettings& guard, Errors& errors) {
 }
 
 // `jwt_set_up`: whether the file's identity.jwt is there, without which no request has claims.
-void loadConcurrency(const YAML::Node& node, bool jwt_set_up, GatewaySettings& settings,
-                     Errors& errors) {
+// `limit_names`: the names of the file's limits.
+void loadConcurrency(const YAML::Node& node, bool jwt_set_up,
+                     const std::set<std::string, std::less<>>& limit_names,
+                     GatewaySettings& settings, Errors& errors) {
   if (!node.IsSequence()) {
     errors.add(node, "gateway.concurrency must be a list");
     return;
@@ -218,6 +223,14 @@ void loadConcurrency(const YAML::Node& node, bool jwt_set_up, GatewaySettings& s
       errors.add(entry["name"] ? entry["name"] : entry,
                  where + ".name must be non-empty, at most " +
                      std::to_string(policy::kMaxNameBytes) + " bytes, without control characters");
+    }
+    // A refusal names it in RateLimit-Policy, as answers name the rate limits: one name for two
+    // policies would leave a client unable to tell which its r counts.
+    if (limit_names.contains(limit.name)) {
+      errors.add(entry["name"] ? entry["name"] : entry,
+                 where + ".name \"" + limit.name +
+                     "\" is a limit's name too: the answers' RateLimit fields would name two "
+                     "policies alike");
     }
     // The name is the counter's: two entries of one name would count each other's requests.
     for (const ConcurrencyLimit& earlier : settings.concurrency) {
@@ -331,7 +344,8 @@ void loadTimeouts(const YAML::Node& node, GatewaySettings& settings, Errors& err
 
 // `section`: the place of the `gateway` key.
 void loadGateway(const YAML::Node& node, const YAML::Mark& section, bool jwt_set_up,
-                 GatewaySettings& settings, Errors& errors) {
+                 const std::set<std::string, std::less<>>& limit_names, GatewaySettings& settings,
+                 Errors& errors) {
   if (!policy::isMap(node, "gateway", errors)) return;
   policy::checkKeys(node, "gateway",
                     {"listen", "max_connections", "max_header_bytes", "client_timeout",
@@ -368,7 +382,9 @@ void loadGateway(const YAML::Node& node, const YAML::Mark& section, bool jwt_set
   loadUpstreams(node, section, settings, errors);
   loadRoutes(node, section, settings, errors);
   if (node["guard"]) loadGuard(node["guard"], settings.guard, errors);
-  if (node["concurrency"]) loadConcurrency(node["concurrency"], jwt_set_up, settings, errors);
+  if (node["concurrency"]) {
+    loadConcurrency(node["concurrency"], jwt_set_up, limit_names, settings, errors);
+  }
   if (node["webhook"]) loadWebhook(node["webhook"], settings, errors);
 }
 
@@ -420,8 +436,17 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
       const YAML::Node identity = root["identity"];
       const bool jwt_set_up =
           identity && identity.IsMap() && identity["jwt"] && identity["jwt"].IsMap();
+      // The limits' names, as the policy loader reads them (it reports what is wrong there).
+      std::set<std::string, std::less<>> limit_names;
+      if (const YAML::Node limits = root["limits"]; limits && limits.IsSequence()) {
+        for (const YAML::Node& limit : limits) {
+          if (limit.IsMap() && limit["name"] && limit["name"].IsScalar()) {
+            limit_names.insert(limit["name"].Scalar());
+          }
+        }
+      }
       loadGateway(root["gateway"], policy::keyMark(root, "gateway").value_or(root.Mark()),
-                  jwt_set_up, settings, errors);
+                  jwt_set_up, limit_names, settings, errors);
       settings.section_text = YAML::Dump(root["gateway"]);
     } catch (const YAML::Exception& error) {
       errors.add(error);

@@ -377,6 +377,21 @@ TEST(GatewayConfigTest, ConcurrencyLimitErrors) {
   EXPECT_NE(loaded.error().find("gateway.concurrency[0].key"), std::string::npos);
   EXPECT_NE(loaded.error().find("max_in_flight must be at least 1"), std::string::npos);
   EXPECT_NE(loaded.error().find("gateway.concurrency[1] needs max_in_flight"), std::string::npos);
+  // A concurrency limit named as a rate limit: the answers' RateLimit fields would name two
+  // policies alike.
+  const auto same_name = load(R"(limits:
+  - { name: pc, rate: 5/min }
+gateway:
+  upstreams: { a: 127.0.0.1:1 }
+  routes: [ { upstream: a } ]
+  concurrency:
+    - { name: pc, max_in_flight: 1 }
+)");
+  ASSERT_FALSE(same_name.ok());
+  EXPECT_NE(same_name.error().find("test.yaml:7:15: gateway.concurrency[0].name \"pc\" is a "
+                                   "limit's name too"),
+            std::string::npos)
+      << same_name.error();
 }
 
 }  // namespace
