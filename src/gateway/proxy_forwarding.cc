@@ -414,8 +414,11 @@ void ProxySession::upstreamFailed(beast::error_code ec) {
                  timed_out ? "timed out" : "failed", ec.message());
   }
   if (exchange_->response_head_sent) return close();
+  // The request took its units: its answer says where its limits stand, as the upstream's
+  // answer would have (and as nginx's auth_request example does, with `add_header ... always`).
   respondLocal(timed_out ? 504 : 502,
-               timed_out ? "the upstream did not answer in time" : "the upstream failed", {});
+               timed_out ? "the upstream did not answer in time" : "the upstream failed", {},
+               client_header_lines_);
 }
 
 }  // namespace sluice::gateway

@@ -240,7 +240,7 @@ void ProxySession::onHeader(beast::error_code ec) {
 // of an {"error", "message"} body. The connection stays open only when the request body (if
 // any) was not left unread.
 void ProxySession::respondLocal(unsigned status, std::string_view message,
-                                const http::HeaderList& extra) {
+                                const http::HeaderList& extra, std::string_view extra_lines) {
   const auto code = bhttp::int_to_status(status);
   std::string body;
   if (message.starts_with("{")) {
@@ -261,6 +261,7 @@ void ProxySession::respondLocal(unsigned status, std::string_view message,
   out_ += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
           "\r\nDate: " + std::string(httpDate()) + "\r\n";
   for (const auto& [name, value] : extra) out_ += name + ": " + value + "\r\n";
+  out_ += extra_lines;
   out_ +=
       keep_alive ? (version == 10 ? "Connection: keep-alive\r\n" : "") : "Connection: close\r\n";
   out_ += "\r\n";

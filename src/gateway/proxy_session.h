@@ -73,7 +73,9 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void afterDecision();
   bool acquirePermits();
   void respondDenied();
-  void respondLocal(unsigned status, std::string_view message, const http::HeaderList& extra);
+  // `extra_lines`: header lines already rendered ("Name: value\r\n" each), sent after `extra`.
+  void respondLocal(unsigned status, std::string_view message, const http::HeaderList& extra,
+                    std::string_view extra_lines = {});
   void writeClient(std::function<void()> then);
   void close();
   // Closes after a local answer to a request whose body was not read (see the definition).

@@ -441,11 +441,14 @@ TEST_F(GatewayTest, AGetFailingOnAReusedConnectionIsSentOnceMore) {
   EXPECT_EQ(upstream_.connections.load(), 2);
 }
 
-// Nothing listens upstream: 502. The upstream hangs up without answering: 502.
+// Nothing listens upstream: 502. The upstream hangs up without answering: 502. The request took
+// its units, so the answer says where its limits stand, as the upstream's would have.
 TEST_F(GatewayTest, FailingUpstreamGets502) {
   const HttpReply refused = get("/down");
   EXPECT_EQ(refused.status, 502);
   EXPECT_NE(refused.body.find("upstream"), std::string::npos);
+  EXPECT_EQ(refused.header("x-ratelimit-limit"), "100000");
+  EXPECT_FALSE(refused.header("ratelimit").empty());
   EXPECT_EQ(get("/fail").status, 502);
   EXPECT_EQ(gateway_->stats().upstream_failed, 2u);
 }
@@ -455,6 +458,7 @@ TEST_F(GatewayTest, FailingUpstreamGets502) {
 TEST_F(GatewayTest, SlowUpstreamGets504) {
   const HttpReply slow = get("/slow?ms=60000");
   EXPECT_EQ(slow.status, 504);
+  EXPECT_EQ(slow.header("x-ratelimit-limit"), "100000");
   EXPECT_EQ(upstream_.in_flight.load(), 1);
   EXPECT_EQ(gateway_->stats().upstream_timed_out, 1u);
 }
