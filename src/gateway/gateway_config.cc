@@ -347,11 +347,12 @@ void loadGateway(const YAML::Node& node, const YAML::Mark& section, bool jwt_set
                  const std::set<std::string, std::less<>>& limit_names, GatewaySettings& settings,
                  Errors& errors) {
   if (!policy::isMap(node, "gateway", errors)) return;
-  policy::checkKeys(node, "gateway",
-                    {"listen", "max_connections", "max_header_bytes", "client_timeout",
-                     "connect_timeout", "response_timeout", "websocket_idle_timeout", "upstreams",
-                     "routes", "guard", "concurrency", "webhook"},
-                    errors);
+  policy::checkKeys(
+      node, "gateway",
+      {"listen", "max_connections", "max_header_bytes", "client_timeout", "client_body_min_rate",
+       "connect_timeout", "response_timeout", "websocket_idle_timeout", "upstreams", "routes",
+       "guard", "concurrency", "webhook"},
+      errors);
   if (node["listen"]) {
     settings.listen = policy::scalar(node["listen"], "gateway.listen", errors).value_or("");
     const YAML::Node listen = node["listen"];
@@ -366,6 +367,11 @@ void loadGateway(const YAML::Node& node, const YAML::Mark& section, bool jwt_set
             .value_or(1);
     if (settings.max_connections == 0)
       errors.add(node["max_connections"], "gateway.max_connections must be at least 1");
+  }
+  if (node["client_body_min_rate"]) {
+    settings.client_body_min_rate =
+        policy::unsignedValue(node["client_body_min_rate"], "gateway.client_body_min_rate", errors)
+            .value_or(settings.client_body_min_rate);
   }
   if (node["max_header_bytes"]) {
     settings.max_header_bytes =

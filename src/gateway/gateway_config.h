@@ -72,7 +72,12 @@ struct GatewaySettings {
   std::string listen = "127.0.0.1:8000";
   std::size_t max_connections = 10'000;
   std::size_t max_header_bytes = 16 * 1024;
-  Micros client_timeout_us = 30 * kMicrosPerSecond;    // header in, body chunk in, idle wait
+  Micros client_timeout_us = 30 * kMicrosPerSecond;  // header in, body chunk in, idle wait
+  // A request body, which holds an upstream connection while it streams, must come at least
+  // this fast on average after a first client_timeout of grace (bytes/s; 0: no bound). Each
+  // chunk within client_timeout was not enough: a byte every 29 s held the upstream's
+  // connection, and its worker, for as long as the client liked.
+  std::uint64_t client_body_min_rate = 500;
   Micros connect_timeout_us = 2 * kMicrosPerSecond;    // upstream connect → 504 past it
   Micros response_timeout_us = 30 * kMicrosPerSecond;  // upstream header / body chunk → 504
   // A WebSocket through which nothing has passed either way for this long is closed (nginx's

@@ -84,6 +84,9 @@ struct ProxySession::Exchange {
   bool retried = false;
   Framing request_framing = Framing::kNone;
   bool request_head_sent = false;
+  // The body's reads: since when (the first), and the bytes read (client_body_min_rate).
+  std::optional<std::chrono::steady_clock::time_point> body_since;
+  std::uint64_t body_bytes = 0;
   // Every byte of the request went upstream. Only then may the connection be reused: after an
   // early answer or a failed write, the upstream holds part of a request, and would take the
   // next one's bytes for the rest of it.

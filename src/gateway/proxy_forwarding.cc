@@ -158,16 +158,41 @@ void ProxySession::pumpRequest() {
   body.more = true;
   // Once the head has gone on, the body needs more reads: room for a chunk.
   client_room_.make(client_buffer_, exchange_->request_head_sent ? kChunkBytes : 0);
-  arm(Watch::kClient, state_->settings.client_timeout_us);
+  arm(Watch::kClient, bodyReadTimeout());
   bhttp::async_read_some(
       client_body_reads_, client_buffer_, *request_,
       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRequestChunk(ec); });
 }
 
+Micros ProxySession::bodyReadTimeout() {
+  const GatewaySettings& settings = state_->settings;
+  Exchange& exchange = *exchange_;
+  const auto now = std::chrono::steady_clock::now();
+  if (!exchange.body_since) exchange.body_since = now;
+  const std::uint64_t rate = settings.client_body_min_rate;
+  if (rate == 0) return settings.client_timeout_us;
+  // The grace, and a second for each `rate` bytes read (split so no product overflows).
+  const std::uint64_t bytes = exchange.body_bytes;
+  const long double allowance_us =
+      static_cast<long double>(settings.client_timeout_us) +
+      static_cast<long double>(bytes / rate) * kMicrosPerSecond +
+      static_cast<long double>(bytes % rate) * kMicrosPerSecond / static_cast<long double>(rate);
+  const auto spent_us = static_cast<long double>(
+      std::chrono::duration_cast<std::chrono::microseconds>(now - *exchange.body_since).count());
+  const long double left_us = allowance_us - spent_us;
+  if (left_us <= 0) return 0;
+  return static_cast<Micros>(
+      std::min(left_us, static_cast<long double>(settings.client_timeout_us)));
+}
+
 void ProxySession::onRequestChunk(beast::error_code ec) {
   if (exchange_->answered_early) return readResponseHeader();  // the rest of the body is not sent
   if (ec == bhttp::error::need_buffer) ec = {};
-  if (!ec) return writeUpstream(kChunkBytes - request_->get().body().size);
+  if (!ec) {
+    const std::size_t bytes = kChunkBytes - request_->get().body().size;
+    exchange_->body_bytes += bytes;
+    return writeUpstream(bytes);
+  }
   // A body whose framing is broken (a bad chunk size, say) is the client's error, and it hears
   // so, even when part of the request already went upstream: the upstream connection, left with
   // a partial request, is dropped with the exchange (respondLocal), never parked for reuse, and

@@ -103,6 +103,9 @@ class ProxySession : public std::enable_shared_from_this<ProxySession> {
   void sendRequestHead();
   void startRequest();
   void pumpRequest();
+  // How long the next read of the request body may wait: client_timeout, less what the body is
+  // behind client_body_min_rate by (0 once the grace and the bytes' allowance are spent).
+  [[nodiscard]] Micros bodyReadTimeout();
   void onRequestChunk(boost::beast::error_code ec);
   void writeUpstream(std::size_t bytes);
   void writeClientChunk(std::size_t bytes);

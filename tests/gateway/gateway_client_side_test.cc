@@ -318,5 +318,47 @@ TEST_F(GatewayGuardTest, ConnectionCapPerAddress) {
   EXPECT_EQ(gateway_->stats().guard.over_ip_connections, 1u);
 }
 
+constexpr const char* kSlowBodyConfig = R"(
+limits:
+  - { name: everyone, key: global, rate: 100000/s }
+gateway:
+  client_timeout: 1s
+  client_body_min_rate: 1000
+  upstreams: { app: UPSTREAM }
+  routes: [ { path_prefix: /, upstream: app } ]
+)";
+
+class GatewaySlowBodyTest : public sluice::testing::GatewayFixture {
+ protected:
+  void SetUp() override { start(kSlowBodyConfig); }
+};
+
+// A body that trickles (10 bytes every 100 ms, each well within client_timeout) holds an
+// upstream connection while it streams: past its second of grace it must keep up with
+// client_body_min_rate (1000 bytes/s here), and the connection is closed when it falls behind.
+// Before, it stayed open for as long as the client kept sending.
+TEST_F(GatewaySlowBodyTest, ABodySlowerThanTheMinimumRateIsCutOff) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket client(io);
+  client.connect(endpoint_);
+  boost::asio::write(
+      client, boost::asio::buffer(
+                  std::string("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n")));
+  bool closed = false;
+  // At most 100 trickles (10 s): the gateway should close after about 1 s.
+  for (int i = 0; i < 100 && !closed; ++i) {
+    boost::system::error_code ec;
+    boost::asio::write(client, boost::asio::buffer(std::string(10, 'b')), ec);
+    if (ec) closed = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    client.non_blocking(true);
+    char byte = 0;
+    const std::size_t got = client.read_some(boost::asio::buffer(&byte, 1), ec);
+    client.non_blocking(false);
+    if (ec != boost::asio::error::would_block || got > 0) closed = true;  // an end, or an answer
+  }
+  EXPECT_TRUE(closed) << "a body at 100 bytes/s kept its connection for 10 s";
+}
+
 }  // namespace
 }  // namespace sluice::gateway
