@@ -143,7 +143,7 @@ void drainAndStop(const Doors& doors, server::IoPool& pool) {
   };
   stopWhenDrained(stop, std::make_shared<net::steady_timer>(pool.first()), open_connections,
                   std::chrono::steady_clock::now() + std::chrono::seconds(10) +
-                      std::chrono::microseconds(policy::longestHoldUs(*doors.service.policy())));
+                      std::chrono::microseconds(doors.service.longestHoldSinceStartUs()));
 }
 
 // The configuration in `file`, checked for serving; null, with the errors printed, when it

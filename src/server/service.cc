@@ -11,6 +11,7 @@
 
 #include "http/auth_subrequest.h"
 #include "http/check_api.h"
+#include "policy/limit_loader.h"
 #include "policy/own_headers.h"
 #include "server/json_responses.h"
 #include "server/loop_io.h"
@@ -73,7 +74,8 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
       own_store_(std::make_unique<MemoryStore>(MemoryStoreOptions{initial->store.max_keys})),
       own_engine_(std::make_unique<Engine>(*own_store_, clock)),
       engine_(*own_engine_),
-      key_count_([store = own_store_.get()] { return store->keyCount(); }) {}
+      key_count_([store = own_store_.get()] { return store->keyCount(); }),
+      longest_hold_us_(policy::longestHoldUs(*initial)) {}
 
 Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock& clock,
                  Engine& engine, std::function<std::size_t()> key_count)
@@ -82,7 +84,8 @@ Service::Service(policy::PolicyPtr initial, std::string config_path, const Clock
       config_path_(std::move(config_path)),
       clock_(clock),
       engine_(engine),
-      key_count_(std::move(key_count)) {}
+      key_count_(std::move(key_count)),
+      longest_hold_us_(policy::longestHoldUs(*initial)) {}
 
 void Service::warnOfMissingOriginalUri(const HttpRequest& request, const std::string& header) {
   if (request.find(header) != request.end()) return;

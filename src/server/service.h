@@ -90,6 +90,12 @@ class Service {
   void addReloadHook(ReloadHook hook) { reload_hooks_.push_back(std::move(hook)); }
 
   [[nodiscard]] policy::PolicyPtr policy() const { return active_.load()->policy; }
+  // The longest a request may be held (policy::longestHoldUs) by any policy in force since
+  // start: a request held under a policy a reload has since replaced keeps that policy's wait,
+  // so a drain bounded by the policy in force alone cut it off unanswered.
+  [[nodiscard]] Micros longestHoldSinceStartUs() const noexcept {
+    return longest_hold_us_.load(std::memory_order_relaxed);
+  }
   // More Prometheus text appended to /metrics (other front doors' counters). Add before serving.
   void addExtraMetrics(std::function<std::string()> extra) {
     extra_metrics_.push_back(std::move(extra));
@@ -183,6 +189,7 @@ class Service {
   std::vector<std::function<void(ReloadReport)>> queued_reload_callers_;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
+  std::atomic<Micros> longest_hold_us_{0};  // longestHoldSinceStartUs; written by reload()
   // Declared last, so destroyed first: a reload running is finished (joined) while everything
   // it touches is still there; one queued behind it is dropped.
   boost::asio::thread_pool reload_thread_{1};

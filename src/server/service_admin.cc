@@ -3,6 +3,7 @@
 // POST /admin/reload or SIGHUP (reloadInBackground).
 #include "server/service.h"
 
+#include <algorithm>
 #include <new>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +12,7 @@
 #include <boost/beast/http/verb.hpp>
 
 #include "policy/freed_memory.h"
+#include "policy/limit_loader.h"
 #include "policy/policy_loader.h"
 #include "server/dashboard/dashboard_page.h"
 #include "server/dashboard/dashboard_security_policy.h"
@@ -95,6 +97,8 @@ ReloadReport Service::reload() {
     return logged(std::move(report));
   }
   active_.store(std::make_shared<const Active>(loaded.policy, report.warnings));
+  // Only reload() writes it, under reload_mutex_.
+  longest_hold_us_.store(std::max(longest_hold_us_.load(), policy::longestHoldUs(*loaded.policy)));
   for (const auto& commit : commits) commit();
   return logged(std::move(report));
 }

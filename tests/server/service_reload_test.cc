@@ -3,6 +3,7 @@
 // I/O loops, shared by the requests that wait, and warnings for edits that wait for a restart.
 #include "server/service.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +19,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json/parse.hpp>
 
+#include "policy/limit_loader.h"
 #include "server/service_fixture.h"
 #include "support/captured_log.h"
 #include "support/http_client.h"
@@ -64,6 +66,22 @@ TEST_F(ServiceTest, AReloadFromAWebPageIsRefused) {
   EXPECT_NE(auth("/z", "192.0.2.92").header("x-ratelimit-limit"), "7");
   EXPECT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
   EXPECT_EQ(auth("/z", "192.0.2.93").header("x-ratelimit-limit"), "7");
+}
+
+// A request held under a policy that a reload replaced keeps that policy's wait, so the drain's
+// bound is the longest hold of any policy in force since start: bounded by the policy in force
+// alone, a reload that dropped a 40 s throttle cut such a request off unanswered at shutdown.
+TEST_F(ServiceTest, TheLongestHoldIsRememberedAcrossReloads) {
+  const Micros started_with = service_->longestHoldSinceStartUs();
+  writeConfig(
+      "limits:\n  - { name: slow, key: ip, algorithm: token_bucket, rate: 3/min, burst: 1, "
+      "action: throttle, max_delay: 45s }\n");
+  ASSERT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(service_->longestHoldSinceStartUs(), std::max(started_with, 45 * kMicrosPerSecond));
+  writeConfig("limits:\n  - { name: slow, key: ip, algorithm: token_bucket, rate: 3/min }\n");
+  ASSERT_EQ(httpCall(admin_endpoint_, http::verb::post, "/admin/reload").status, 200);
+  EXPECT_EQ(policy::longestHoldUs(*service_->policy()), 0);
+  EXPECT_EQ(service_->longestHoldSinceStartUs(), std::max(started_with, 45 * kMicrosPerSecond));
 }
 
 // A reload error that quotes the file's bytes, here half of a UTF-8 é after a backslash (YAML's
