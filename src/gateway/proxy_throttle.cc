@@ -28,7 +28,7 @@ policy::HeldOn ProxySession::heldOn() const {
   return [&exchange = *exchange_,
           &lines = *state_->throttle_lines](const policy::PlannedCheck& check) {
     if (!lines.anyHeld()) return false;
-    const std::string line = server::ThrottleLines::lineKey(check.label, check.key);
+    const std::string line = server::ThrottleLines::lineKey(check.label, check.key, *check.spec);
     if (exchange.line.held() && exchange.line.key() == line) return false;  // its own turn
     return lines.waiting(line) > 0;
   };
@@ -36,7 +36,7 @@ policy::HeldOn ProxySession::heldOn() const {
 
 bool ProxySession::takePlaceInLine(const policy::PlannedCheck& check) {
   Exchange& exchange = *exchange_;
-  std::string line = server::ThrottleLines::lineKey(check.label, check.key);
+  std::string line = server::ThrottleLines::lineKey(check.label, check.key, *check.spec);
   if (exchange.line.held() && exchange.line.key() == line) return true;  // its turn came
   exchange.line = state_->throttle_lines->join(
       std::move(line), [weak = weak_from_this(), loop = &loop_](std::uint64_t place) {

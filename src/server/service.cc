@@ -169,7 +169,7 @@ policy::HeldOn Service::heldOnFor(const Pending& pending) const {
   // Called before decidePlannedAsync returns, on this loop: the references stay valid.
   return [&pending, &lines = *throttle_lines_](const policy::PlannedCheck& check) {
     if (!lines.anyHeld()) return false;
-    const std::string line = ThrottleLines::lineKey(check.label, check.key);
+    const std::string line = ThrottleLines::lineKey(check.label, check.key, *check.spec);
     if (pending.line.held() && pending.line.key() == line) return false;  // its own turn
     return lines.waiting(line) > 0;
   };
@@ -239,7 +239,7 @@ void Service::onItemDecided(const std::shared_ptr<Pending>& pending, Micros star
 
 bool Service::takePlaceInLine(const std::shared_ptr<Pending>& pending,
                               const policy::PlannedCheck& check) {
-  std::string line = ThrottleLines::lineKey(check.label, check.key);
+  std::string line = ThrottleLines::lineKey(check.label, check.key, *check.spec);
   if (pending->line.held() && pending->line.key() == line) return true;  // its turn came
   pending->line = throttle_lines_->join(
       std::move(line),

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "sluice/limit_spec.h"
+
 namespace sluice::server {
 
 class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
@@ -30,11 +32,18 @@ class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
     return std::shared_ptr<ThrottleLines>(new ThrottleLines());
   }
 
-  // The line of the requests held on one limit (its label) and counter key.
-  [[nodiscard]] static std::string lineKey(std::string_view label, std::string_view key) {
+  // The line of the requests held on one limit (its label), counter key and numbers: after a
+  // reload that changes the limit's numbers, requests under the new ones do not wait behind
+  // those held under the old (which decide on their own spec), and the new counter has room.
+  [[nodiscard]] static std::string lineKey(std::string_view label, std::string_view key,
+                                           const LimitSpec& spec) {
     std::string line(label);
     line += '\n';
     line += key;
+    line += '\n';
+    line += std::to_string(static_cast<int>(spec.algorithm())) + ' ' +
+            std::to_string(spec.rate().count) + '/' + std::to_string(spec.rate().period_us) + ' ' +
+            std::to_string(spec.burst());
     return line;
   }
 

@@ -161,5 +161,38 @@ limits:
   EXPECT_EQ(throttledCount(server.admin_endpoint), 2u);  // each counted once, queued or held
 }
 
+// After a reload that changes a limit's numbers, a request under the new ones does not wait
+// behind one held under the old: the line is the limit's, key's and numbers'. It waited out the
+// new max_delay behind it and then passed on the new counter's room (helper's finding).
+TEST(ThrottleLineServiceTest, ANewLimitsRequestDoesNotWaitBehindTheOldOnesHeld) {
+  const std::string slow = R"(
+limits:
+  - { name: paced, key: global, algorithm: token_bucket, rate: 30/min, burst: 1, action: throttle,
+      max_delay: 30s }
+)";
+  LineServer server(slow, "throttle-reloaded");
+  const auto check = [&] {
+    return httpCall(server.api_endpoint, http::verb::post, "/v1/check",
+                    R"({"limit":"paced","key":"k"})");
+  };
+  ASSERT_EQ(check().status, 200);  // the unit; the next comes in 2 s
+  std::thread held([&] { EXPECT_EQ(check().status, 200); });
+  // Until it is held (counted throttled); bounded: 10 s.
+  for (int i = 0; i < 1000 && throttledCount(server.admin_endpoint) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(throttledCount(server.admin_endpoint), 1u);
+  std::ofstream(server.dir + "/sluice.yaml") << R"(
+limits:
+  - { name: paced, key: global, algorithm: token_bucket, rate: 100/s, burst: 100,
+      action: throttle, max_delay: 2s }
+)";
+  ASSERT_EQ(httpCall(server.admin_endpoint, http::verb::post, "/admin/reload").status, 200);
+  const auto fresh = check();
+  EXPECT_EQ(fresh.status, 200);
+  EXPECT_NE(fresh.body.find("\"delayed_ms\":0,"), std::string::npos) << fresh.body;  // not held
+  held.join();
+}
+
 }  // namespace
 }  // namespace sluice::server
