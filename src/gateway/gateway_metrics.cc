@@ -23,7 +23,10 @@ void family(std::string& out, std::string_view name, std::string_view help, std:
 
 std::string metricsText(const GatewayStats& stats) {
   std::string out;
-  family(out, "sluice_gateway_requests_total", "Gateway requests by how they ended.", "result",
+  family(out, "sluice_gateway_requests_total",
+         "Gateway requests by what befell them; one can count under several (a throttled one also "
+         "as forwarded or denied, a shadow- or monitor-denied one as forwarded).",
+         "result",
          {{"forwarded", stats.forwarded},
           {"denied", stats.denied},
           {"throttled", stats.throttled},
