@@ -159,6 +159,15 @@ bool JsonPath::startsWith(std::initializer_list<std::string_view> names) const n
   return true;
 }
 
+void JsonPath::lowerMemberAt(std::size_t index) noexcept {
+  if (index >= steps_.size()) return;
+  if (auto* member = std::get_if<std::string>(&steps_[index])) {
+    for (char& c : *member) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+}
+
 std::optional<std::string_view> JsonPath::memberAt(std::size_t index) const noexcept {
   if (index >= steps_.size()) return std::nullopt;
   const auto* member = std::get_if<std::string>(&steps_[index]);

@@ -43,6 +43,9 @@ class JsonPath {
   // shorter or that step is an array index.
   [[nodiscard]] std::optional<std::string_view> memberAt(std::size_t index) const noexcept;
 
+  // Lower-cases the member name of step `index`, if it is one (ASCII letters only).
+  void lowerMemberAt(std::size_t index) noexcept;
+
   // How many steps follow `$`.
   [[nodiscard]] std::size_t steps() const noexcept { return steps_.size(); }
 

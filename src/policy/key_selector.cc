@@ -124,9 +124,12 @@ Result<KeySelector> KeySelector::parse(const std::vector<std::string>& parts) {
         Result<JsonPath> path = JsonPath::parse(name);
         if (!path.ok()) return Error{"key part \"" + text + "\": " + path.error()};
         if (const auto problem = shapeProblem(path.value())) {
-          return Error{"key part \"" + text + "\" " + *problem};
+          return Error{"key part \"" + text + "\": " + *problem};
         }
         part.path = std::move(path).value();
+        // Header names are any case in a request; the document holds each under its lower-case
+        // spelling (and a canonical one), so ['X-API-Key'] finds what ['x-api-key'] finds.
+        if (part.path->startsWith({"request", "http", "headers"})) part.path->lowerMemberAt(3);
       }
       selector.parts_.push_back(std::move(part));
       known = true;

@@ -213,8 +213,18 @@ void loadLimit(const YAML::Node& node, Policy& policy, Errors& errors,
                                   ".key reads a JWT claim, but identity.jwt is not set up (or was "
                                   "refused: see its errors)");
     }
+  } else if (!node["key"]) {
+    errors.add(node, where + ": " + key.error());
   } else {
-    errors.add(node["key"] ? node["key"] : node, where + ": " + key.error());
+    // At the part's own line in a list: the first part that does not parse alone.
+    YAML::Node at = node["key"];
+    for (const std::string& part : key_parts) {
+      if (!KeySelector::parse({part}).ok()) {
+        at = entryOf(node["key"], part);
+        break;
+      }
+    }
+    errors.add(at, where + ": " + key.error());
   }
   if (node["algorithm"]) {
     const std::string name = scalar(node["algorithm"], where + ".algorithm", errors).value_or("");

@@ -111,6 +111,16 @@ TEST_F(KeySelectorTest, CookiesOnEveryLine) {
   }
 }
 
+// A json: header path finds the header in whatever case either side spells it: the document
+// holds each header under its canonical and lower-case spellings, and ['X-USER-ID'] (or
+// ['X-API-Key'] for X-Api-Key) matched neither, so its limit never applied.
+TEST_F(KeySelectorTest, JsonHeaderPathsReadAnyCase) {
+  for (const char* spelled : {"X-User-Id", "x-user-id", "X-USER-ID", "x-User-ID"}) {
+    EXPECT_EQ(key({std::string("json:$.request.http.headers['") + spelled + "'][0]"}), "2:u1")
+        << spelled;
+  }
+}
+
 // A header sent on two lines that differ is in doubt, as a cookie with two values: backends take
 // the first, the last or both joined, so keying the first let a client put a fresh value there
 // and its own in the second line, for the backend. Lines that agree are one value.

@@ -44,6 +44,13 @@ TEST(PolicyRefusals, SettingsThatWouldOnlyFailLaterAreRefused) {
       errorsOf("limits:\n  - { name: a, rate: 1/s, key: \"jwt:sub\" }\n");
   EXPECT_TRUE(hasError(claim_without_jwt, 2, "reads a JWT claim, but identity.jwt is not set up"))
       << describeErrors(claim_without_jwt);
+  // A key part that cannot work is reported at its own line in a list, saying why.
+  const std::vector<std::string> bad_part = errorsOf(
+      "limits:\n  - name: a\n    rate: 1/s\n    key:\n      - ip\n      - \"json:$.req.x\"\n");
+  EXPECT_TRUE(hasError(bad_part, 6,
+                       "key part \"json:$.req.x\": the request document's paths start at "
+                       "$.request"))
+      << describeErrors(bad_part);
   // An admin host is compared with Host's name: one with a port could never match.
   EXPECT_TRUE(hasError(errorsOf("server:\n  admin_hosts:\n    - ok.internal\n    - "
                                 "bad.internal:9090\nlimits: []\n"),
