@@ -228,9 +228,11 @@ void loadConcurrency(const YAML::Node& node, bool jwt_set_up,
     // policies would leave a client unable to tell which its r counts.
     if (limit_names.contains(limit.name)) {
       errors.add(entry["name"] ? entry["name"] : entry,
-                 where + ".name \"" + limit.name +
+                 where + (entry["name"] ? ".name \"" : " has no name, and its default \"") +
+                     limit.name +
                      "\" is a limit's name too: the answers' RateLimit fields would name two "
-                     "policies alike");
+                     "policies alike" +
+                     (entry["name"] ? "" : "; give it a name"));
     }
     // The name is the counter's: two entries of one name would count each other's requests.
     for (const ConcurrencyLimit& earlier : settings.concurrency) {
@@ -446,9 +448,10 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
       std::set<std::string, std::less<>> limit_names;
       if (const YAML::Node limits = root["limits"]; limits && limits.IsSequence()) {
         for (const YAML::Node& limit : limits) {
-          if (limit.IsMap() && limit["name"] && limit["name"].IsScalar()) {
-            limit_names.insert(limit["name"].Scalar());
-          }
+          if (!limit.IsMap() || !limit["name"] || !limit["name"].IsScalar()) continue;
+          limit_names.insert(limit["name"].Scalar());
+          // A from_tier limit's daily quota is named "<name>:daily" in the answers.
+          if (limit["from_tier"]) limit_names.insert(limit["name"].Scalar() + ":daily");
         }
       }
       loadGateway(root["gateway"], policy::keyMark(root, "gateway").value_or(root.Mark()),

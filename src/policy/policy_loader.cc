@@ -35,13 +35,20 @@ void loadServer(const YAML::Node& node, ServerSettings& server, Errors& errors) 
     const std::vector<std::string> names =
         stringList(node["admin_hosts"], "server.admin_hosts", errors);
     for (const std::string& name : names) {
-      // Compared with Host's name part: a port, a blank or a bracket could never match.
-      if (name.empty() || name.find_first_of(" \t:[]/@") != std::string::npos) {
+      // Compared with Host's name part, whole: a port, a blank or a bracket could never match,
+      // and a `*` is no wildcard.
+      if (name.empty() || name.find_first_of(" \t:[]/@*") != std::string::npos) {
         errors.add(entryOf(node["admin_hosts"], name),
-                   "server.admin_hosts: \"" + name + "\" must be a host name, without a port");
+                   "server.admin_hosts: \"" + name +
+                       "\" must be a host name, without a port or a wildcard");
         continue;
       }
-      std::string lower = name;
+      // Host's name is compared without a final dot.
+      std::string lower = name.back() == '.' ? name.substr(0, name.size() - 1) : name;
+      if (lower.empty()) {
+        errors.add(entryOf(node["admin_hosts"], name), "server.admin_hosts: \".\" is no name");
+        continue;
+      }
       for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       server.admin_hosts.push_back(std::move(lower));
     }
@@ -293,19 +300,21 @@ void readKeys(const std::string& text, Policy& policy, Errors& errors) {
                                          "presented; give the keys a header of their own "
                                          "(identity.api_key_header)");
           }
-          id = hashApiKey(key);
+          if (read) id = hashApiKey(key);
         } else if (entry["sha256"]) {
-          id = apiKeyIdFromSha256("sha256:" +
-                                  scalar(entry["sha256"], "sha256", errors).value_or(""));
-          if (id.empty()) errors.add(entry["sha256"], "sha256 must be 64 hex digits");
+          if (const auto hex = scalar(entry["sha256"], "sha256", errors)) {
+            id = apiKeyIdFromSha256("sha256:" + *hex);
+            if (id.empty()) errors.add(entry["sha256"], "sha256 must be 64 hex digits");
+          }
         } else {
           errors.add(entry, "a keys entry needs key or sha256");
         }
-        const std::string tier =
-            entry["tier"] ? scalar(entry["tier"], "tier", errors).value_or("") : "";
+        const std::optional<std::string> tier_read =
+            entry["tier"] ? scalar(entry["tier"], "tier", errors) : std::nullopt;
+        const std::string tier = tier_read.value_or("");
         if (!entry["tier"]) {
           errors.add(entry, "a keys entry needs a tier");
-        } else if (!policy.tiers.contains(tier)) {
+        } else if (tier_read && !policy.tiers.contains(tier)) {
           errors.add(entry["tier"] ? entry["tier"] : entry,
                      "tier \"" + tier + "\" is not defined in tiers");
         }

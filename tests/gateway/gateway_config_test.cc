@@ -392,6 +392,27 @@ gateway:
                                    "limit's name too"),
             std::string::npos)
       << same_name.error();
+  // So is a tier limit's daily quota's, and a default name says it is one.
+  const auto daily = load(R"(tiers:
+  anonymous: { rate: 5/min, daily_quota: 100 }
+limits:
+  - { name: api, from_tier: true }
+  - { name: concurrency-1, rate: 5/min }
+gateway:
+  upstreams: { a: 127.0.0.1:1 }
+  routes: [ { upstream: a } ]
+  concurrency:
+    - { name: "api:daily", max_in_flight: 1 }
+    - { max_in_flight: 1 }
+)");
+  ASSERT_FALSE(daily.ok());
+  EXPECT_NE(daily.error().find("gateway.concurrency[0].name \"api:daily\" is a limit's name too"),
+            std::string::npos)
+      << daily.error();
+  EXPECT_NE(daily.error().find("gateway.concurrency[1] has no name, and its default "
+                               "\"concurrency-1\" is a limit's name too"),
+            std::string::npos)
+      << daily.error();
 }
 
 }  // namespace

@@ -385,6 +385,17 @@ TEST(PolicyLoader, APathHoldingANulByteIsRefused) {
   EXPECT_TRUE(hasError(jwt, 5, "public_key_file holds a NUL byte")) << describeErrors(jwt);
 }
 
+// server.admin_hosts is compared with Host's name as that is read: in lower case, without a
+// final dot (with one, "metrics.internal." matched no request).
+TEST(PolicyLoader, AdminHostsAreReadAsHostNamesAreCompared) {
+  const PolicyPtr policy = policyFrom(
+      "server: { admin_hosts: [Metrics.Internal., sluice-admin] }\nlimits: [{ name: a, "
+      "rate: 1/s }]\n");
+  ASSERT_NE(policy, nullptr);
+  EXPECT_EQ(policy->server.admin_hosts,
+            (std::vector<std::string>{"metrics.internal", "sluice-admin"}));
+}
+
 // Tiers and a keys file: keys map to tiers, by value or by SHA-256; unknown tiers are errors.
 TEST(PolicyLoader, KeysFile) {
   const std::string dir = ::testing::TempDir();
@@ -463,6 +474,16 @@ TEST(PolicyLoader, KeysFile) {
       << describeErrors(odd);
   EXPECT_NE(odd[2].find("keys-odd.yaml:3:12: key must be a single value"), std::string::npos)
       << describeErrors(odd);
+  // A field that is not one value is said so once: not "already listed", "not defined" or
+  // "64 hex digits" besides.
+  std::ofstream(dir + "/keys-lists.yaml")
+      << "keys:\n  - { key: [y], tier: gold }\n  - { key: [z], tier: gold }\n"
+         "  - { key: k9, tier: [gold] }\n  - { sha256: [x], tier: gold }\n";
+  const std::vector<std::string> lists = errorsOf(base + "keys-lists.yaml\n", dir);
+  ASSERT_EQ(lists.size(), 4u) << describeErrors(lists);
+  for (const std::string& error : lists) {
+    EXPECT_NE(error.find("must be a single value"), std::string::npos) << describeErrors(lists);
+  }
 }
 
 // Limits a shared store cannot hold are refused, for the store the file names and, on a

@@ -55,6 +55,8 @@ TEST(PolicyRefusals, SettingsThatWouldOnlyFailLaterAreRefused) {
   EXPECT_TRUE(hasError(errorsOf("server:\n  admin_hosts:\n    - ok.internal\n    - "
                                 "bad.internal:9090\nlimits: []\n"),
                        4, "server.admin_hosts: \"bad.internal:9090\" must be a host name"));
+  EXPECT_TRUE(hasError(errorsOf("server: { admin_hosts: [\"*.corp\"] }\nlimits: []\n"), 1,
+                       "without a port or a wildcard"));
   const std::vector<std::string> token_path_without_jwt = errorsOf(
       "limits:\n  - { name: a, rate: 1/s, key: \"json:$.request.parsed_token.payload.sub\" }\n");
   EXPECT_TRUE(
