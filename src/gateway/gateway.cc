@@ -144,6 +144,7 @@ GatewayStats Gateway::stats() const {
                      .upstream_failed = get(c.upstream_failed),
                      .upstream_timed_out = get(c.upstream_timed_out),
                      .client_gone = get(c.client_gone),
+                     .client_too_slow = get(c.client_too_slow),
                      .websockets = get(c.websockets),
                      .upstream_idle_closed = state_->upstreams.parkedClosed(),
                      .guard = state_->guard.counters(),

@@ -36,7 +36,9 @@ struct GatewayStats {
   std::uint64_t upstream_failed = 0;     // answered 502
   std::uint64_t upstream_timed_out = 0;  // answered 504
   std::uint64_t client_gone = 0;  // the client left while its request waited (throttle, upstream)
-  std::uint64_t websockets = 0;   // requests the upstream switched to a WebSocket
+  // A request body that stopped for client_timeout or fell behind client_body_min_rate: closed.
+  std::uint64_t client_too_slow = 0;
+  std::uint64_t websockets = 0;  // requests the upstream switched to a WebSocket
   // Parked upstream connections closed because the upstream closed them or sent bytes unasked.
   std::uint64_t upstream_idle_closed = 0;
   GuardCounters guard;

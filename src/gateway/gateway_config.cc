@@ -451,7 +451,12 @@ Result<std::optional<GatewaySettings>> loadGatewaySettingsText(const std::string
           if (!limit.IsMap() || !limit["name"] || !limit["name"].IsScalar()) continue;
           limit_names.insert(limit["name"].Scalar());
           // A from_tier limit's daily quota is named "<name>:daily" in the answers.
-          if (limit["from_tier"]) limit_names.insert(limit["name"].Scalar() + ":daily");
+          // (What from_tier says wrongly, the policy loader reports.)
+          Errors ignored(source);
+          if (limit["from_tier"] &&
+              policy::boolValue(limit["from_tier"], "from_tier", ignored).value_or(false)) {
+            limit_names.insert(limit["name"].Scalar() + ":daily");
+          }
         }
       }
       loadGateway(root["gateway"], policy::keyMark(root, "gateway").value_or(root.Mark()),

@@ -36,7 +36,8 @@ std::string metricsText(const GatewayStats& stats) {
           {"not_found", stats.not_found},
           {"upstream_failed", stats.upstream_failed},
           {"upstream_timed_out", stats.upstream_timed_out},
-          {"client_gone", stats.client_gone}});
+          {"client_gone", stats.client_gone},
+          {"client_too_slow", stats.client_too_slow}});
   out.append(
       "# HELP sluice_gateway_websockets_total Requests the upstream switched to a "
       "WebSocket (also counted as forwarded).\n");

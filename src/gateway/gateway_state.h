@@ -45,7 +45,7 @@ struct Gateway::State {
   struct Counters {
     std::atomic<std::uint64_t> forwarded{0}, denied{0}, throttled{0}, shadow_denied{0},
         monitor_denied{0}, concurrency_denied{0}, not_found{0}, upstream_failed{0},
-        upstream_timed_out{0}, client_gone{0}, websockets{0};
+        upstream_timed_out{0}, client_gone{0}, client_too_slow{0}, websockets{0};
   } counters;
 };
 

@@ -84,8 +84,11 @@ struct ProxySession::Exchange {
   bool retried = false;
   Framing request_framing = Framing::kNone;
   bool request_head_sent = false;
-  // The body's reads: since when (the first), and the bytes read (client_body_min_rate).
-  std::optional<std::chrono::steady_clock::time_point> body_since;
+  // The body's reads (client_body_min_rate): the time spent waiting for the client's bytes so
+  // far (not for the upstream to take them), since when the read out now has waited, and the
+  // bytes read.
+  Micros body_wait_us = 0;
+  std::chrono::steady_clock::time_point body_read_since;
   std::uint64_t body_bytes = 0;
   // Every byte of the request went upstream. Only then may the connection be reused: after an
   // early answer or a failed write, the upstream holds part of a request, and would take the

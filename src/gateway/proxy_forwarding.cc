@@ -167,25 +167,26 @@ void ProxySession::pumpRequest() {
 Micros ProxySession::bodyReadTimeout() {
   const GatewaySettings& settings = state_->settings;
   Exchange& exchange = *exchange_;
-  const auto now = std::chrono::steady_clock::now();
-  if (!exchange.body_since) exchange.body_since = now;
+  exchange.body_read_since = std::chrono::steady_clock::now();
   const std::uint64_t rate = settings.client_body_min_rate;
   if (rate == 0) return settings.client_timeout_us;
-  // The grace, and a second for each `rate` bytes read (split so no product overflows).
+  // The grace, and a second for each `rate` bytes read (split so no product overflows), less
+  // the time the client has kept the gateway waiting so far.
   const std::uint64_t bytes = exchange.body_bytes;
   const long double allowance_us =
       static_cast<long double>(settings.client_timeout_us) +
       static_cast<long double>(bytes / rate) * kMicrosPerSecond +
       static_cast<long double>(bytes % rate) * kMicrosPerSecond / static_cast<long double>(rate);
-  const auto spent_us = static_cast<long double>(
-      std::chrono::duration_cast<std::chrono::microseconds>(now - *exchange.body_since).count());
-  const long double left_us = allowance_us - spent_us;
+  const long double left_us = allowance_us - static_cast<long double>(exchange.body_wait_us);
   if (left_us <= 0) return 0;
   return static_cast<Micros>(
       std::min(left_us, static_cast<long double>(settings.client_timeout_us)));
 }
 
 void ProxySession::onRequestChunk(beast::error_code ec) {
+  exchange_->body_wait_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - exchange_->body_read_since)
+                                 .count();
   if (exchange_->answered_early) return readResponseHeader();  // the rest of the body is not sent
   if (ec == bhttp::error::need_buffer) ec = {};
   if (!ec) {
@@ -202,6 +203,7 @@ void ProxySession::onRequestChunk(beast::error_code ec) {
       ec.category() == bhttp::make_error_code(bhttp::error::bad_chunk).category() &&
       ec != bhttp::error::partial_message;
   if (malformed) return respondLocal(400, "malformed request body", {});
+  if (timed_out_) count(state_->counters.client_too_slow);  // the deadline closed the socket
   close();
 }
 

@@ -96,9 +96,10 @@ ReloadReport Service::reload() {
     report.warnings.clear();  // of changes that were not made
     return logged(std::move(report));
   }
-  active_.store(std::make_shared<const Active>(loaded.policy, report.warnings));
-  // Only reload() writes it, under reload_mutex_.
+  // Raised before the policy is in force, so that a drain that starts between the two already
+  // waits for the requests it may hold. Only reload() writes it, under reload_mutex_.
   longest_hold_us_.store(std::max(longest_hold_us_.load(), policy::longestHoldUs(*loaded.policy)));
+  active_.store(std::make_shared<const Active>(loaded.policy, report.warnings));
   for (const auto& commit : commits) commit();
   return logged(std::move(report));
 }

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "sluice/limit_spec.h"
+#include "store/key_hash.h"
 
 namespace sluice::server {
 
@@ -32,9 +33,11 @@ class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
     return std::shared_ptr<ThrottleLines>(new ThrottleLines());
   }
 
-  // The line of the requests held on one limit (its label), counter key and numbers: after a
-  // reload that changes the limit's numbers, requests under the new ones do not wait behind
-  // those held under the old (which decide on their own spec), and the new counter has room.
+  // The line of the requests held on one limit (its label) and counter: the counter key and
+  // what else names the counter in the store (key_hash.h: the algorithm, the period, and the
+  // count where it is part of the counter). After a reload that gives the limit a new counter,
+  // requests on it do not wait behind those held on the old one, which has no units for them;
+  // after one that keeps the counter (a new burst, say), they still wait behind them.
   [[nodiscard]] static std::string lineKey(std::string_view label, std::string_view key,
                                            const LimitSpec& spec) {
     std::string line(label);
@@ -42,8 +45,10 @@ class ThrottleLines : public std::enable_shared_from_this<ThrottleLines> {
     line += key;
     line += '\n';
     line += std::to_string(static_cast<int>(spec.algorithm())) + ' ' +
-            std::to_string(spec.rate().count) + '/' + std::to_string(spec.rate().period_us) + ' ' +
-            std::to_string(spec.burst());
+            std::to_string(spec.rate().period_us);
+    if (countIsPartOfTheCounter(spec.algorithm())) {
+      line += ' ' + std::to_string(spec.rate().count);
+    }
     return line;
   }
 

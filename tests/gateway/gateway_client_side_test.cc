@@ -358,6 +358,12 @@ TEST_F(GatewaySlowBodyTest, ABodySlowerThanTheMinimumRateIsCutOff) {
     if (ec != boost::asio::error::would_block || got > 0) closed = true;  // an end, or an answer
   }
   EXPECT_TRUE(closed) << "a body at 100 bytes/s kept its connection for 10 s";
+  // Counted, for the operator who wonders why uploads fail. (Polled: the count follows the
+  // close the client saw.)
+  for (int i = 0; i < 500 && gateway_->stats().client_too_slow == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(gateway_->stats().client_too_slow, 1u);
 }
 
 }  // namespace

@@ -53,5 +53,26 @@ TEST(ThrottleLinesTest, APlaceOutlivesItsDoor) {
   EXPECT_FALSE(place.held());
 }
 
+// A line is its limit's counter's: a reload that keeps the counter (a new burst; a window's new
+// count) keeps the line, so newcomers still wait behind the requests held on it; one that makes
+// a new counter (a new period or algorithm; a bucket's new rate) makes a new line.
+TEST(ThrottleLinesTest, ALineIsItsCountersLine) {
+  const auto line = [](Algorithm algorithm, std::uint64_t count, Micros period_us,
+                       std::uint64_t burst) {
+    return ThrottleLines::lineKey(
+        "paced", "k", LimitSpec::make(algorithm, Rate{count, period_us}, burst).value());
+  };
+  const Micros minute = 60 * kMicrosPerSecond;
+  EXPECT_EQ(line(Algorithm::kTokenBucket, 30, minute, 1),
+            line(Algorithm::kTokenBucket, 30, minute, 2));
+  EXPECT_EQ(line(Algorithm::kFixedWindow, 30, minute, 30),
+            line(Algorithm::kFixedWindow, 60, minute, 60));
+  EXPECT_NE(line(Algorithm::kTokenBucket, 30, minute, 1),
+            line(Algorithm::kTokenBucket, 60, minute, 1));
+  EXPECT_NE(line(Algorithm::kTokenBucket, 30, minute, 1),
+            line(Algorithm::kTokenBucket, 30, kMicrosPerSecond, 1));
+  EXPECT_NE(line(Algorithm::kTokenBucket, 30, minute, 1), line(Algorithm::kGcra, 30, minute, 1));
+}
+
 }  // namespace
 }  // namespace sluice::server
