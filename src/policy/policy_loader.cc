@@ -315,8 +315,7 @@ void readKeys(const std::string& text, Policy& policy, Errors& errors) {
         if (!entry["tier"]) {
           errors.add(entry, "a keys entry needs a tier");
         } else if (tier_read && !policy.tiers.contains(tier)) {
-          errors.add(entry["tier"] ? entry["tier"] : entry,
-                     "tier \"" + tier + "\" is not defined in tiers");
+          errors.add(entry["tier"], "tier \"" + tier + "\" is not defined in tiers");
         }
         // The same key twice would silently take the later tier.
         if (!id.empty() && !policy.api_key_tiers.emplace(id, tier).second) {

@@ -61,31 +61,64 @@ std::optional<bool> lyftFlag(const YAML::Node& node, const std::string& name, Er
   return std::nullopt;
 }
 
-// Where each key of a lyft file belongs. lyft checks a file's keys against one list, wherever
-// they stand, and its decoder then drops those out of place without a word: `shadow_mode` inside
-// a rate_limit loads and does nothing. Here that is an error saying where the key belongs.
-std::optional<std::string_view> placeOfLyftKey(std::string_view key) {
-  static constexpr std::pair<std::string_view, std::string_view> kPlaces[] = {
-      {"domain", "the file's top level"},
-      {"descriptors", "the file's top level or a descriptor"},
-      {"key", "a descriptor"},
-      {"value", "a descriptor"},
-      {"rate_limit", "a descriptor"},
-      {"shadow_mode", "a descriptor"},
-      {"detailed_metric", "a descriptor"},
-      {"value_to_metric", "a descriptor"},
-      {"share_threshold", "a descriptor"},
-      {"quota_mode", "a descriptor"},
-      {"metadata", "a descriptor"},
-      {"unit", "a rate_limit"},
-      {"requests_per_unit", "a rate_limit"},
-      {"unlimited", "a rate_limit"},
-      {"replaces", "a rate_limit"},
-      {"name", "a rate_limit or a replaces entry"}};
-  for (const auto& [name, place] : kPlaces) {
-    if (key == name) return place;
+// The parts of a lyft file, and which keys each takes. lyft checks a file's keys against one
+// list, wherever they stand, and its decoder then drops those out of place without a word:
+// `shadow_mode` inside a rate_limit loads and does nothing. Here that is an error saying where
+// the key belongs.
+enum LyftPart : unsigned { kFile = 1, kDescriptor = 2, kRateLimit = 4, kReplaces = 8 };
+
+struct LyftKey {
+  std::string_view name;
+  unsigned parts;  // LyftPart bits
+};
+
+// In the order each part's keys are listed in errors.
+constexpr LyftKey kLyftKeys[] = {
+    {"domain", kFile},
+    {"key", kDescriptor},
+    {"value", kDescriptor},
+    {"rate_limit", kDescriptor},
+    {"descriptors", kFile | kDescriptor},
+    {"shadow_mode", kDescriptor},
+    {"detailed_metric", kDescriptor},
+    {"value_to_metric", kDescriptor},
+    {"share_threshold", kDescriptor},
+    {"metadata", kDescriptor},
+    {"quota_mode", kDescriptor},
+    {"unit", kRateLimit},
+    {"requests_per_unit", kRateLimit},
+    {"unlimited", kRateLimit},
+    {"name", kRateLimit | kReplaces},
+    {"replaces", kRateLimit},
+};
+
+// Where keys of `parts` belong, for an error: "a descriptor", "a rate_limit or a replaces entry".
+std::string lyftPlacesText(unsigned parts) {
+  static constexpr std::pair<LyftPart, std::string_view> kPlaces[] = {
+      {kFile, "the file's top level"},
+      {kDescriptor, "a descriptor"},
+      {kRateLimit, "a rate_limit"},
+      {kReplaces, "a replaces entry"}};
+  std::string text;
+  for (const auto& [part, place] : kPlaces) {
+    if ((parts & part) != 0) text += (text.empty() ? "" : " or ") + std::string(place);
   }
-  return std::nullopt;
+  return text;
+}
+
+// How an error names the mapping of `part` it found a key in.
+std::string lyftPartName(LyftPart part) {
+  switch (part) {
+    case kFile:
+      return "the config file";
+    case kDescriptor:
+      return "a descriptor";
+    case kRateLimit:
+      return "rate_limit";
+    case kReplaces:
+      return "a replaces entry";
+  }
+  return "";
 }
 
 // Whether a field is given and not null: lyft reads a null as the field's zero value.
@@ -99,22 +132,27 @@ std::optional<std::string> lyftText(const YAML::Node& node, const std::string& n
   return policy::scalar(node, name, errors);
 }
 
-// policy::checkKeys, but a key of lyft's that stands elsewhere says where it belongs.
-void checkLyftKeys(const YAML::Node& map, const std::string& where,
-                   std::initializer_list<std::string_view> allowed, Errors& errors) {
+// policy::checkKeys for `part` of a lyft file, the keys it takes read from kLyftKeys; a key of
+// lyft's that belongs elsewhere says where.
+void checkLyftKeys(const YAML::Node& map, LyftPart part, Errors& errors) {
+  std::vector<std::string_view> known;
+  for (const LyftKey& key : kLyftKeys) {
+    if ((key.parts & part) != 0) known.push_back(key.name);
+  }
   std::vector<std::string> misplaced;
   for (const auto& entry : map) {
     const std::string key = entry.first.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    const std::optional<std::string_view> place = placeOfLyftKey(key);
-    if (!place) continue;  // a key lyft does not know either: checkKeys below says so
-    errors.add(entry.first, key + ": belongs in " + std::string(*place) + ", not in " + where +
+    const auto found = std::find_if(std::begin(kLyftKeys), std::end(kLyftKeys),
+                                    [&](const LyftKey& lyft) { return lyft.name == key; });
+    // Unknown anywhere (checkKeys below says so), or in its place.
+    if (found == std::end(kLyftKeys) || (found->parts & part) != 0) continue;
+    errors.add(entry.first, key + ": belongs in " + lyftPlacesText(found->parts) + ", not in " +
+                                lyftPartName(part) +
                                 " (lyft/ratelimit takes it here and ignores it without a word)");
     misplaced.push_back(key);
   }
-  std::vector<std::string_view> known(allowed);
   known.insert(known.end(), misplaced.begin(), misplaced.end());
-  policy::checkKeys(map, where, known, errors);
+  policy::checkKeys(map, lyftPartName(part), known, errors);
 }
 
 }  // namespace
@@ -133,7 +171,7 @@ bool loadReplaces(const YAML::Node& list, RateLimitRule& rule, Errors& errors) {
       ok = false;
       continue;
     }
-    checkLyftKeys(item, "a replaces entry", {"name"}, errors);
+    checkLyftKeys(item, kReplaces, errors);
     const auto name = item["name"] ? lyftText(item["name"], "name", errors) : std::nullopt;
     if (!name || name->empty()) {
       errors.add(item, "replaces: each entry needs a non-empty name");
@@ -184,7 +222,7 @@ void LyftConfigBuilder::addDomain(const YAML::Node& root, Errors& errors) {
                      errors)) {
     return;
   }
-  checkLyftKeys(root, "the config file", {"domain", "descriptors"}, errors);
+  checkLyftKeys(root, kFile, errors);
   std::optional<std::string> name;
   if (!root["domain"]) {
     errors.add(root, "domain: is required");
@@ -277,10 +315,7 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
                "quota_mode is a lyft/ratelimit setting Sluice does not support (remove it: the "
                "descriptor's limit is then enforced as any other)");
   }
-  checkLyftKeys(yaml, "a descriptor",
-                {"key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric",
-                 "value_to_metric", "share_threshold", "metadata", "quota_mode"},
-                errors);
+  checkLyftKeys(yaml, kDescriptor, errors);
   const Errors::Near near(errors, yaml);  // a rate_limit a merge built has no line
   DescriptorNode node;
   bool ok = true;
@@ -325,8 +360,7 @@ std::optional<DescriptorNode> LyftConfigBuilder::loadNode(const YAML::Node& yaml
 
 std::optional<RateLimitRule> LyftConfigBuilder::loadRule(const YAML::Node& yaml, Errors& errors) {
   if (!policy::isMap(yaml, "rate_limit", errors)) return std::nullopt;
-  checkLyftKeys(yaml, "rate_limit", {"unit", "requests_per_unit", "unlimited", "name", "replaces"},
-                errors);
+  checkLyftKeys(yaml, kRateLimit, errors);
   RateLimitRule rule;
   bool ok = true;
   if (yaml["unlimited"])
